@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up Gleaner in ./.venv on a fresh Debian/Ubuntu machine and run it.
+#   infra/dev.sh demo [ARGS]   crawl the bundled demo site on the embedded defaults
+#   infra/dev.sh test [ARGS]   run the test suite (pytest ARGS)
+#   infra/dev.sh setup         only install
+# Needs python3 (3.11+); installs python3-venv with apt when it is missing and we are root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=${GLEANER_VENV:-.venv}
+
+setup() {
+  if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "gleaner: needs Python 3.11 or newer as '$PY'" >&2; exit 1
+  fi
+  if [ ! -x "$VENV/bin/python" ]; then
+    if ! "$PY" -m venv "$VENV" 2>/dev/null; then
+      rm -rf "$VENV"
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+        "$PY" -m venv "$VENV"
+      else
+        echo "gleaner: '$PY -m venv' failed; install python3-venv" >&2; exit 1
+      fi
+    fi
+  fi
+  local stamp="$VENV/.gleaner-installed"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+    "$VENV/bin/python" -m pip install -q -e '.[dev]' >&2
+    touch "$stamp"
+  fi
+}
+
+cmd=${1:-demo}
+shift || true
+case "$cmd" in
+  setup) setup ;;
+  demo) setup; exec "$VENV/bin/gleaner" demo "$@" ;;
+  test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+  *) echo "usage: infra/dev.sh demo|test|setup [ARGS]" >&2; exit 2 ;;
+esac

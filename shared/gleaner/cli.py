@@ -1,0 +1,318 @@
+"""The ``gleaner`` command line.
+
+Progress and logs go to stderr (a progress bar on a terminal, plain lines
+otherwise); ``--json`` prints exactly one JSON object on stdout at the end.
+Expected failures print one clear line and exit non-zero, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from gleaner import __version__
+from gleaner.app import Deps
+from gleaner.config import Settings
+from gleaner.errors import GleanerError
+from gleaner.messages import Message
+
+log = logging.getLogger("gleaner")
+
+SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched", "failed",
+                "snapshots")
+
+
+def _settings(**overrides: Any) -> Settings:
+    return Settings.from_env(os.environ, **overrides)
+
+
+class Progress:
+    """Stage progress on stderr: a rich bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self._bar: Any = None
+        self._task: Any = None
+        self.batches_total = 0
+        self.batches_done = 0
+
+    def __enter__(self) -> Progress:
+        if self.enabled and self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            console=Console(stderr=True), transient=False)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("mapping", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, description=text)
+        else:
+            click.echo(f"gleaner: {text}", err=True)
+
+    def on_message(self, topic: str, message: Message) -> None:
+        from gleaner.messages import CrawlMapped, PagesFetched, ScrapeBatch, SnapshotsWritten
+
+        if isinstance(message, CrawlMapped):
+            self.line(f"mapped run {message.run_id}; sampling sections")
+        elif isinstance(message, ScrapeBatch):
+            self.batches_total += 1
+            if self._bar is not None:
+                self._bar.update(self._task, total=self.batches_total, description="scraping batches")
+        elif isinstance(message, PagesFetched):
+            self.batches_done += 1
+            if self._bar is not None:
+                self._bar.update(self._task, completed=self.batches_done)
+            else:
+                self.line(f"batch {message.batch_no}: {len(message.pages)} pages fetched "
+                          f"({self.batches_done}/{self.batches_total})")
+        elif isinstance(message, SnapshotsWritten):
+            self.line(f"ingesting {len(message.snapshot_ids)} new snapshots")
+
+
+@contextmanager
+def _deps(settings: Settings) -> Iterator[Deps]:
+    deps = Deps(settings)
+    try:
+        yield deps
+    finally:
+        deps.close()
+
+
+def _fail(message: str, code: int = 1) -> None:
+    click.echo(f"gleaner: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn expected failures into one line on stderr and a non-zero exit."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GleanerError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+    return wrapper
+
+
+@click.group()
+@click.version_option(__version__, prog_name="gleaner")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """Keep an auditable, always-current markdown copy of the web sources you depend on."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({k: summary[k] for k in SUMMARY_KEYS}, sort_keys=False))
+        return
+    snaps = summary["snapshots"]
+    click.echo(
+        f"run {summary['run_id']} ({summary['site_domain']}): {summary['status']}\n"
+        f"  discovered {summary['discovered']}, included {summary['included']}, excluded {summary['excluded']}\n"
+        f"  fetched {summary['fetched']}, not modified {summary.get('not_modified', 0)}, failed {summary['failed']}\n"
+        f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
+    )
+
+
+def _run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> dict[str, Any]:
+    from gleaner.runner import crawl, new_request
+
+    with _deps(settings) as deps, Progress(enabled=True) as progress:
+        progress.line(f"crawling {url}")
+        summary = crawl(deps, new_request(url, **request), progress.on_message)
+    _print_summary(summary, as_json)
+    return summary
+
+
+@main.command("crawl")
+@click.argument("url")
+@click.option("--site-domain", help="Tenant key (default: the URL's host without www.).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many URLs in the run.")
+@click.option("--max-depth", type=click.IntRange(min=0), help="Link depth from the start page.")
+@click.option("--include", multiple=True, help="Only paths matching this glob (repeatable).")
+@click.option("--exclude", multiple=True, help="Never scrape paths matching this glob (repeatable).")
+@click.option("--feed", "feeds", multiple=True, help="Also read this RSS/Atom feed for URLs (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
+@_guard
+def crawl_cmd(url: str, site_domain: str | None, limit: int | None, max_depth: int | None,
+              include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], as_json: bool) -> None:
+    """Crawl URL's site into versioned markdown snapshots."""
+    from gleaner.urls import canonicalize, validate_glob
+
+    canonicalize(url)
+    for glob in (*include, *exclude):
+        validate_glob(glob)
+    summary = _run_crawl(_settings(), url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
+                         include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
+    if summary["status"] == "failed":
+        sys.exit(1)
+
+
+@main.command("demo")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
+@click.option("--serve-seconds", type=float, default=300.0, show_default=True,
+              help="The demo site stops by itself after this long.")
+@_guard
+def demo_cmd(as_json: bool, serve_seconds: float) -> None:
+    """Serve the bundled demo site on 127.0.0.1 and crawl it."""
+    from gleaner.config import parse_networks
+    from gleaner.demo import demo_pages
+    from gleaner.testsite import TestSite
+
+    pages: dict[str, Any] = {}
+    site = TestSite(pages, max_seconds=serve_seconds)
+    pages.update(demo_pages(site.url))
+    # The demo site is on loopback: allow exactly that, and relax politeness for our own server.
+    settings = _settings(allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=4)
+    with site:
+        if not as_json:
+            click.echo(f"gleaner: demo site at {site.url}/", err=True)
+        summary = _run_crawl(settings, site.url + "/", as_json, site_domain="demo.gleaner.local",
+                             triggered_by="api", mode="manual")
+    if not as_json:
+        click.echo("\nTry: gleaner docs demo.gleaner.local    gleaner runs    "
+                   f"gleaner show {site.url}/docs/install", err=True)
+    if summary["status"] == "failed":
+        sys.exit(1)
+
+
+@main.command("runs")
+@click.argument("run_id", required=False)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def runs_cmd(run_id: str | None, limit: int, as_json: bool) -> None:
+    """Recent runs with their counters, or one run's per-URL status breakdown."""
+    with _deps(_settings()) as deps:
+        if run_id:
+            summary = deps.metadata.run_summary(run_id) if _is_uuid(run_id) else None
+            if summary is None:
+                _fail(f"no run {run_id}")
+                return
+            summary["outcomes"] = deps.metadata.outcome_breakdown(run_id)
+            if as_json:
+                click.echo(json.dumps(summary))
+                return
+            _print_summary(summary, False)
+            click.echo("  per-URL status:")
+            for outcome, count in summary["outcomes"].items():
+                click.echo(f"    {outcome:<28} {count}")
+            return
+        runs = deps.metadata.recent_runs(limit)
+    if as_json:
+        click.echo(json.dumps(runs))
+        return
+    if not runs:
+        click.echo("no runs yet: try `gleaner demo`")
+    for r in runs:
+        s = r["snapshots"]
+        click.echo(f"{r['run_id']}  {r['status']:<9} {r['site_domain']:<24} disc {r['discovered']:>5}  "
+                   f"incl {r['included']:>5}  fetched {r['fetched']:>5}  failed {r['failed']:>4}  "
+                   f"snap +{s['new']} ~{s['changed']} ={s['unchanged']}  {r['started_at'] or ''}")
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+@main.command("docs")
+@click.argument("site")
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def docs_cmd(site: str, as_json: bool) -> None:
+    """The site's document tree (built from path alone) with status and scrape policy."""
+    with _deps(_settings()) as deps:
+        rows = deps.metadata.documents_tree(site)
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    if not rows:
+        _fail(f"no documents for site {site!r}")
+    from gleaner.tree import render_tree
+
+    for line in render_tree(rows):
+        click.echo(line)
+
+
+@main.command("show")
+@click.argument("url")
+@click.option("--raw", is_flag=True, help="Print raw.md instead of content.md.")
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def show_cmd(url: str, raw: bool, as_json: bool) -> None:
+    """A page's current body and its version history."""
+    from gleaner.urls import canonicalize
+
+    canonical = canonicalize(url)
+    with _deps(_settings()) as deps:
+        doc = deps.metadata.document_by_url(canonical)
+        if doc is None:
+            _fail(f"no document for {canonical}")
+            return
+        versions = deps.metadata.snapshots_of(doc["id"])
+        body = ""
+        if versions:
+            ref = versions[0]["raw_ref"] if raw else versions[0]["content_ref"]
+            body = deps.blobs.get(ref).decode("utf-8") if ref else ""
+    if as_json:
+        click.echo(json.dumps({"document": doc, "versions": versions, "body": body}, default=str))
+        return
+    click.echo(f"{doc['canonical_url']}  [{doc['status']}, scrape_policy={doc['scrape_policy']}]", err=True)
+    for v in versions:
+        click.echo(f"  v{v['version']}  {v['content_hash']}  {v['created_at']}  {v['change_signal'] or 'first'}",
+                   err=True)
+    click.echo(body, nl=False)
+
+
+@main.group("db")
+def db_group() -> None:
+    """Database maintenance."""
+
+
+@db_group.command("upgrade")
+@_guard
+def db_upgrade() -> None:
+    """Apply schema migrations (every command also does this when needed)."""
+    from gleaner.store import db
+
+    settings = _settings()
+    engine = db.create_engine(settings)
+    db.upgrade(engine)
+    click.echo(f"schema at revision {db.current_revision(engine)}")
+    engine.dispose()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,165 @@
+"""One typed settings object, read from the environment once.
+
+Every default lives here with the reason for it. Nothing else in Gleaner reads
+``os.environ``: the composition root calls :meth:`Settings.from_env` and passes
+the result down; tests pass their own mapping.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gleaner import __version__
+from gleaner.errors import ConfigError
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+PROJECT_URL = "https://github.com/gleaner-crawler/gleaner"
+# Robots groups are matched on the bare product token, never the whole header (FACTS.md).
+ROBOTS_TOKEN = "gleaner"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def parse_networks(raw: str, name: str = "GLEANER_ALLOW_NETWORKS") -> tuple[IPNetwork, ...]:
+    """Parse a comma-separated list of CIDRs; an empty string allows nothing extra."""
+    networks: list[IPNetwork] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {part!r} is not a CIDR network") from exc
+    return tuple(networks)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable, with safe defaults for one laptop."""
+
+    # Where embedded state lives (PostgreSQL data dir, local blobs).
+    data_dir: Path = Path(".gleaner")
+    # None means: start the embedded PostgreSQL (pgserver) under data_dir.
+    database_url: str | None = None
+    # None means: a local directory under data_dir with the bucket's exact layout.
+    blob_url: str | None = None
+    # Non-public networks the fetcher may reach. Empty: only public addresses (SSRF safety).
+    allow_networks: tuple[IPNetwork, ...] = ()
+    webhook_secret: str | None = None
+    # "local" runs the stages in-process; "gcp" publishes to Pub/Sub and Cloud Tasks.
+    bus: str = "local"
+    project: str | None = None
+    region: str = "europe-west1"
+    pubsub_emulator_host: str | None = None
+    storage_emulator_host: str | None = None
+    # Cloud Tasks target for scrape batches (the scrape function's URL) and its OIDC identity.
+    scrape_url: str | None = None
+    tasks_queue: str = "gleaner-scrape"
+    tasks_service_account: str | None = None
+    # Cloud SQL instance connection name (project:region:instance) for the connector path.
+    cloudsql_instance: str | None = None
+    cloudsql_user: str | None = None
+    cloudsql_database: str = "gleaner"
+
+    user_agent: str = f"Gleaner/{__version__} (+{PROJECT_URL})"
+    # Refuse rather than truncate: a 10 MiB page is far past any article (DESIGN.md).
+    max_body_bytes: int = 10 * 1024 * 1024
+    # Decompressed bodies may be larger than their wire size, but not unboundedly (zip bombs).
+    max_decompressed_bytes: int = 20 * 1024 * 1024
+    max_redirects: int = 5
+    # Seconds for one fetch, connect to last byte; a slow drip past this is unavailable.
+    fetch_timeout: float = 20.0
+    # Politeness: one request at a time and at least one second between requests per host,
+    # unless robots.txt's Crawl-delay asks for more.
+    host_concurrency: int = 1
+    host_delay: float = 1.0
+    # Total concurrent requests across hosts.
+    fetch_concurrency: int = 16
+    # Per-run budget; 0 means unlimited. Exhausting it ends the run partial.
+    run_max_requests: int = 0
+    run_max_bytes: int = 0
+    run_max_seconds: float = 0.0
+    # Map defaults.
+    default_limit: int = 1000
+    default_max_depth: int = 3
+    # The ADR's batch size for the scrape phase (and Cloud Tasks' 1 MB per task is never near).
+    scrape_batch_size: int = 100
+    # Extraction processes for the local runner; 0 means one per core.
+    extract_workers: int = 0
+    # Webhook body cap: a poller batch of a few thousand articles fits well inside 1 MiB.
+    webhook_max_bytes: int = 1024 * 1024
+
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> Settings:
+        """Build settings from an environment mapping; invalid values raise ConfigError."""
+        bus = env.get("GLEANER_BUS", "").strip() or "local"
+        if bus not in ("local", "gcp"):
+            raise ConfigError(f"GLEANER_BUS must be 'local' or 'gcp', got {bus!r}")
+        d = cls()  # defaults (class attributes are slot descriptors on a slotted dataclass)
+        settings = cls(
+            data_dir=Path(env.get("GLEANER_DATA_DIR", "").strip() or ".gleaner"),
+            database_url=env.get("GLEANER_DATABASE_URL", "").strip() or None,
+            blob_url=env.get("GLEANER_BLOB_URL", "").strip() or None,
+            allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),
+            webhook_secret=env.get("GLEANER_WEBHOOK_SECRET") or None,
+            bus=bus,
+            project=env.get("GOOGLE_CLOUD_PROJECT", "").strip() or None,
+            region=env.get("GLEANER_REGION", "").strip() or "europe-west1",
+            pubsub_emulator_host=env.get("PUBSUB_EMULATOR_HOST", "").strip() or None,
+            storage_emulator_host=env.get("STORAGE_EMULATOR_HOST", "").strip() or None,
+            scrape_url=env.get("GLEANER_SCRAPE_URL", "").strip() or None,
+            tasks_queue=env.get("GLEANER_TASKS_QUEUE", "").strip() or "gleaner-scrape",
+            tasks_service_account=env.get("GLEANER_TASKS_SERVICE_ACCOUNT", "").strip() or None,
+            cloudsql_instance=env.get("GLEANER_CLOUDSQL_INSTANCE", "").strip() or None,
+            cloudsql_user=env.get("GLEANER_CLOUDSQL_USER", "").strip() or None,
+            cloudsql_database=env.get("GLEANER_CLOUDSQL_DATABASE", "").strip() or "gleaner",
+            max_body_bytes=_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),
+            max_decompressed_bytes=_int(env, "GLEANER_MAX_DECOMPRESSED_BYTES", d.max_decompressed_bytes, 1),
+            max_redirects=_int(env, "GLEANER_MAX_REDIRECTS", d.max_redirects, 0),
+            fetch_timeout=_float(env, "GLEANER_FETCH_TIMEOUT", d.fetch_timeout, 0.1),
+            host_concurrency=_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
+            host_delay=_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),
+            fetch_concurrency=_int(env, "GLEANER_FETCH_CONCURRENCY", d.fetch_concurrency, 1),
+            run_max_requests=_int(env, "GLEANER_RUN_MAX_REQUESTS", 0, 0),
+            run_max_bytes=_int(env, "GLEANER_RUN_MAX_BYTES", 0, 0),
+            run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
+            extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
+            webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
+        )
+        return replace(settings, **overrides) if overrides else settings
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)

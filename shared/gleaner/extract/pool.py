@@ -1,0 +1,56 @@
+"""Extraction off the fetch path: a process pool sized to the cores (extraction is CPU-bound).
+
+With one worker (Cloud Functions, tests) it runs in-process and starts nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+from gleaner.extract.html import Extracted, extract_html
+
+
+def _extract_one(item: tuple[str, str]) -> Extracted:
+    return extract_html(item[0], item[1])
+
+
+class ExtractPool:
+    def __init__(self, workers: int = 0) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self._executor: Executor | None = None
+
+    def _pool(self) -> Executor | None:
+        if self.workers <= 1:
+            return None
+        if self._executor is None:
+            import multiprocessing
+
+            # forkserver: workers start from a clean process, not a copy of a threaded one.
+            ctx = multiprocessing.get_context("forkserver")
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        return self._executor
+
+    def extract(self, items: Sequence[tuple[str, str]]) -> list[Extracted]:
+        """items: (html, url) pairs, results in the same order."""
+        pool = self._pool()
+        if pool is None or len(items) < 2:
+            return [_extract_one(item) for item in items]
+        return list(pool.map(_extract_one, items, chunksize=max(1, len(items) // (self.workers * 4))))
+
+    def submit(self, html: str, url: str):  # type: ignore[no-untyped-def]
+        """A future for one page (the scrape stage overlaps extraction with fetching)."""
+        from concurrent.futures import Future
+
+        pool = self._pool()
+        if pool is None:
+            future: Future[Extracted] = Future()
+            future.set_result(extract_html(html, url))
+            return future
+        return pool.submit(_extract_one, (html, url))
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None

@@ -1,0 +1,110 @@
+"""Values the fetcher returns: one outcome per URL, exactly the statuses of DESIGN.md."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class FetchOutcome(StrEnum):
+    FETCHED = "fetched"
+    NOT_MODIFIED = "not-modified"
+    ROBOTS_DENIED = "robots-denied"
+    ROBOTS_UNKNOWN = "robots-unknown"
+    REFUSED_SIZE = "refused-size"
+    REFUSED_CONTENT = "refused-content"
+    REDIRECT_REFUSED = "redirect-refused"
+    DENIED = "denied"
+    UNAVAILABLE = "unavailable"
+    EXHAUSTED = "exhausted"
+
+    @property
+    def ok(self) -> bool:
+        return self in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED)
+
+    @property
+    def retryable(self) -> bool:
+        """Transient: the next run (or walk) may succeed."""
+        return self in (FetchOutcome.UNAVAILABLE, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.EXHAUSTED)
+
+
+class ContentKind(StrEnum):
+    HTML = "html"
+    XML = "xml"  # sitemaps
+    FEED = "feed"
+    PDF = "pdf"
+    TEXT = "text"  # robots.txt
+    ANY = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    url: str
+    etag: str | None = None
+    last_modified: str | None = None
+    accept: tuple[ContentKind, ...] = (ContentKind.HTML,)
+    key: str | None = None  # caller's id for the request (a document id), returned on the result
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    url: str
+    outcome: FetchOutcome
+    reason: str = ""
+    final_url: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    charset: str | None = None
+    kind: ContentKind | None = None
+    body: bytes | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    elapsed_ms: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    key: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is FetchOutcome.FETCHED
+
+    def text(self) -> str:
+        """The body decoded by the declared or sniffed charset (replacement on bad bytes)."""
+        if self.body is None:
+            return ""
+        return decode_body(self.body, self.charset)
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.IGNORECASE)
+
+
+def sniff_charset(body: bytes, declared: str | None) -> str:
+    """Declared charset if Python knows it, else a BOM, a meta/XML declaration, else UTF-8."""
+    for candidate in (declared,):
+        if candidate and _known(candidate):
+            return candidate.lower()
+    if body.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    head = body[:4096]
+    match = _META_CHARSET.search(head) or _XML_ENCODING.search(head)
+    if match:
+        name = match.group(1).decode("ascii", "replace")
+        if _known(name):
+            return name.lower()
+    return "utf-8"
+
+
+def _known(name: str) -> bool:
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return False
+    return True
+
+
+def decode_body(body: bytes, charset: str | None) -> str:
+    return body.decode(sniff_charset(body, charset), errors="replace")

@@ -1,0 +1,201 @@
+"""Typed messages for every hop between stages, and the one codec for them.
+
+Messages carry ids and references, never bodies (bodies live in blobs; Pub/Sub
+caps a message at 10 MB and Cloud Tasks a task at 1 MB). Each message names its
+topic; the codec wraps it in ``{"type", "v", "data"}`` JSON so one decoder serves
+Pub/Sub envelopes, task bodies and the in-process bus. Idempotency keys derive
+from business identity (run id, document id, content hash), never message ids.
+
+::
+
+    CrawlRequested --map--> CrawlMapped --sample--> ScrapeBatch (task) --scrape-->
+        PagesFetched --snapshot--> SnapshotsWritten --ingest--> (downstream)
+    ArticlesAccepted (webhook) --ingest--> lands feed articles as reference items
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from gleaner.errors import InvalidInput
+
+SCHEMA_VERSION = 1
+# Namespace for ids minted from business identity (run ids from request ids, ...).
+GLEANER_NS = uuid.UUID("6b3f7c1e-9d4a-5e2b-8f10-2c7a9e4d1b53")
+
+T = TypeVar("T", bound="Message")
+
+
+def run_id_for(request_id: str) -> str:
+    """A redelivered crawl request maps to the same run."""
+    return str(uuid.uuid5(GLEANER_NS, "run:" + request_id))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{cls.__name__}: expected an object, got {type(data).__name__}")
+        names = {f.name: f for f in fields(cls)}
+        missing = [
+            n for n, f in names.items() if n not in data and f.default is MISSING and f.default_factory is MISSING
+        ]
+        if missing:
+            raise InvalidInput(f"{cls.__name__}: missing fields {missing}")
+        kwargs: dict[str, Any] = {}
+        for name in names:
+            if name in data:
+                kwargs[name] = _freeze(data[name])
+        try:
+            return cls(**kwargs)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{cls.__name__}: {exc}") from exc
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRequested(Message):
+    """Start a crawl. ``request_id`` is the idempotency key: run_id = uuid5(request_id)."""
+
+    topic: ClassVar[str] = "crawl-requests"
+    request_id: str
+    target_url: str
+    site_domain: str | None = None
+    limit: int | None = None
+    max_depth: int | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    feeds: tuple[str, ...] = ()
+    mode: str = "website_mapping"
+    triggered_by: str = "api"
+
+    @property
+    def run_id(self) -> str:
+        return run_id_for(self.request_id)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlMapped(Message):
+    topic: ClassVar[str] = "crawl-mapped"
+    run_id: str
+    site_domain: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeBatch(Message):
+    """One Cloud Tasks task: at most 100 document ids of one run, named run id + batch number."""
+
+    topic: ClassVar[str] = "scrape"
+    run_id: str
+    site_domain: str
+    batch_no: int
+    document_ids: tuple[str, ...] = ()
+
+    @property
+    def task_name(self) -> str:
+        return f"{self.run_id}-{self.batch_no}"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPage:
+    """What scrape hands snapshot for one page: hashes and run-scoped blob keys, no bodies."""
+
+    document_id: str
+    content_hash: str
+    raw_hash: str
+    content_key: str | None
+    raw_key: str | None
+    fetch_status: int
+    fetch_time_ms: int
+    byte_size: int
+    extractor: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FetchedPage:
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise InvalidInput(f"FetchedPage: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class PagesFetched(Message):
+    topic: ClassVar[str] = "pages-fetched"
+    run_id: str
+    site_domain: str
+    batch_no: int
+    pages: tuple[FetchedPage, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PagesFetched:
+        base = Message.from_dict.__func__(cls, {**data, "pages": []})  # type: ignore[attr-defined]
+        raw_pages = data.get("pages") or []
+        if not isinstance(raw_pages, list | tuple):
+            raise InvalidInput("PagesFetched.pages must be a list")
+        pages = tuple(p if isinstance(p, FetchedPage) else FetchedPage.from_dict(p) for p in raw_pages)
+        return cls(run_id=base.run_id, site_domain=base.site_domain, batch_no=base.batch_no, pages=pages)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotsWritten(Message):
+    topic: ClassVar[str] = "snapshots-written"
+    run_id: str | None
+    site_domain: str
+    snapshot_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ArticlesAccepted(Message):
+    """The webhook accepted ledger rows (or a walk nudge): land passed articles not yet landed."""
+
+    topic: ClassVar[str] = "articles-accepted"
+    article_ids: tuple[str, ...] = ()
+    walk: bool = False
+    full_reprocess: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    cls.__name__: cls
+    for cls in (CrawlRequested, CrawlMapped, ScrapeBatch, PagesFetched, SnapshotsWritten, ArticlesAccepted)
+}
+TOPICS: dict[str, type[Message]] = {cls.topic: cls for cls in MESSAGE_TYPES.values()}
+
+
+def encode(message: Message) -> bytes:
+    """One wire format for Pub/Sub data, task bodies and the local bus."""
+    envelope = {"type": type(message).__name__, "v": SCHEMA_VERSION, "data": message.to_dict()}
+    return json.dumps(envelope, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def decode(raw: bytes | str, expect: type[T] | None = None) -> Message:
+    """Decode an envelope; anything malformed raises InvalidInput (permanent: ack, never retry)."""
+    try:
+        envelope = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"message is not JSON: {exc}") from exc
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
+        raise InvalidInput("message envelope must be an object with a 'data' object")
+    version = envelope.get("v")
+    if version != SCHEMA_VERSION:
+        raise InvalidInput(f"unsupported message schema version {version!r}")
+    cls = MESSAGE_TYPES.get(str(envelope.get("type")))
+    if cls is None:
+        raise InvalidInput(f"unknown message type {envelope.get('type')!r}")
+    if expect is not None and cls is not expect:
+        raise InvalidInput(f"expected {expect.__name__}, got {cls.__name__}")
+    return cls.from_dict(envelope["data"])

@@ -1,0 +1,49 @@
+"""Run a whole crawl in one process over the in-process bus (what ``gleaner crawl`` does)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from gleaner.app import Deps
+from gleaner.bus.local import LocalBus
+from gleaner.errors import GleanerError, PermanentError
+from gleaner.messages import CrawlRequested, Message
+from gleaner.stages import dispatch
+
+
+class CrawlFailed(GleanerError):
+    """The run could not proceed at all (the message says why)."""
+
+
+def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message], None] | None = None,
+          ) -> dict[str, Any]:
+    """Map, sample, scrape, snapshot and ingest one site; returns the run summary.
+
+    The map stage runs first and directly, so that a run that cannot start (bad
+    URL, robots.txt unreadable, start page unreachable) raises a clear error.
+    """
+    bus = deps.bus
+    if not isinstance(bus, LocalBus):
+        raise TypeError("the local runner needs the in-process bus")
+    from gleaner.stages import wire
+
+    if not bus.handlers:
+        wire(bus, deps)
+    try:
+        dispatch(request, deps)
+    except PermanentError as exc:
+        raise CrawlFailed(str(exc)) from exc
+    bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
+    summary = deps.metadata.run_summary(request.run_id)
+    if summary is None:  # pragma: no cover - map always creates the run
+        raise CrawlFailed("the run was not created")
+    if bus.dead_letters:
+        summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
+    return summary
+
+
+def new_request(url: str, **kw: Any) -> CrawlRequested:
+    return CrawlRequested(request_id=str(uuid.uuid4()), target_url=url, **kw)
+

@@ -1,0 +1,35 @@
+"""The five stages: each a ``handle(message, deps)`` over one typed message.
+
+``STAGES`` maps each topic to the stage that consumes it; the in-process bus and
+the Cloud Functions entry points both dispatch through it, so local and cloud run
+the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gleaner.app import Deps
+from gleaner.messages import CrawlMapped, CrawlRequested, Message, PagesFetched, ScrapeBatch, SnapshotsWritten
+from gleaner.stages import ingest, map, sample, scrape, snapshot
+
+STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
+    CrawlRequested.topic: ("map", CrawlRequested, map.handle),
+    CrawlMapped.topic: ("sample", CrawlMapped, sample.handle),
+    ScrapeBatch.topic: ("scrape", ScrapeBatch, scrape.handle),
+    PagesFetched.topic: ("snapshot", PagesFetched, snapshot.handle),
+    SnapshotsWritten.topic: ("ingest", SnapshotsWritten, ingest.handle),
+}
+
+
+def dispatch(message: Message, deps: Deps) -> Any:
+    """Run the stage that consumes this message."""
+    _name, _cls, handler = STAGES[message.topic]
+    return handler(message, deps)
+
+
+def wire(bus: Any, deps: Deps) -> None:
+    """Subscribe every stage to its topic on an in-process bus."""
+    for topic in STAGES:
+        bus.subscribe(topic, lambda message, _deps=deps: dispatch(message, _deps))

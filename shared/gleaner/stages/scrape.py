@@ -1,0 +1,98 @@
+"""Stage 3, scrape: fetch one batch (≤100 include URLs), extract, record a status for every URL.
+
+Conditional GETs use the stored ETag / Last-Modified of pages that have a
+snapshot; a 304 settles the page as unchanged with no body. Extraction runs in
+the extract pool while other fetches are in flight. A page whose content hash
+equals its current snapshot writes no blob at all; others leave content.md and
+raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
+this run (a redelivered task) are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from concurrent.futures import Future
+
+from gleaner.app import Deps
+from gleaner.errors import BlobConflict
+from gleaner.extract.html import Extracted
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.store.blobs import run_content_key, run_raw_key
+from gleaner.store.metadata import FetchRecord, RunPage
+
+log = logging.getLogger(__name__)
+
+
+def sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
+    meta = deps.metadata
+    pages = {p.document_id: p for p in meta.run_pages(message.run_id, message.document_ids)
+             if p.decision == "include" and p.fetch_outcome is None}
+    requests = [
+        FetchRequest(p.canonical_url, key=p.document_id, accept=(ContentKind.HTML,),
+                     etag=p.etag if p.current_hash else None,
+                     last_modified=p.last_modified if p.current_hash else None)
+        for p in pages.values()
+    ]
+    records: list[FetchRecord] = []
+    pending: list[tuple[RunPage, FetchResult, Future[Extracted]]] = []
+    with deps.new_fetcher() as fetcher:
+        for result in fetcher.fetch_many(requests):
+            page = pages[str(result.key)]
+            if result.outcome is FetchOutcome.FETCHED:
+                pending.append((page, result, deps.extract_pool.submit(result.text(), result.final_url or
+                                                                       page.canonical_url)))
+            else:
+                records.append(_record(page, result, None))
+    fetched: list[FetchedPage] = []
+    for page, result, future in pending:
+        extracted = future.result()
+        fetched.append(_hand_off(deps, message, page, result, extracted))
+        records.append(_record(page, result, extracted.title))
+    meta.record_fetches(message.run_id, records)
+    out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
+                       pages=tuple(fetched))
+    if fetched:
+        deps.bus.publish(out, ordering_key=message.site_domain)
+    else:
+        meta.try_finish_run(message.run_id)
+    return out
+
+
+def _record(page: RunPage, result: FetchResult, title: str | None) -> FetchRecord:
+    return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
+                       len(result.body) if result.body is not None else None, result.etag, result.last_modified,
+                       title)
+
+
+def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
+    """Create the run-scoped artefact; if a redelivery already left one, the first one stands."""
+    try:
+        deps.blobs.put(key, data)
+    except BlobConflict:
+        return deps.blobs.get(key)
+    return data
+
+
+def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResult,
+              extracted: Extracted) -> FetchedPage:
+    # A page where the main-content extractor finds nothing still has a body: the whole page.
+    content = (extracted.content_md or extracted.raw_md).encode("utf-8")
+    raw = extracted.raw_md.encode("utf-8")
+    content_hash = sha1(content)
+    content_key = raw_key = None
+    if content_hash != page.current_hash:
+        content = _put_run_blob(deps, run_content_key(message.site_domain, message.run_id, page.url_hash), content)
+        raw = _put_run_blob(deps, run_raw_key(message.site_domain, message.run_id, page.url_hash), raw)
+        content_hash = sha1(content)
+        content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
+        raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
+    return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=sha1(raw),
+                       content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
+                       fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
+                       extractor=extracted.extractor)

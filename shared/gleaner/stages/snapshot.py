@@ -1,0 +1,49 @@
+"""Stage 4, snapshot: version what changed, touch what did not.
+
+For each fetched page: if SHA1(content.md) equals the current snapshot's hash,
+only last_seen_at moves. Otherwise content.md and raw.md are written to
+``document-snapshots/{document_id}/{sha1}/`` (create-only; the key includes the
+hash, so a redelivery writes the same object), then one transaction inserts the
+document_snapshots row (version = previous + 1) and advances
+documents.current_snapshot_id; then SnapshotsWritten is published. Body first,
+metadata second, publish last: the order that survives a crash at any point.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gleaner import __version__
+from gleaner.app import Deps
+from gleaner.messages import PagesFetched, SnapshotsWritten
+from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
+from gleaner.store.metadata import SnapshotInput, SnapshotResult
+
+log = logging.getLogger(__name__)
+
+
+def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
+    meta = deps.metadata
+    blobs = deps.blobs
+    site = message.site_domain
+    inputs: list[SnapshotInput] = []
+    for page in message.pages:
+        content_key = raw_key = None
+        if page.content_key is not None:
+            content_key = snapshot_content_key(site, page.document_id, page.content_hash)
+            blobs.put(content_key, blobs.get(page.content_key))
+            if page.raw_key is not None:
+                raw_key = snapshot_raw_key(site, page.document_id, page.content_hash)
+                blobs.put(raw_key, blobs.get(page.raw_key))
+        inputs.append(SnapshotInput(
+            document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
+            content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
+            fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor))
+    results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
+    written = tuple(r.snapshot_id for r in results if r.outcome in ("new", "changed") and r.snapshot_id)
+    if written:
+        deps.bus.publish(SnapshotsWritten(run_id=message.run_id, site_domain=site, snapshot_ids=written),
+                         ordering_key=site)
+    if message.run_id is not None:
+        meta.try_finish_run(message.run_id)
+    return results

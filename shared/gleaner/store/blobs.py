@@ -1,0 +1,95 @@
+"""The blob store port, the object layout of the ADR, and the backend chooser.
+
+Keys (seed 003; ``page_id = url_hash = SHA1(canonical_url)``,
+``content_hash = SHA1(content.md bytes)``)::
+
+    domains/{site}/runs/{run_id}/map/links.json
+    domains/{site}/runs/{run_id}/samples/{page_id}.md
+    domains/{site}/runs/{run_id}/raw/{page_id}.md          raw.md of this run's fetch
+    domains/{site}/runs/{run_id}/content/{page_id}.md      content.md of this run's fetch (hand-off to snapshot)
+    domains/{site}/document-snapshots/{document_id}/{content_hash}/content.md
+    domains/{site}/document-snapshots/{document_id}/{content_hash}/raw.md
+
+Writes are create-only: writing the same bytes again is a no-op (idempotent
+redelivery), writing other bytes to an existing key raises BlobConflict.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gleaner.config import Settings
+
+
+class BlobStore(Protocol):
+    def put(self, key: str, data: bytes, content_type: str = "text/markdown; charset=utf-8") -> bool:
+        """Create the object; True if written, False if it already held these bytes."""
+        ...
+
+    def get(self, key: str) -> bytes:
+        """The object's bytes; KeyError if absent."""
+        ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list(self, prefix: str) -> list[str]:
+        """Keys under prefix, sorted."""
+        ...
+
+    def uri(self, key: str) -> str:
+        """The object's address as stored in the database (file://… or gs://…)."""
+        ...
+
+
+def run_prefix(site: str, run_id: str) -> str:
+    return f"domains/{site}/runs/{run_id}"
+
+
+def map_key(site: str, run_id: str) -> str:
+    return f"{run_prefix(site, run_id)}/map/links.json"
+
+
+def sample_key(site: str, run_id: str, page_id: str) -> str:
+    return f"{run_prefix(site, run_id)}/samples/{page_id}.md"
+
+
+def run_raw_key(site: str, run_id: str, page_id: str) -> str:
+    return f"{run_prefix(site, run_id)}/raw/{page_id}.md"
+
+
+def run_content_key(site: str, run_id: str, page_id: str) -> str:
+    return f"{run_prefix(site, run_id)}/content/{page_id}.md"
+
+
+def snapshot_prefix(site: str, document_id: str, content_hash: str) -> str:
+    return f"domains/{site}/document-snapshots/{document_id}/{content_hash}"
+
+
+def snapshot_content_key(site: str, document_id: str, content_hash: str) -> str:
+    return f"{snapshot_prefix(site, document_id, content_hash)}/content.md"
+
+
+def snapshot_raw_key(site: str, document_id: str, content_hash: str) -> str:
+    return f"{snapshot_prefix(site, document_id, content_hash)}/raw.md"
+
+
+def open_blob_store(settings: Settings) -> BlobStore:
+    """Choose the backend from GLEANER_BLOB_URL: file://DIR, gs://BUCKET[/prefix], or the default dir."""
+    from gleaner.errors import ConfigError
+
+    url = settings.blob_url
+    if not url:
+        from gleaner.store.localblobs import LocalBlobStore
+
+        return LocalBlobStore(settings.data_dir / "blobs")
+    if url.startswith("file://"):
+        from pathlib import Path
+
+        from gleaner.store.localblobs import LocalBlobStore
+
+        return LocalBlobStore(Path(url[len("file://"):]))
+    if url.startswith("gs://"):
+        from gleaner.store.gcsblobs import GcsBlobStore
+
+        return GcsBlobStore.from_url(url, settings)
+    raise ConfigError(f"GLEANER_BLOB_URL must start with file:// or gs://, got {url!r}")

@@ -1,0 +1,153 @@
+"""The metadata database: engine construction and migrations.
+
+Three ways to reach PostgreSQL, chosen by settings:
+
+- ``GLEANER_DATABASE_URL=postgresql://…``: any PostgreSQL, through pg8000;
+- ``GLEANER_CLOUDSQL_INSTANCE=project:region:instance``: Cloud SQL through the
+  cloud-sql-python-connector with IAM database authentication;
+- neither: an embedded PostgreSQL started by ``pgserver`` under the data dir.
+
+An engine is created once per process by the composition root and reused
+(Cloud Functions keep it across invocations). Migrations are Alembic revisions
+in ``gleaner/migrations``; :func:`upgrade` applies them under an advisory lock,
+so concurrent cold starts do not race.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from gleaner.config import Settings
+from gleaner.errors import ConfigError, RetryableError
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Any constant works; it only has to be the same in every process.
+_MIGRATION_LOCK = 0x61EA4E5
+
+
+def _pg8000_url(url: str) -> tuple[str, dict[str, Any]]:
+    """Translate a libpq-style URL into a SQLAlchemy pg8000 URL plus connect args."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres", "postgresql+pg8000"):
+        raise ConfigError(f"GLEANER_DATABASE_URL must be a postgresql:// URL, got scheme {parts.scheme!r}")
+    query = parse_qs(parts.query)
+    connect_args: dict[str, Any] = {}
+    host = query.pop("host", [None])[0]
+    if host and host.startswith("/"):
+        port = parts.port or 5432
+        connect_args["unix_sock"] = f"{host}/.s.PGSQL.{port}"
+    rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k not in ("sslmode",))
+    netloc = parts.netloc
+    new = f"postgresql+pg8000://{netloc}{parts.path}" + (f"?{rest}" if rest else "")
+    return new, connect_args
+
+
+def embedded_url(data_dir: Path) -> str:
+    """Start (or join) the embedded PostgreSQL under data_dir and return its URL."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            import pgserver
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ConfigError("the embedded database needs the 'pgserver' package") from exc
+    pgdata = (data_dir / "pg").resolve()
+    pgdata.mkdir(parents=True, exist_ok=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            server = pgserver.get_server(pgdata)
+    except Exception as exc:  # pgserver raises bare exceptions from subprocesses
+        raise RetryableError(f"embedded PostgreSQL did not start under {pgdata}: {exc}") from exc
+    uri: str = server.get_uri()
+    return uri
+
+
+def create_engine(settings: Settings) -> Engine:
+    """One pooled engine per process."""
+    if settings.cloudsql_instance:
+        return _cloudsql_engine(settings)
+    url = settings.database_url or embedded_url(settings.data_dir)
+    sa_url, connect_args = _pg8000_url(url)
+    return sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
+                            max_overflow=10, future=True)
+
+
+def _cloudsql_engine(settings: Settings) -> Engine:
+    try:
+        from google.cloud.sql.connector import Connector, IPTypes
+    except ImportError as exc:
+        raise ConfigError("Cloud SQL needs the 'cloud' extra (cloud-sql-python-connector)") from exc
+    if not settings.cloudsql_user:
+        raise ConfigError("GLEANER_CLOUDSQL_USER is required with GLEANER_CLOUDSQL_INSTANCE")
+    connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
+
+    def connect() -> Any:
+        return connector.connect(
+            settings.cloudsql_instance,
+            "pg8000",
+            user=settings.cloudsql_user,
+            db=settings.cloudsql_database,
+            enable_iam_auth=True,
+            ip_type=IPTypes.PRIVATE if settings.extra.get("GLEANER_CLOUDSQL_PRIVATE_IP") else IPTypes.PUBLIC,
+        )
+
+    return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=5, max_overflow=2,
+                            pool_pre_ping=True, pool_recycle=1800, future=True)
+
+
+def alembic_config(engine: Engine) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply migrations up to revision; safe to call from many processes at once."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+        try:
+            cfg = alembic_config(engine)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+            conn.commit()
+        finally:
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+            conn.commit()
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"version_table_schema": "knowledge"})
+        return ctx.get_current_revision()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Every command applies migrations when needed; a current schema costs one query."""
+    try:
+        if current_revision(engine) == head_revision():
+            return
+    except sa.exc.DBAPIError:
+        pass
+    upgrade(engine)

@@ -1,0 +1,115 @@
+"""Shared fixtures: a real PostgreSQL, a fresh migrated database per test, Deps for the stages.
+
+PostgreSQL: ``GLEANER_TEST_DATABASE_URL`` (a server URL whose user may CREATE DATABASE) if set,
+otherwise an embedded server started through pgserver for the session. Each test gets its
+own database cloned from a migrated template, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import sqlalchemy as sa
+
+from gleaner.app import Deps
+from gleaner.bus.local import LocalBus
+from gleaner.config import Settings, parse_networks
+from gleaner.store import db
+
+TEMPLATE_DB = "gleaner_template"
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+
+
+@pytest.fixture(scope="session")
+def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("GLEANER_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+
+
+def _admin_engine(url: str) -> sa.Engine:
+    sa_url, connect_args = db._pg8000_url(url)
+    return sa.create_engine(sa_url, connect_args=connect_args, isolation_level="AUTOCOMMIT")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server_url: str) -> str:
+    admin = _admin_engine(pg_server_url)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {TEMPLATE_DB}"))
+        conn.execute(sa.text(f"CREATE DATABASE {TEMPLATE_DB}"))
+    template_url = _with_database(pg_server_url, TEMPLATE_DB)
+    engine = db.create_engine(Settings(database_url=template_url))
+    db.upgrade(engine)
+    engine.dispose()
+    admin.dispose()
+    return template_url
+
+
+@pytest.fixture
+def database_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = _admin_engine(pg_server_url)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB}"))
+    yield _with_database(pg_server_url, name)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+def test_settings(tmp_path: Path, database_url: str | None = None, **overrides: Any) -> Settings:
+    """Settings for tests: loopback allowed, politeness relaxed, extraction in-process."""
+    base = Settings(
+        data_dir=tmp_path / "gleaner",
+        database_url=database_url,
+        allow_networks=parse_networks("127.0.0.0/8"),
+        host_delay=0.0,
+        host_concurrency=4,
+        extract_workers=1,
+        fetch_timeout=5.0,
+    )
+    return base.with_(**overrides) if overrides else base
+
+
+test_settings.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def make_deps(tmp_path: Path, database_url: str) -> Iterator[Any]:
+    """Factory: make_deps(**settings_overrides) -> Deps on this test's database and blob dir."""
+    built: list[Deps] = []
+
+    def factory(**overrides: Any) -> Deps:
+        deps = Deps(test_settings(tmp_path, database_url, **overrides), bus_override=LocalBus(backoff_seconds=0.01))
+        built.append(deps)
+        return deps
+
+    yield factory
+    for deps in built:
+        deps.close()
+
+
+@pytest.fixture
+def deps(make_deps: Any) -> Deps:
+    return make_deps()
