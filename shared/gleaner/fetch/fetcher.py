@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urldefrag, urlsplit, urlunsplit
 
 import httpx
 
@@ -24,7 +24,7 @@ from gleaner.errors import InvalidInput
 from gleaner.fetch.addresses import IPAddress, is_allowed, parse_address
 from gleaner.fetch.robots import RobotsRules
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
-from gleaner.urls import canonicalize
+from gleaner.urls import absolutize, canonicalize
 
 Resolver = Callable[[str, int], list[str]]
 
@@ -96,7 +96,8 @@ class Fetcher:
         if isinstance(request, str):
             request = FetchRequest(request)
         try:
-            url = canonicalize(request.url)
+            canonicalize(request.url)  # validation only: fetch the URL as the site spells it
+            url = urldefrag(request.url.strip())[0]
         except InvalidInput as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"invalid URL: {exc}", key=request.key)
         if self._respect_robots:
@@ -201,10 +202,9 @@ class Fetcher:
             location = result.headers.get("location")
             if not location:
                 return _with(result, FetchOutcome.UNAVAILABLE, f"redirect {result.status} without Location")
-            try:
-                target = canonicalize(urljoin(current, location))
-            except InvalidInput as exc:
-                return _with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect to an invalid URL: {exc}")
+            target = absolutize(current, location)
+            if target is None:
+                return _with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect to an unusable URL {location[:200]!r}")
             if target in seen:
                 return _with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect loop at {target}")
             if self._respect_robots and urlsplit(target).path != "/robots.txt":

@@ -34,7 +34,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     pages = {p.document_id: p for p in meta.run_pages(message.run_id, message.document_ids)
              if p.decision == "include" and p.fetch_outcome is None}
     requests = [
-        FetchRequest(p.canonical_url, key=p.document_id, accept=(ContentKind.HTML,),
+        FetchRequest(p.fetch_url, key=p.document_id, accept=(ContentKind.HTML,),
                      etag=p.etag if p.current_hash else None,
                      last_modified=p.last_modified if p.current_hash else None)
         for p in pages.values()
@@ -45,8 +45,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for result in fetcher.fetch_many(requests):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
-                pending.append((page, result, deps.extract_pool.submit(result.text(), result.final_url or
-                                                                       page.canonical_url)))
+                future = deps.extract_pool.submit(result.text(), result.final_url or page.fetch_url)
+                pending.append((page, result, future))
             else:
                 records.append(_record(page, result, None))
     fetched: list[FetchedPage] = []

@@ -37,6 +37,12 @@ class RunPage:
     last_modified: str | None
     current_hash: str | None
     fetch_outcome: str | None
+    source_url: str | None = None
+
+    @property
+    def fetch_url(self) -> str:
+        """The URL as the site spells it (trailing slash and all); the canonical URL is only identity."""
+        return self.source_url or self.canonical_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +216,8 @@ class MetadataStore:
 
     _PAGE_COLUMNS = (
         "d.id, d.canonical_url, d.url_hash, d.path, c.depth, c.discovered_via, d.scrape_policy::text,"
-        " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text"
+        " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text,"
+        " d.source_url"
     )
 
     def run_pages(self, run_id: str, document_ids: Sequence[str] | None = None) -> list[RunPage]:
