@@ -55,5 +55,8 @@ def test_links_are_resolved_canonicalised_and_deduplicated():
 
 
 def test_a_nofollow_page_yields_no_links_and_broken_html_yields_nothing():
-    assert extract_links('<meta name="robots" content="noindex,nofollow"><a href="/x">x</a>', "https://a.test/").links == ()
+    assert (
+        extract_links('<meta name="robots" content="noindex,nofollow"><a href="/x">x</a>', "https://a.test/").links
+        == ()
+    )
     assert extract_links("", "https://a.test/").links == ()

@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
+from typing import Any
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
+from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
@@ -43,7 +45,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         return []
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = _options(deps, run_id)
-    exclude = tuple(options.get("exclude", ()))
+    exclude = tuple(str(g) for g in options.get("exclude", ()))
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
@@ -81,7 +83,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     return scheduled
 
 
-def _options(deps: Deps, run_id: str) -> dict[str, object]:
+def _options(deps: Deps, run_id: str) -> dict[str, Any]:
     import sqlalchemy as sa
 
     with deps.metadata.engine.connect() as conn:
@@ -107,7 +109,7 @@ def _decision(page: RunPage, verdict: PageDecision, uri: str | None = None, erro
 SAMPLE_ATTEMPTS = 3
 
 
-def _sample_section(deps: Deps, fetcher, message: CrawlMapped, members: list[RunPage],  # type: ignore[no-untyped-def]
+def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
                     exclude: tuple[str, ...]) -> tuple[RunPage | None, PageDecision, str | None, str | None]:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it."""
     candidates = [p for p in members if fetcher.robots(p.fetch_url).allows(p.fetch_url)]
