@@ -185,3 +185,33 @@ def test_include_globs_limit_and_depth_bound_the_map(deps):
     paths = [r[0] for r in rows(deps, "SELECT d.path FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d"
                                       " ON d.id = c.document_id WHERE c.run_id = :r", r=summary["run_id"])]
     assert len(paths) == 3 and all(p.startswith("/docs/") or p == "/" for p in paths)
+
+
+def test_a_scrape_task_redelivered_after_a_lost_hand_off_announces_its_pages_again(make_deps):
+    """A crash between recording fetches and publishing pages-fetched must not strand the run."""
+    from gleaner.messages import PagesFetched, ScrapeBatch
+
+    deps = make_deps()
+    batches: list[ScrapeBatch] = []
+    with demo_site() as site:
+        lost = {"done": False}
+
+        def lose_first_hand_off(message):  # the snapshot stage never saw the first pages-fetched
+            if not lost["done"]:
+                lost["done"] = True
+                return
+            dispatch(message, deps)
+
+        from gleaner.stages import wire
+
+        wire(deps.bus, deps)
+        deps.bus.handlers[PagesFetched.topic] = [lose_first_hand_off]
+        summary = crawl(deps, new_request(site.url + "/", site_domain=SITE),
+                        lambda _t, m: batches.append(m) if isinstance(m, ScrapeBatch) else None)
+        assert summary["status"] == "scraping"  # stranded: fetched, never snapshotted
+        requests_before = len(site.log)
+        dispatch(batches[0], deps)  # the task queue redelivers the batch
+        deps.bus.drain()
+        assert len(site.log) == requests_before  # nothing fetched twice
+    final = deps.metadata.run_summary(summary["run_id"])
+    assert final["status"] == "finished" and final["snapshots"]["new"] == 13

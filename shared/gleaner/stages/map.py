@@ -12,6 +12,7 @@ finds its run; a run already past mapping just re-emits CrawlMapped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections import deque
@@ -22,7 +23,7 @@ from gleaner.app import Deps
 from gleaner.decide.port import PageFacts
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
-from gleaner.errors import InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
@@ -117,7 +118,9 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
              "problems": found.problems}
-    deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
+    # Two racing deliveries may discover in a different order: the first map written stands.
+    with contextlib.suppress(BlobConflict):
+        deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
