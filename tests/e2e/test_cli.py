@@ -138,3 +138,24 @@ def test_the_demo_runs_on_the_embedded_defaults_with_no_configuration(tmp_path):
     again = subprocess.run([sys.executable, "-m", "gleaner.cli", "runs", "--json"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120, check=False)
     assert json.loads(again.stdout)[0]["run_id"] == summary["run_id"]
+
+
+def test_verify_finds_a_quote_and_reports_drift_after_the_page_changes(cli_env):
+    from ..integration.sites import set_version
+
+    with demo_site() as site:
+        gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test")
+        body = gleaner(cli_env, "show", site.url + "/docs/install").stdout
+        paragraph = body.split("\n\n")[1]
+        quote = " ".join(paragraph.split()[:12])
+        verified = gleaner(cli_env, "verify", site.url + "/docs/install", quote, "--json")
+        set_version(site, "/docs/install")
+        gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test")
+        drifted = gleaner(cli_env, "verify", site.url + "/docs/install", quote, "--json")
+        missing = gleaner(cli_env, "verify", site.url + "/docs/install", "words that were never on the page")
+    answer = json.loads(verified.stdout)
+    assert verified.returncode == 0 and answer["verified"] and answer["version"] == 1
+    assert answer["text"] == quote and answer["span_kind"] == "paragraph"
+    later = json.loads(drifted.stdout)
+    assert drifted.returncode == 3 and later["drifted"] and later["version"] == 1
+    assert missing.returncode == 4

@@ -720,6 +720,20 @@ class MetadataStore:
             )
         return new_texts
 
+    def texts_of_document(self, document_id: str) -> list[tuple[int, str, str, bool]]:
+        """(version, snapshot_id, text_hash, is_current) of every ingested version, newest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT s.version, s.id, t.text_hash, s.id = d.current_snapshot_id"
+                    " FROM knowledge.document_snapshots s JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+                    " JOIN knowledge.documents d ON d.id = s.document_id WHERE s.document_id = :d"
+                    " ORDER BY s.version DESC"
+                ),
+                {"d": document_id},
+            ).all()
+        return [(int(r[0]), str(r[1]), str(r[2]), bool(r[3])) for r in rows]
+
     def canonical_text(self, text_hash: str) -> tuple[str, list[tuple[int, int, str]]] | None:
         with self.engine.connect() as conn:
             body = conn.execute(sa.text("SELECT body FROM knowledge.canonical_texts WHERE text_hash = :h"),
