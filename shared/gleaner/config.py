@@ -97,7 +97,14 @@ class Settings:
     # Decompressed bodies may be larger than their wire size, but not unboundedly (zip bombs).
     max_decompressed_bytes: int = 20 * 1024 * 1024
     max_redirects: int = 5
-    # Seconds for one fetch, connect to last byte; a slow drip past this is unavailable.
+    # RFC 9309 asks a parser to read at least 500 KiB; a longer robots.txt is robots-unknown (fail closed).
+    robots_max_bytes: int = 512 * 1024
+    # One polite retry after a 429/503; more would keep hammering a host that said it is overloaded.
+    max_retries: int = 1
+    # The longest Retry-After waited for; a longer one makes the URL unavailable this run (and slows the host).
+    max_retry_after: float = 30.0
+    # Seconds for one exchange, connect to last byte (a total deadline, not a per-read timeout);
+    # a slow drip past this is unavailable.
     fetch_timeout: float = 20.0
     # Politeness: one request at a time and at least one second between requests per host,
     # unless robots.txt's Crawl-delay asks for more.
@@ -148,6 +155,9 @@ class Settings:
             max_body_bytes=_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),
             max_decompressed_bytes=_int(env, "GLEANER_MAX_DECOMPRESSED_BYTES", d.max_decompressed_bytes, 1),
             max_redirects=_int(env, "GLEANER_MAX_REDIRECTS", d.max_redirects, 0),
+            robots_max_bytes=_int(env, "GLEANER_ROBOTS_MAX_BYTES", d.robots_max_bytes, 1),
+            max_retries=_int(env, "GLEANER_MAX_RETRIES", d.max_retries, 0),
+            max_retry_after=_float(env, "GLEANER_MAX_RETRY_AFTER", d.max_retry_after, 0.0),
             fetch_timeout=_float(env, "GLEANER_FETCH_TIMEOUT", d.fetch_timeout, 0.1),
             host_concurrency=_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
             host_delay=_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),

@@ -147,6 +147,19 @@ def site_domain_of(url: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
+def fetchable(url: str) -> str:
+    """The URL to request: fragment dropped, scheme and host lowercased, a host's trailing dot dropped,
+    path and query exactly as the site spells them. Raises InvalidInput like canonicalize."""
+    canonicalize(url)  # validation: scheme, host, port, credentials, control characters
+    parts = urlsplit(urldefrag(url.strip())[0])
+    host = parts.netloc.rsplit("@", 1)[-1]
+    name, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+    if not colon or not port.isdigit():
+        name, colon, port = host, "", ""
+    netloc = name.rstrip(".").lower() + (colon + port if colon else "")
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
+
+
 def absolutize(base: str, href: str) -> str | None:
     """Resolve a link against its page as the server will see it (fragment dropped, no canonicalisation:
     a trailing slash matters for fetching and for resolving relative links); None if unusable."""
@@ -154,11 +167,9 @@ def absolutize(base: str, href: str) -> str | None:
     if not href or href.startswith(("javascript:", "mailto:", "tel:", "data:", "#")):
         return None
     try:
-        absolute = urldefrag(urljoin(base, href))[0]
-        canonicalize(absolute)  # validates scheme, host, port, credentials, control characters
+        return fetchable(urljoin(base, href))
     except (InvalidInput, ValueError):
         return None
-    return absolute
 
 
 def resolve(base: str, href: str) -> str | None:

@@ -71,3 +71,11 @@ def test_globs_match_paths_and_a_folder_glob_covers_the_folder_page():
 def test_invalid_globs_are_refused(bad):
     with pytest.raises(InvalidInput):
         validate_glob(bad)
+
+
+def test_the_fetch_url_keeps_the_sites_spelling_of_path_and_query():
+    from gleaner.urls import fetchable
+
+    assert fetchable("HTTP://Example.COM./Docs/?b=2&utm_source=x#top") == "http://example.com/Docs/?b=2&utm_source=x"
+    assert fetchable("http://[::1]:8080/a/") == "http://[::1]:8080/a/"
+    assert fetchable("https://a.test") == "https://a.test/"
