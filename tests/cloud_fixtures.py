@@ -101,3 +101,68 @@ def cloud_event(data: bytes, attributes: dict[str, str] | None = None, message_i
         {"message": {"data": base64.b64encode(data).decode(), "attributes": attributes or {},
                      "messageId": message_id}, "subscription": "projects/p/subscriptions/s"},
     )
+
+
+@pytest.fixture
+def another_database(pg_server_url: str, pg_template: str) -> Iterator[Any]:
+    """Factory for extra fresh, migrated databases in one test (to compare two crawls)."""
+    import sqlalchemy as sa
+
+    from tests.conftest import TEMPLATE_DB, _admin_engine, _with_database
+
+    admin = _admin_engine(pg_server_url)
+    made: list[str] = []
+
+    def make() -> str:
+        name = "t_" + uuid.uuid4().hex[:12]
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB}"))
+        made.append(name)
+        return _with_database(pg_server_url, name)
+
+    yield make
+    with admin.connect() as conn:
+        for name in made:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+def crawl_state(engine: Any, blobs: Any, run_id: str) -> dict[str, Any]:
+    """Everything a user could observe about a run, with generated ids replaced by URLs.
+
+    Two crawls of the same site with the same request id compare equal iff they produced the
+    same documents, ledger, snapshots, versions, canonical texts, spans, counters and blobs.
+    """
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        doc_url = {str(i): u for i, u in conn.execute(sa.text("SELECT id, canonical_url FROM knowledge.documents"))}
+        run = conn.execute(sa.text(
+            "SELECT status::text, urls_discovered, urls_included, urls_excluded, urls_scraped, urls_not_modified,"
+            " urls_failed, snapshots_new, snapshots_changed, snapshots_unchanged, finished_at IS NOT NULL, error,"
+            " batches_total FROM knowledge.crawl_runs WHERE id = :r"), {"r": run_id}).one()
+        runs = conn.execute(sa.text("SELECT count(*) FROM knowledge.crawl_runs")).scalar()
+        ledger = sorted(tuple(map(str, r)) for r in conn.execute(sa.text(
+            "SELECT d.canonical_url, c.decision, c.fetch_outcome, c.snapshot_outcome, c.batch_no"
+            " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id")))
+        documents = sorted(tuple(map(str, r)) for r in conn.execute(sa.text(
+            "SELECT d.canonical_url, d.status, d.scrape_policy, s.version, s.content_hash"
+            " FROM knowledge.documents d LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id")))
+        snapshots = sorted(tuple(map(str, r)) for r in conn.execute(sa.text(
+            "SELECT d.canonical_url, s.version, s.content_hash, s.change_signal FROM knowledge.document_snapshots s"
+            " JOIN knowledge.documents d ON d.id = s.document_id")))
+        counts = {table: conn.execute(sa.text(f"SELECT count(*) FROM knowledge.{table}")).scalar()
+                  for table in ("documents", "document_snapshots", "canonical_texts", "text_spans",
+                                "snapshot_texts", "crawl_page_decisions", "source_hosts")}
+        spans = conn.execute(sa.text("SELECT md5(string_agg(text_hash || ordinal || span_start || span_end || kind,"
+                                     " ',' ORDER BY text_hash, ordinal)) FROM knowledge.text_spans")).scalar()
+    import hashlib
+
+    blob_digest = {}
+    for key in blobs.list("domains/"):
+        named = key
+        for doc_id, url in doc_url.items():
+            named = named.replace(doc_id, url.replace("/", "|"))
+        blob_digest[named] = hashlib.sha1(blobs.get(key)).hexdigest()
+    return {"run": tuple(run), "runs": runs, "ledger": ledger, "documents": documents, "snapshots": snapshots,
+            "counts": counts, "spans": spans, "blobs": blob_digest}

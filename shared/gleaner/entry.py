@@ -25,6 +25,7 @@ import hmac
 import json
 import logging
 import uuid
+from dataclasses import fields
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -134,6 +135,9 @@ def bearer_ok(request: Any, secret: str) -> bool:
     return hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8"))
 
 
+_CRAWL_FIELDS = {f.name for f in fields(CrawlRequested)}
+
+
 def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequested:
     """A validated CrawlRequested from an HTTP body. Cloud Scheduler retries keep one request id."""
     from gleaner.urls import canonicalize, validate_glob
@@ -147,6 +151,10 @@ def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequeste
     data = dict(data)
     if "url" in data and "target_url" not in data:
         data["target_url"] = data.pop("url")
+    unknown = sorted(set(data) - _CRAWL_FIELDS)
+    if unknown:
+        # A misspelt option ("exlude") silently ignored would crawl what the caller meant to skip.
+        raise InvalidInput(f"unknown fields {unknown}")
     job, at = headers.get("X-CloudScheduler-JobName"), headers.get("X-CloudScheduler-ScheduleTime")
     if not data.get("request_id"):
         # A scheduled tick is one request however often Scheduler retries it.
