@@ -98,7 +98,7 @@ def _cloudsql_engine(settings: Settings) -> Engine:
             user=settings.cloudsql_user,
             db=settings.cloudsql_database,
             enable_iam_auth=True,
-            ip_type=IPTypes.PRIVATE if settings.extra.get("GLEANER_CLOUDSQL_PRIVATE_IP") else IPTypes.PUBLIC,
+            ip_type=IPTypes.PRIVATE if settings.cloudsql_private_ip else IPTypes.PUBLIC,
         )
 
     return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=5, max_overflow=2,

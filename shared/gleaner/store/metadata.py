@@ -172,6 +172,12 @@ class MetadataStore:
             ).first()
         return row is not None
 
+    def record_run_error(self, run_id: str, error: str) -> None:
+        """Note an error on a run without changing its status (e.g. ingest failed after it finished)."""
+        with self._tx() as conn:
+            conn.execute(sa.text("UPDATE knowledge.crawl_runs SET error = :e WHERE id = :r"),
+                         {"e": error, "r": run_id})
+
     def upsert_documents(self, site: str, source_host_id: str | None,
                          rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
         """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
