@@ -1,8 +1,11 @@
 """Stage 1, map: discover a site's URLs and open a run.
 
-robots.txt (read first) → its Sitemap lines and /sitemap.xml (indexes, nested,
-gzipped) → the start page's same-host links, breadth-first, bounded by limit and
-max depth, filtered by include globs. Writes source_hosts, one documents row per
+robots.txt (read first) → the feeds named in the request → its Sitemap lines
+and /sitemap.xml (indexes, nested, gzipped) → the start page's same-host links,
+breadth-first, bounded by limit and max depth, filtered by include globs → the
+RSS/Atom feeds those pages announce (``<link rel="alternate">``). Feed entries'
+links become documents like sitemap entries do (discovered_via = "feed"); a feed
+that cannot be read or parsed is a recorded problem, never a failed run. Writes source_hosts, one documents row per
 URL (status=discovered), the crawl_runs row, the run's ledger rows (unlabeled)
 and the map JSON; then emits CrawlMapped.
 
@@ -18,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gleaner.app import Deps
+from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
 from gleaner.errors import InvalidInput, PermanentError
@@ -41,6 +45,8 @@ log = logging.getLogger(__name__)
 # A sitemap index may nest; real sites rarely go past two levels, hostile ones go on forever.
 MAX_SITEMAP_DEPTH = 3
 MAX_SITEMAPS = 200
+# Feeds read per run: the named ones plus those pages announce (a site announces a handful).
+MAX_FEEDS = 50
 
 
 class MapFailed(PermanentError):
@@ -56,6 +62,7 @@ class Discovery:
     host: str
     urls: dict[str, tuple[int, str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    feeds: dict[str, None] = field(default_factory=dict)  # announced by walked pages, in discovery order
 
     def add(self, url: str, depth: int, via: str) -> bool:
         if len(self.urls) >= self.limit or url in self.urls:
@@ -125,9 +132,17 @@ def discover(fetcher: Fetcher, target: str, *, limit: int, max_depth: int, inclu
         raise MapFailed(f"robots.txt of {host_of(target)} could not be read ({robots.reason}); "
                         "nothing is fetched from this host this run")
     found.add(target, 0, "start")
+    named: list[str] = []
+    for feed in feeds:
+        try:
+            named.append(canonicalize(feed))
+        except InvalidInput as exc:
+            found.problems.append(f"invalid feed URL: {exc}")
+    _read_feeds(fetcher, named, found)
     sitemap_urls = [*robots.sitemaps, origin_of(target) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
     _walk_links(fetcher, target, found, max_depth, exclude)
+    _read_feeds(fetcher, [f for f in found.feeds if f not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
     return found
@@ -194,9 +209,40 @@ def _walk_links(fetcher: Fetcher, target: str, found: Discovery, max_depth: int,
         if depth >= max_depth:
             continue
         page = extract_links(result.text(), result.final_url or url)
+        for feed in page.feeds:
+            found.feeds.setdefault(feed, None)
         for link in page.links:
             if found.add(link, depth + 1, "link") or link in found.urls:
                 queue.append((link, depth + 1))
         if found.full:
             # Keep walking only what is already queued? No: the limit is reached, discovery is done.
             return
+
+
+def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
+    """Each feed's entry links become documents (same host as the run, include globs apply)."""
+    for url in feeds[:MAX_FEEDS]:
+        if found.full:
+            return
+        result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.FEED, ContentKind.XML)))
+        if result.outcome is not FetchOutcome.FETCHED:
+            found.problems.append(f"feed {url}: {result.outcome} {result.reason}".strip())
+            continue
+        try:
+            feed = parse_feed(result.body or b"", result.final_url or url, result.content_type)
+        except InvalidInput as exc:
+            found.problems.append(f"feed {url}: {exc}")
+            continue
+        found.problems.extend(f"feed {url}: {problem}" for problem in feed.problems)
+        elsewhere = 0
+        for entry in feed.entries:
+            if host_of(entry.link) != found.host:
+                elsewhere += 1
+                continue
+            found.add(entry.link, 1, "feed")
+            if found.full:
+                break
+        if elsewhere:
+            found.problems.append(f"feed {url}: {elsewhere} entries link to other hosts (not part of this run)")
+        if feed.truncated:
+            found.problems.append(f"feed {url}: more entries than are read from one feed; the rest were ignored")
