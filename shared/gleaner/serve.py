@@ -60,7 +60,7 @@ class WebhookServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def start(self) -> WebhookServer:
         for thread in self._threads:

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -67,7 +67,11 @@ class WebhookRequest:
     oversized: bool = False  # the adapter saw more than the cap (declared or read) and stopped reading
 
 
-def read_capped(stream: BinaryIO, declared_length: int | None, cap: int) -> tuple[bytes, bool]:
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_capped(stream: _Readable, declared_length: int | None, cap: int) -> tuple[bytes, bool]:
     """Read a request body of at most cap bytes: (body, oversized). Never reads past cap + 1."""
     if declared_length is not None and declared_length > cap:
         return b"", True

@@ -49,7 +49,7 @@ def test_broken_and_hostile_feeds_are_recorded_problems_and_the_run_goes_on(deps
     with TestSite(pages, max_seconds=60) as site:
         pages.update(feed_pages(site.url))
         request = new_request(site.url + "/about", site_domain="broken.test",
-                              feeds=tuple(f"{site.url}/feeds/{n}" for n in names) + ("ftp://x.test/feed",))
+                              feeds=(*(f"{site.url}/feeds/{n}" for n in names), "ftp://x.test/feed"))
         summary = crawl(deps, request)
     assert summary["status"] == "finished"
     problems = "\n".join(map_problems(deps, request.run_id, "broken.test"))

@@ -10,7 +10,8 @@ import pytest
 from gleaner.errors import InvalidInput
 from gleaner.urls import canonicalize, normalise_url
 
-CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "url_normalisation_parity.json").read_text("utf-8"))["cases"]
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "url_normalisation_parity.json"
+CASES = json.loads(FIXTURE.read_text("utf-8"))["cases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["note"] for c in CASES])
