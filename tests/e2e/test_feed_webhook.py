@@ -132,6 +132,37 @@ def test_posted_articles_land_as_reference_items_with_intact_provenance(make_cli
     assert [str(b[0]) for b in backlinks] == [ri]
     assert snapshot.processed_markdown_ref.startswith(f"domains/{REFERENCES_SITE}/document-snapshots/{doc.id}/")
     assert counts(engine) == {"articles": 2, "items": 2, "quality": 0, "documents": 2, "snapshots": 2}
+    with engine.connect() as conn:
+        canonical = conn.execute(sa.text("SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s"),
+                                 {"s": item.source_snapshot_id}).scalar()
+        client_knowledge = conn.execute(sa.text(
+            "SELECT count(*) FROM knowledge.documents WHERE site_domain <> :s"), {"s": REFERENCES_SITE}).scalar()
+    assert canonical == 1  # the ingest stage made its canonical text and span ledger
+    assert client_knowledge == 0  # nothing landed in any tenant's documents
+
+
+def test_a_permanent_refusal_is_logged_once_and_not_refetched_until_new_rows_arrive(make_client, site, engine):
+    site.pages["/articles/members-only"] = Page("<html><body>Sign in</body></html>", status=403)
+    site.pages["/media/chart"] = Page(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, content_type="image/png")
+    client = make_client()
+    response = post(client, {"articles": [article(site, "/articles/members-only", title="Paywalled"),
+                                          article(site, "/media/chart", title="A chart")]})
+    assert response.get_json()["accepted"] == 2
+    with engine.connect() as conn:
+        flags = conn.execute(sa.text(
+            "SELECT flag_type, reason FROM knowledge.ingestion_quality_log ORDER BY source_url")).all()
+    assert [f.flag_type for f in flags] == ["fetch_refused", "fetch_refused"]
+    assert "denied" in flags[0].reason and "refused-content" in flags[1].reason
+    requests = len(site.paths())
+
+    assert post(client, {}).get_json() == {"walk": True, "scheduled": 0}
+    assert len(site.paths()) == requests
+    assert counts(engine)["quality"] == 2
+
+    # Another workspace sends the same article: its row is new evidence, so the URL is tried again.
+    post(client, {"articles": [article(site, "/articles/members-only", workspace="ws-2", title="Paywalled")]})
+    assert site.requested("/articles/members-only") == 2
+    assert counts(engine) == {"articles": 3, "items": 0, "quality": 3, "documents": 0, "snapshots": 0}
 
 
 def test_resending_the_same_batch_and_walking_again_changes_nothing(make_client, site, engine):

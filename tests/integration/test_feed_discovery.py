@@ -77,3 +77,22 @@ def test_feed_entries_on_other_hosts_are_not_part_of_the_run(deps):
         crawl(deps, request)
     problems = map_problems(deps, request.run_id, "elsewhere.test")
     assert any("1 entries link to other hosts" in p for p in problems)
+
+
+def test_gleaner_crawl_with_only_a_feed_crawls_the_feed_entries(database_url, tmp_path):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(feed_pages(site.url))
+        env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "g"),
+               "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1"}
+        result = CliRunner().invoke(main, ["crawl", "--feed", site.url + "/feeds/rss1.rdf", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "finished"
+    assert summary["discovered"] == 3  # the root page and the feed's two articles; no links followed
+    assert site.requested("/articles/tidal-power") == 1
+    assert site.requested("/about") == 0

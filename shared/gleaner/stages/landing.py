@@ -27,9 +27,11 @@ import logging
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from sqlalchemy.exc import DBAPIError
+
 from gleaner import __version__
 from gleaner.app import Deps
-from gleaner.errors import BlobConflict, InvalidInput
+from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.extract.html import extract_html
 from gleaner.extract.pdf import extract_pdf, is_pdf
 from gleaner.fetch.types import ContentKind, FetchRequest, FetchResult
@@ -91,7 +93,16 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
         with deps.new_fetcher() as fetcher:
             for result in fetcher.fetch_many(requests):
                 item = fetchable[str(result.key)]
-                snapshot_id = _land_one(deps, item, result, report)
+                try:
+                    snapshot_id = _land_one(deps, item, result, report)
+                except (RetryableError, DBAPIError):
+                    raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
+                except Exception as exc:  # containment: one poisonous page must not stop its siblings
+                    report.retry.append(item.url)
+                    log.exception("landing %s failed", item.url)
+                    _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
+                           feed_article_ids=list(item.ledger_ids))
+                    continue
                 if snapshot_id:
                     snapshots.append(snapshot_id)
     if snapshots:

@@ -184,7 +184,10 @@ class ReferenceStore:
         return str(row[0])
 
     def land(self, item: ReferenceRow, ledger_ids: Sequence[str]) -> bool:
-        """Upsert the reference item and backlink its ledger rows, in one transaction; True if it was new."""
+        """Upsert the reference item and backlink its ledger rows, in one transaction.
+
+        True if the item was written (new, or its content or ledger facts changed); False if identical.
+        """
         with self.engine.begin() as conn:
             row = conn.execute(
                 sa.text(
@@ -202,7 +205,7 @@ class ReferenceStore:
                     "   knowledge.reference_items.source_snapshot_id, knowledge.reference_items.content_epoch)"
                     "   IS DISTINCT FROM (EXCLUDED.title, EXCLUDED.body, EXCLUDED.summary, EXCLUDED.published_at,"
                     "   EXCLUDED.source_snapshot_id, EXCLUDED.content_epoch)"
-                    " RETURNING (xmax = 0)"
+                    " RETURNING id"
                 ),
                 {"id": item.id, "t": item.title, "b": item.body, "s": item.summary, "u": item.url,
                  "p": item.published_at, "d": item.source_document_id, "sn": item.source_snapshot_id,
@@ -217,7 +220,7 @@ class ReferenceStore:
                 ),
                 {"r": item.id, "ids": list(ledger_ids)},
             )
-        return bool(row[0]) if row is not None else False
+        return row is not None
 
     def log_quality(self, flag: str, url: str, reason: str, ledger_ids: Sequence[str],
                     details: dict[str, Any] | None = None, severity: str = "error") -> bool:
