@@ -146,23 +146,25 @@ def test_a_permanent_refusal_is_logged_once_and_not_refetched_until_new_rows_arr
     site.pages["/media/chart"] = Page(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, content_type="image/png")
     client = make_client()
     response = post(client, {"articles": [article(site, "/articles/members-only", title="Paywalled"),
-                                          article(site, "/media/chart", title="A chart")]})
-    assert response.get_json()["accepted"] == 2
+                                          article(site, "/media/chart", title="A chart"),
+                                          article(site, "/articles/deleted", title="Gone")]})
+    assert response.get_json()["accepted"] == 3
     with engine.connect() as conn:
         flags = conn.execute(sa.text(
             "SELECT flag_type, reason FROM knowledge.ingestion_quality_log ORDER BY source_url")).all()
-    assert [f.flag_type for f in flags] == ["fetch_refused", "fetch_refused"]
-    assert "denied" in flags[0].reason and "refused-content" in flags[1].reason
+    assert [f.flag_type for f in flags] == ["fetch_refused"] * 3
+    assert ["HTTP 404" in flags[0].reason, "HTTP 403" in flags[1].reason,
+            "refused-content" in flags[2].reason] == [True, True, True]
     requests = len(site.paths())
 
     assert post(client, {}).get_json() == {"walk": True, "scheduled": 0}
     assert len(site.paths()) == requests
-    assert counts(engine)["quality"] == 2
+    assert counts(engine)["quality"] == 3
 
     # Another workspace sends the same article: its row is new evidence, so the URL is tried again.
     post(client, {"articles": [article(site, "/articles/members-only", workspace="ws-2", title="Paywalled")]})
     assert site.requested("/articles/members-only") == 2
-    assert counts(engine) == {"articles": 3, "items": 0, "quality": 3, "documents": 0, "snapshots": 0}
+    assert counts(engine) == {"articles": 4, "items": 0, "quality": 4, "documents": 0, "snapshots": 0}
 
 
 def test_resending_the_same_batch_and_walking_again_changes_nothing(make_client, site, engine):

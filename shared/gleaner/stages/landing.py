@@ -5,8 +5,9 @@ For each pending normalised URL (one however many workspaces' ledger rows name i
 1. the address policy: a URL that is not public (and not in GLEANER_ALLOW_NETWORKS) writes zero rows,
    one ``ingestion_quality_log`` row (ssrf_rejected, the reason, the ledger ids) and a structured log line;
 2. fetch through the one fetcher (HTML or PDF). A transient failure lands nothing for that URL and
-   leaves its rows pending, so the next walk retries it; a permanent refusal is logged once as
-   ``fetch_refused``; the URL's siblings land either way;
+   leaves its rows pending, so the next walk retries it; a permanent refusal (robots, 401/403, size,
+   content type, 404/410) is logged once as ``fetch_refused`` and retried only when new ledger rows
+   name the URL or a full reprocess is asked for; the URL's siblings land either way;
 3. extract: PDFs (by Content-Type, or a ``.pdf`` path with PDF bytes) with pypdf, HTML with the crawl's
    extractor; ``extraction_method`` records which;
 4. write: the snapshot body under the ADR's blob layout, the ``_references`` document and its
@@ -43,6 +44,8 @@ from gleaner.store.metadata import SnapshotInput
 from gleaner.store.references import LandingItem, ReferenceRow
 
 log = logging.getLogger(__name__)
+
+GONE = (404, 410)
 
 
 @dataclass
@@ -124,7 +127,8 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
     """Land one fetched URL; the new snapshot id if a new version was written."""
     refs = deps.references
     if not result.ok:
-        if result.outcome.retryable:
+        # 404/410 is reported as "unavailable" like a 503, but a missing page does not come back on its own.
+        if result.outcome.retryable and result.status not in GONE:
             report.retry.append(item.url)
             _event(logging.WARNING, "reference.fetch_retry", url=item.url, outcome=str(result.outcome),
                    reason=result.reason, feed_article_ids=list(item.ledger_ids))
