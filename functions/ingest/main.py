@@ -1,4 +1,5 @@
-"""ingest: canonical text and spans for new snapshots (`snapshots-written`); the feed-poller webhook."""
+"""ingest: canonical text and spans for new snapshots (`snapshots-written`), and over HTTP the
+feed-poller webhook plus reference retrieval (`gleaner.webhook`, via `entry.run_webhook`)."""
 
 import functions_framework
 
@@ -13,9 +14,6 @@ def on_event(cloud_event):  # type: ignore[no-untyped-def]
     entry.run_event(cloud_event, SnapshotsWritten)
 
 
-# The feed-poller webhook (DESIGN.md "Feed-poller webhook") lands with issue 5 as
-# `return webhook.handle(request)` from gleaner.webhook. Until then the deployed endpoint
-# answers 501, so Terraform, Cloud Scheduler's walk nudge and this file already agree.
 @functions_framework.http
 def on_http(request):  # type: ignore[no-untyped-def]
-    return entry.not_implemented(request, "the feed-poller webhook")
+    return entry.run_webhook(request)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gleaner.fetch.fetcher import Fetcher
     from gleaner.store.blobs import BlobStore
     from gleaner.store.metadata import MetadataStore
+    from gleaner.store.references import ReferenceStore
 
 
 @dataclass
@@ -51,6 +52,12 @@ class Deps:
         from gleaner.store.metadata import MetadataStore
 
         return MetadataStore(self.engine)
+
+    @cached_property
+    def references(self) -> ReferenceStore:
+        from gleaner.store.references import ReferenceStore
+
+        return ReferenceStore(self.engine)
 
     @cached_property
     def blobs(self) -> BlobStore:

@@ -135,7 +135,3 @@ def test_a_raw_pubsub_push_is_converted_to_the_same_cloud_event(function_env):
     push = {"subscription": "projects/p/subscriptions/s",
             "message": {"data": base64.b64encode(b"garbage").decode(), "messageId": "7", "attributes": {}}}
     assert client("snapshot", "on_event").post("/", json=push).status_code == 200
-
-
-def test_the_feed_webhook_slot_answers_501_until_it_lands(function_env):
-    assert client("ingest", "on_http").post("/", json={}).status_code == 501

@@ -1,8 +1,11 @@
 """Stage 1, map: discover a site's URLs and open a run.
 
-robots.txt (read first) → its Sitemap lines and /sitemap.xml (indexes, nested,
-gzipped) → the start page's same-host links, breadth-first, bounded by limit and
-max depth, filtered by include globs. Writes source_hosts, one documents row per
+robots.txt (read first) → the feeds named in the request → its Sitemap lines
+and /sitemap.xml (indexes, nested, gzipped) → the start page's same-host links,
+breadth-first, bounded by limit and max depth, filtered by include globs → the
+RSS/Atom feeds those pages announce (``<link rel="alternate">``). Feed entries'
+links become documents like sitemap entries do (discovered_via = "feed"); a feed
+that cannot be read or parsed is a recorded problem, never a failed run. Writes source_hosts, one documents row per
 URL (status=discovered), the crawl_runs row, the run's ledger rows (unlabeled)
 and the map JSON; then emits CrawlMapped.
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageFacts
+from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
 from gleaner.errors import BlobConflict, InvalidInput, PermanentError
@@ -44,6 +48,8 @@ log = logging.getLogger(__name__)
 # A sitemap index may nest; real sites rarely go past two levels, hostile ones go on forever.
 MAX_SITEMAP_DEPTH = 3
 MAX_SITEMAPS = 200
+# Feeds read per run: the named ones plus those pages announce (a site announces a handful).
+MAX_FEEDS = 50
 
 
 class MapFailed(PermanentError):
@@ -59,6 +65,7 @@ class Discovery:
     host: str
     urls: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    feeds: dict[str, None] = field(default_factory=dict)  # announced by walked pages, in discovery order
 
     def add(self, source_url: str, depth: int, via: str) -> bool:
         """Add a URL (absolute, as found); False if invalid, off-host, filtered, known or over the limit."""
@@ -143,9 +150,18 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
         raise MapFailed(f"cannot crawl {host_of(target)}: robots.txt could not be read ({robots.reason}); "
                         "nothing is fetched from this host this run")
     found.add(start_url, 0, "start")
+    named: list[str] = []
+    for feed in feeds:
+        try:
+            canonicalize(feed)
+            named.append(feed.strip())
+        except InvalidInput as exc:
+            found.problems.append(f"invalid feed URL: {exc}")
+    _read_feeds(fetcher, named, found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
     _walk_links(fetcher, start_url, found, max_depth, walkable)
+    _read_feeds(fetcher, [f for f in found.feeds if f not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
     return found
@@ -215,8 +231,40 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
         if depth >= max_depth:
             continue
         page = extract_links(result.text(), result.final_url or url)
+        for feed in page.feeds:
+            found.feeds.setdefault(feed, None)
         for link in page.links:
             if found.add(link, depth + 1, "link") or canonicalize(link) in found.urls:
                 queue.append((link, depth + 1))
         if found.full:
             return  # the limit is reached: discovery is done
+
+
+
+def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
+    """Each feed's entry links become documents (same host as the run, include globs apply)."""
+    for url in feeds[:MAX_FEEDS]:
+        if found.full:
+            return
+        result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.FEED, ContentKind.XML)))
+        if result.outcome is not FetchOutcome.FETCHED:
+            found.problems.append(f"feed {url}: {result.outcome} {result.reason}".strip())
+            continue
+        try:
+            feed = parse_feed(result.body or b"", result.final_url or url, result.content_type)
+        except InvalidInput as exc:
+            found.problems.append(f"feed {url}: {exc}")
+            continue
+        found.problems.extend(f"feed {url}: {problem}" for problem in feed.problems)
+        elsewhere = 0
+        for entry in feed.entries:
+            if host_of(entry.link) != found.host:
+                elsewhere += 1
+                continue
+            found.add(entry.link, 1, "feed")
+            if found.full:
+                break
+        if elsewhere:
+            found.problems.append(f"feed {url}: {elsewhere} entries link to other hosts (not part of this run)")
+        if feed.truncated:
+            found.problems.append(f"feed {url}: more entries than are read from one feed; the rest were ignored")
