@@ -12,7 +12,7 @@ import pytest
 
 from gleaner.config import Settings, parse_networks
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import FetchOutcome, FetchRequest
+from gleaner.fetch.types import FetchOutcome
 from gleaner.testsite import Page, TestSite
 
 HTML = "text/html; charset=utf-8"

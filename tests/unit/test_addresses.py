@@ -57,7 +57,7 @@ def test_the_address_book_resolves_each_host_once_and_checks_every_answer() -> N
         return ["93.184.216.34", "10.0.0.1"] if host == "mixed.test" else ["93.184.216.34"]
 
     book = AddressBook(resolver, ())
-    with pytest.raises(AddressRefused, match="10.0.0.1"):
+    with pytest.raises(AddressRefused, match=r"10\.0\.0\.1"):
         book.pin("mixed.test", 80)
     with pytest.raises(AddressRefused):
         book.pin("mixed.test", 80)  # the refusal is remembered, not looked up again

@@ -18,6 +18,7 @@ from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
+from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
@@ -57,7 +58,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             decisions[page.document_id] = _decision(page, verdict)
         else:
             sections.setdefault(section_of(page.path), []).append(page)
-    with deps.new_fetcher() as fetcher:
+    with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
             sample, verdict, uri, error = _sample_section(deps, fetcher, message, members, exclude)
             for page in members:
