@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import sqlalchemy as sa
+from click.testing import CliRunner
+
+from gleaner.cli import main
 
 from gleaner.runner import crawl, new_request
 from gleaner.testsite import Page, TestSite
@@ -125,3 +129,37 @@ def test_a_spent_budget_ends_the_run_partial_with_every_remaining_url_exhausted(
     # An exhausted page was requested at most once, by the sample stage, never by scrape.
     samples = {"/", "/docs/p0"}
     assert all(site.requested(p) == (1 if p in samples else 0) for p in exhausted)
+
+
+def test_a_second_run_asks_conditionally_and_settles_unchanged_pages_without_a_body(make_deps: Any) -> None:
+    docs = {f"/docs/p{i}": Page(article(f"Page {i}", f"/docs/p{i}")) for i in range(3)}
+    pages = _site(docs)
+    deps = make_deps()
+    with TestSite(pages, max_seconds=60) as site:
+        pages["/sitemap.xml"] = _sitemap(site.url, list(docs))
+        first = new_request(site.url + "/", site_domain="again.test")
+        crawl(deps, first)
+        before = len(site.log)
+        second = new_request(site.url + "/", site_domain="again.test")
+        summary = crawl(deps, second)
+        later = site.log[before:]
+    recorded = _outcomes(deps, second.run_id)
+    assert {p: o for p, (o, _) in recorded.items()} == {"/": "not-modified", **{p: "not-modified" for p in docs}}
+    assert summary["status"] == "finished" and summary["snapshots"]["unchanged"] == 4
+    conditional = [r for r in later if "if-none-match" in r.headers]
+    assert sorted(r.path for r in conditional) == ["/", *sorted(docs)]  # scrape asked each page conditionally
+    assert all(r.headers["if-none-match"] == pages[r.path].etag for r in conditional)
+
+
+def test_gleaner_runs_shows_the_per_url_breakdown(make_deps: Any, database_url: str, tmp_path: Any) -> None:
+    docs = {"/docs/a": Page(article("A", "/docs/a")), "/docs/b": Page(article("B", "b"), status=403)}
+    pages = _site(docs)
+    deps = make_deps()
+    with TestSite(pages, max_seconds=60) as site:
+        pages["/sitemap.xml"] = _sitemap(site.url, list(docs))
+        request = new_request(site.url + "/", site_domain="cli.test")
+        crawl(deps, request)
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "cli")}
+    result = CliRunner().invoke(main, ["runs", request.run_id, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["outcomes"] == {"denied": 1, "fetched": 2}
