@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from gleaner.cli import main
-
 from gleaner.runner import crawl, new_request
 from gleaner.testsite import Page, TestSite
 
