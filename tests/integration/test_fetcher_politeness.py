@@ -150,16 +150,17 @@ def test_a_429_with_retry_after_is_waited_out_and_retried_once() -> None:
     assert site.log[2].at - site.log[1].at >= 0.95
 
 
-def test_a_retry_after_beyond_the_cap_is_not_waited_for() -> None:
-    pages = {"/p": _busy_then_ok(503, "3600"), "/robots.txt": Page("", content_type="text/plain")}
-    with TestSite(pages, max_seconds=30) as site, Fetcher(_settings(max_retry_after=1.0)) as fetcher:
-        started = time.monotonic()
+def test_a_retry_after_beyond_the_cap_is_not_retried_and_slows_the_host() -> None:
+    pages = {"/p": _busy_then_ok(503, "3600"), "/q": Page("<html>q</html>"),
+             "/robots.txt": Page("", content_type="text/plain")}
+    with TestSite(pages, max_seconds=30) as site, Fetcher(_settings(max_retry_after=0.5)) as fetcher:
         result = fetcher.fetch(site.url + "/p")
-        took = time.monotonic() - started
+        after = fetcher.fetch(site.url + "/q")
     assert result.outcome is FetchOutcome.UNAVAILABLE and "HTTP 503" in result.reason
     assert "Retry-After 3600" in result.reason
-    assert took < 1.0
-    assert site.paths() == ["/robots.txt", "/p"]
+    assert after.outcome is FetchOutcome.FETCHED
+    assert site.paths() == ["/robots.txt", "/p", "/q"]  # no retry of /p
+    assert site.log[2].at - site.log[1].at >= 0.45  # the host was given the capped pause before /q
 
 
 def test_denied_statuses_are_denied_and_never_retried() -> None:
