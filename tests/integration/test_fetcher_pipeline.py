@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -162,3 +163,21 @@ def test_gleaner_runs_shows_the_per_url_breakdown(make_deps: Any, database_url: 
     result = CliRunner().invoke(main, ["runs", request.run_id, "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["outcomes"] == {"denied": 1, "fetched": 2}
+
+
+def test_a_budget_spent_during_sampling_still_gives_every_url_an_exhausted_status(make_deps: Any) -> None:
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        time.sleep(2.0)  # the run's 1 s budget ends while the sample stage waits for this page
+
+    docs = {"/docs/a-slow": Page("", handler=slow), **{f"/docs/p{i}": Page(article(f"P{i}", str(i))) for i in range(3)}}
+    pages = _site(docs)
+    deps = make_deps(run_max_seconds=1.0)
+    with TestSite(pages, max_seconds=60) as site:
+        pages["/sitemap.xml"] = _sitemap(site.url, list(docs))
+        request = new_request(site.url + "/", site_domain="late.test")
+        summary = crawl(deps, request)
+    recorded = _outcomes(deps, request.run_id)
+    assert summary["status"] == "partial"
+    assert {p: o for p, (o, _) in recorded.items() if p.startswith("/docs")} == {p: "exhausted" for p in docs}
+    assert all(site.requested(p) == 0 for p in docs if p != "/docs/a-slow")
+    assert site.requested("/docs/a-slow") == 1  # the sample request the budget cut off; never re-asked

@@ -112,6 +112,11 @@ def _sample_section(deps: Deps, fetcher, message: CrawlMapped, members: list[Run
                                   0.5), None, None
     sample = candidates[0]
     result = fetcher.fetch(FetchRequest(sample.canonical_url, accept=(ContentKind.HTML,)))
+    if result.outcome is FetchOutcome.EXHAUSTED:
+        # The run's budget ran out: that says nothing about the section. Include its pages so the
+        # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
+        return None, PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
+                                  0.5), None, f"{result.outcome}: {result.reason}"
     facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True, content_type=result.content_type,
                       fetch_outcome=str(result.outcome))
     uri = error = None
