@@ -111,7 +111,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
-    with deps.new_fetcher() as fetcher:
+    with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
