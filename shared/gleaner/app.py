@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gleaner.fetch.robots import RobotsRules
     from gleaner.store.blobs import BlobStore
     from gleaner.store.metadata import MetadataStore
+    from gleaner.store.references import ReferenceStore
 
 
 @dataclass
@@ -57,6 +58,12 @@ class Deps:
         from gleaner.store.metadata import MetadataStore
 
         return MetadataStore(self.engine)
+
+    @cached_property
+    def references(self) -> ReferenceStore:
+        from gleaner.store.references import ReferenceStore
+
+        return ReferenceStore(self.engine)
 
     @cached_property
     def blobs(self) -> BlobStore:
@@ -126,6 +133,8 @@ class Deps:
             self.extract_pool.close()
         if "engine" in self.__dict__ and self.engine_override is None:
             self.engine.dispose()
+        if "bus" in self.__dict__ and self.bus_override is None and hasattr(self.bus, "close"):
+            self.bus.close()
 
 
 _process_deps: Deps | None = None
@@ -139,3 +148,12 @@ def process_deps(env: Mapping[str, str] | None = None) -> Deps:
         if _process_deps is None:
             _process_deps = Deps(Settings.from_env(os.environ if env is None else env))
         return _process_deps
+
+
+def reset_process_deps() -> None:
+    """Close and forget the per-process Deps; the next :func:`process_deps` builds a new one (tests)."""
+    global _process_deps
+    with _process_lock:
+        if _process_deps is not None:
+            _process_deps.close()
+        _process_deps = None

@@ -151,7 +151,7 @@ def _run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> d
 
 
 @main.command("crawl")
-@click.argument("url")
+@click.argument("url", required=False)
 @click.option("--site-domain", help="Tenant key (default: the URL's host without www.).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many URLs in the run.")
 @click.option("--max-depth", type=click.IntRange(min=0), help="Link depth from the start page.")
@@ -160,11 +160,23 @@ def _run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> d
 @click.option("--feed", "feeds", multiple=True, help="Also read this RSS/Atom feed for URLs (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
 @_guard
-def crawl_cmd(url: str, site_domain: str | None, limit: int | None, max_depth: int | None,
+def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_depth: int | None,
               include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], as_json: bool) -> None:
-    """Crawl URL's site into versioned markdown snapshots."""
-    from gleaner.urls import canonicalize, validate_glob
+    """Crawl URL's site into versioned markdown snapshots.
 
+    With --feed and no URL, crawls the feed's entries: the run starts at the feed host's root page and
+    does not follow its links (unless --max-depth says otherwise).
+    """
+    from gleaner.urls import canonicalize, origin_of, validate_glob
+
+    for feed in feeds:
+        canonicalize(feed)
+    if url is None:
+        if not feeds:
+            _fail("give a URL to crawl, or --feed FEED_URL")
+            return
+        url = origin_of(canonicalize(feeds[0])) + "/"
+        max_depth = 0 if max_depth is None else max_depth
     canonicalize(url)
     for glob in (*include, *exclude):
         validate_glob(glob)
@@ -294,6 +306,149 @@ def show_cmd(url: str, raw: bool, as_json: bool) -> None:
         click.echo(f"  v{v['version']}  {v['content_hash']}  {v['created_at']}  {v['change_signal'] or 'first'}",
                    err=True)
     click.echo(body, nl=False)
+
+
+@main.command("verify")
+@click.argument("url")
+@click.argument("quote")
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def verify_cmd(url: str, quote: str, as_json: bool) -> None:
+    """Check that QUOTE occurs verbatim in URL's stored text; print the byte span that holds it.
+
+    Exits 0 when the current version holds the quote, 3 when only an earlier version did (drift),
+    4 when no stored version does.
+    """
+    from gleaner.provenance.citations import locate
+    from gleaner.urls import canonicalize
+
+    canonical = canonicalize(url)
+    with _deps(_settings()) as deps:
+        doc = deps.metadata.document_by_url(canonical)
+        if doc is None:
+            _fail(f"no document for {canonical}")
+            return
+        answer: dict[str, Any] = {"url": canonical, "verified": False, "drifted": False}
+        for version, snapshot_id, text_hash, current in deps.metadata.texts_of_document(doc["id"]):
+            stored = deps.metadata.canonical_text(text_hash)
+            if stored is None:
+                continue
+            cite = locate(stored[0], quote, stored[1])
+            if cite is not None:
+                kind = stored[1][cite.span_ordinal][2] if cite.span_ordinal is not None else None
+                answer.update(verified=current, drifted=not current, version=version, snapshot_id=snapshot_id,
+                              text_hash=text_hash, start=cite.start, end=cite.end, span_kind=kind, text=cite.text)
+                break
+    if as_json:
+        click.echo(json.dumps(answer))
+    elif answer["verified"] or answer["drifted"]:
+        state = "verified" if answer["verified"] else "drifted: only in an earlier version"
+        click.echo(f"{state}: v{answer['version']} {answer['text_hash']}[{answer['start']}:{answer['end']}]"
+                   f" ({answer['span_kind'] or 'across blocks'})\n{answer['text']}")
+    else:
+        click.echo("not found in any stored version")
+    sys.exit(0 if answer["verified"] else 3 if answer["drifted"] else 4)
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=8080, show_default=True,
+              help="Port to listen on (0: any free port).")
+@_guard
+def serve_cmd(host: str, port: int) -> None:
+    """Run the ingest function's HTTP surface locally: the feed-poller webhook and /refs retrieval.
+
+    Needs GLEANER_WEBHOOK_SECRET (callers send it as a bearer token). Accepted articles land in the
+    background on the in-process bus. Stops on Ctrl-C.
+    """
+    import signal
+    import threading
+
+    from gleaner.serve import WebhookServer
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with _deps(_settings()) as deps, WebhookServer(deps, host, port) as server:
+        click.echo(f"gleaner: serving the ingest webhook on {server.url}/ (refs at {server.url}/refs)", err=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        click.echo("gleaner: stopping", err=True)
+
+
+@main.group("refs")
+def refs_group() -> None:
+    """Reference items: external articles landed from feed pollers (never client knowledge)."""
+
+
+@refs_group.command("search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@_guard
+def refs_search(query: str, limit: int, as_json: bool) -> None:
+    """Ranked previews of the reference items matching QUERY (PostgreSQL full-text search)."""
+    with _deps(_settings()) as deps:
+        results = deps.references.search(query, limit)
+    if as_json:
+        click.echo(json.dumps({"query": query, "results": results}))
+        return
+    if not results:
+        click.echo(f"no reference items match {query!r}", err=True)
+        sys.exit(1)
+    for r in results:
+        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {r['title']}\n"
+                   f"        {r['source_url']}  published {r['published_at'] or 'unknown'}\n"
+                   f"        {(r['body_preview'] or '').strip()}")
+
+
+@refs_group.command("show")
+@click.argument("reference_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole item as one JSON object.")
+@_guard
+def refs_show(reference_id: str, as_json: bool) -> None:
+    """One reference item verbatim: its body on stdout, its provenance on stderr."""
+    if not _is_uuid(reference_id):
+        _fail(f"{reference_id!r} is not a reference id (a UUID)")
+    with _deps(_settings()) as deps:
+        item = deps.references.get(reference_id)
+    if item is None:
+        _fail(f"no reference item {reference_id}")
+        return
+    if as_json:
+        click.echo(json.dumps(item))
+        return
+    click.echo(f"{item['title']}\n  {item['source_url']}  published {item['published_at'] or 'unknown'}\n"
+               f"  document {item['source_document_id']}  snapshot {item['source_snapshot_id']}  "
+               f"{item['extraction_method']}  ({item['ingestion_source']})", err=True)
+    for article in item["articles"]:
+        click.echo(f"  from workspace {article['workspace_id']} via {article['feed_source'] or 'a direct import'}",
+                   err=True)
+    click.echo(item["body"], nl=False)
+
+
+@refs_group.command("walk")
+@click.option("--full-reprocess", is_flag=True, help="Re-fetch every passed article, landed or not.")
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def refs_walk(full_reprocess: bool, as_json: bool) -> None:
+    """Land every passed feed article not yet landed, now, in this process (what the walk nudge does)."""
+    from gleaner.bus.local import LocalBus
+    from gleaner.messages import ArticlesAccepted
+    from gleaner.stages import dispatch, wire
+
+    with _deps(_settings()) as deps:
+        if isinstance(deps.bus, LocalBus) and not deps.bus.handlers:
+            wire(deps.bus, deps)
+        report = dispatch(ArticlesAccepted(walk=True, full_reprocess=full_reprocess), deps)
+        if isinstance(deps.bus, LocalBus):
+            deps.bus.drain()
+    counts = report.to_dict()
+    if as_json:
+        click.echo(json.dumps(counts))
+    else:
+        click.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
 
 
 @main.group("db")

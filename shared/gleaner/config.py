@@ -86,10 +86,21 @@ class Settings:
     scrape_url: str | None = None
     tasks_queue: str = "gleaner-scrape"
     tasks_service_account: str | None = None
+    # "cloudtasks" in the cloud; "pubsub" in emulator mode, where Cloud Tasks has no emulator and
+    # scrape batches travel on the `scrape` topic, pushed unwrapped to the scrape function's on_http.
+    tasks_backend: str = "cloudtasks"
+    # Deliveries of one message/task before it is dead-lettered. Terraform gives the same number to
+    # the dead-letter policies and the queue, so the entry points know which attempt is the last one.
+    max_delivery_attempts: int = 5
+    # Seconds to wait for a publish to be durable; past it the handler fails and is redelivered.
+    publish_timeout: float = 60.0
     # Cloud SQL instance connection name (project:region:instance) for the connector path.
     cloudsql_instance: str | None = None
     cloudsql_user: str | None = None
     cloudsql_database: str = "gleaner"
+    # Private IP when the functions reach Cloud SQL through a VPC connector; public IP (still TLS
+    # and IAM-authenticated by the connector) otherwise.
+    cloudsql_private_ip: bool = False
 
     user_agent: str = f"Gleaner/{__version__} (+{PROJECT_URL})"
     # Refuse rather than truncate: a 10 MiB page is far past any article (DESIGN.md).
@@ -134,6 +145,9 @@ class Settings:
         bus = env.get("GLEANER_BUS", "").strip() or "local"
         if bus not in ("local", "gcp"):
             raise ConfigError(f"GLEANER_BUS must be 'local' or 'gcp', got {bus!r}")
+        tasks_backend = env.get("GLEANER_TASKS_BACKEND", "").strip() or "cloudtasks"
+        if tasks_backend not in ("cloudtasks", "pubsub"):
+            raise ConfigError(f"GLEANER_TASKS_BACKEND must be 'cloudtasks' or 'pubsub', got {tasks_backend!r}")
         d = cls()  # defaults (class attributes are slot descriptors on a slotted dataclass)
         settings = cls(
             data_dir=Path(env.get("GLEANER_DATA_DIR", "").strip() or ".gleaner"),
@@ -149,7 +163,11 @@ class Settings:
             scrape_url=env.get("GLEANER_SCRAPE_URL", "").strip() or None,
             tasks_queue=env.get("GLEANER_TASKS_QUEUE", "").strip() or "gleaner-scrape",
             tasks_service_account=env.get("GLEANER_TASKS_SERVICE_ACCOUNT", "").strip() or None,
+            tasks_backend=tasks_backend,
+            max_delivery_attempts=_int(env, "GLEANER_MAX_DELIVERY_ATTEMPTS", d.max_delivery_attempts, 1),
+            publish_timeout=_float(env, "GLEANER_PUBLISH_TIMEOUT", d.publish_timeout, 1.0),
             cloudsql_instance=env.get("GLEANER_CLOUDSQL_INSTANCE", "").strip() or None,
+            cloudsql_private_ip=env.get("GLEANER_CLOUDSQL_PRIVATE_IP", "").strip().lower() in ("1", "true", "yes"),
             cloudsql_user=env.get("GLEANER_CLOUDSQL_USER", "").strip() or None,
             cloudsql_database=env.get("GLEANER_CLOUDSQL_DATABASE", "").strip() or "gleaner",
             max_body_bytes=_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 from gleaner.errors import InvalidInput
@@ -160,13 +160,17 @@ class SnapshotsWritten(Message):
 
 @dataclass(frozen=True, slots=True)
 class ArticlesAccepted(Message):
-    """The webhook accepted ledger rows (or a walk nudge): land passed articles not yet landed."""
+    """The webhook recorded ledger rows (or got a walk nudge): land passed articles not yet landed.
+
+    ``article_ids`` narrows the landing to those rows' URLs; ``walk`` lands every pending URL;
+    ``full_reprocess`` re-fetches every passed URL (the changed-content route, seed D-4). The ledger,
+    not the message, says what is pending, so a redelivery after landing finds nothing to do.
+    """
 
     topic: ClassVar[str] = "articles-accepted"
     article_ids: tuple[str, ...] = ()
     walk: bool = False
     full_reprocess: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {

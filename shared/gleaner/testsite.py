@@ -90,8 +90,7 @@ class TestSite:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        name = host.decode("ascii") if isinstance(host, bytes) else host
-        return f"{self._scheme}://{name}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     @property
     def port(self) -> int:

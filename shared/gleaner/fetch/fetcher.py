@@ -32,7 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -44,7 +44,7 @@ from gleaner.fetch.budget import RunBudget, Spent
 from gleaner.fetch.robots import RobotsRules
 from gleaner.fetch.transport import PinnedTransport
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
-from gleaner.urls import canonicalize
+from gleaner.urls import absolutize, fetchable
 
 __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
 
@@ -163,7 +163,7 @@ class Fetcher:
         if isinstance(request, str):
             request = FetchRequest(request)
         try:
-            url = canonicalize(request.url)
+            url = fetchable(request.url)  # as the site spells it; the canonical URL is only identity
         except InvalidInput as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}", key=request.key)
         return self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
@@ -252,8 +252,11 @@ class Fetcher:
             if not location:
                 return _elapsed(_with(result, FetchOutcome.UNAVAILABLE, f"HTTP {result.status} without Location"),
                                 started)
+            # Follow the Location as the site spells it (a trailing slash matters to the server).
+            target = absolutize(current, location)
             try:
-                target = canonicalize(urljoin(current, location))
+                if target is None:
+                    raise InvalidInput(f"unusable Location {location[:200]!r}")
                 check_url(target)
             except (InvalidInput, UrlRefused) as exc:
                 return _elapsed(_with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect to a refused URL: {exc}"),

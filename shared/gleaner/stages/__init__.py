@@ -11,8 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 from gleaner.app import Deps
-from gleaner.messages import CrawlMapped, CrawlRequested, Message, PagesFetched, ScrapeBatch, SnapshotsWritten
-from gleaner.stages import ingest, map, sample, scrape, snapshot
+from gleaner.messages import (
+    ArticlesAccepted,
+    CrawlMapped,
+    CrawlRequested,
+    Message,
+    PagesFetched,
+    ScrapeBatch,
+    SnapshotsWritten,
+)
+from gleaner.stages import ingest, landing, map, sample, scrape, snapshot
 
 STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
     CrawlRequested.topic: ("map", CrawlRequested, map.handle),
@@ -20,6 +28,8 @@ STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
     ScrapeBatch.topic: ("scrape", ScrapeBatch, scrape.handle),
     PagesFetched.topic: ("snapshot", PagesFetched, snapshot.handle),
     SnapshotsWritten.topic: ("ingest", SnapshotsWritten, ingest.handle),
+    # The feed-poller webhook's hand-off: the ingest function lands accepted articles as reference items.
+    ArticlesAccepted.topic: ("ingest", ArticlesAccepted, landing.handle),
 }
 
 

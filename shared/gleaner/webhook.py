@@ -1,0 +1,307 @@
+"""The ingest function's HTTP surface, framework-free: the feed-poller webhook and reference retrieval.
+
+Adapters (``functions/ingest/main.py`` under functions-framework, ``gleaner serve``
+on the standard library's HTTP server) turn their request into a
+:class:`WebhookRequest`, reading at most ``webhook_max_bytes + 1`` bytes of body,
+and send back the ``(status, json)`` that :func:`handle` answers.
+
+Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
+
+    POST /             {"articles": [...]}  -> 202 {"accepted", "duplicates", "rejected": [{"index", "reason"}]}
+                       empty body or {}     -> 202 {"walk": true, "scheduled": n}
+                       {"full_reprocess": true} -> the same walk, re-fetching every passed URL
+    GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
+    GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
+
+Checks run in this order, so a request learns nothing it is not entitled to:
+404 unknown path, 405 wrong method, 401 missing or wrong bearer (constant-time
+compare), 413 body over the cap, 400 malformed (every reason listed). Articles
+are validated one by one: valid ones are recorded even when siblings are
+rejected (each rejection says its index and why); a batch with no valid
+article at all is a 400. Unparseable bodies are never half-read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from gleaner.app import Deps
+from gleaner.errors import InvalidInput, RetryableError
+from gleaner.messages import ArticlesAccepted
+from gleaner.store.references import ArticleRow
+from gleaner.urls import canonicalize
+
+log = logging.getLogger(__name__)
+
+# A batch of this many articles is far past any poller run; the byte cap usually bites first.
+MAX_ARTICLES = 10_000
+MAX_URL_CHARS = 2048
+MAX_TITLE_CHARS = 1000
+MAX_SUMMARY_CHARS = 20_000
+MAX_ID_CHARS = 200
+MAX_SEARCH_RESULTS = 100
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+_ARTICLE_FIELDS = {"url", "title", "workspace_id", "published_at", "summary", "feed_source"}
+_TOP_LEVEL_FIELDS = {"articles", "full_reprocess"}
+
+Answer = tuple[int, dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRequest:
+    method: str
+    path: str = "/"
+    headers: Mapping[str, str] = field(default_factory=dict)  # keys lower-cased by the adapter
+    body: bytes = b""
+    query: Mapping[str, str] = field(default_factory=dict)
+    oversized: bool = False  # the adapter saw more than the cap (declared or read) and stopped reading
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_capped(stream: _Readable, declared_length: int | None, cap: int) -> tuple[bytes, bool]:
+    """Read a request body of at most cap bytes: (body, oversized). Never reads past cap + 1."""
+    if declared_length is not None and declared_length > cap:
+        return b"", True
+    want = cap + 1 if declared_length is None else declared_length
+    data = stream.read(want) or b""
+    return data, len(data) > cap
+
+
+class MalformedRequest(InvalidInput):
+    """A 400: the reasons are listed for the caller."""
+
+    def __init__(self, reasons: list[str], rejected: list[dict[str, Any]] | None = None) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+        self.rejected = rejected or []
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    rows: tuple[tuple[int, ArticleRow], ...]  # (index in the request, the article)
+    rejected: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    full_reprocess: bool = False
+
+
+# -- parsing: pure ---------------------------------------------------------------------------------
+
+
+def parse_payload(body: bytes) -> Batch | Walk:
+    """The webhook body as a batch of articles or a walk nudge; MalformedRequest says why not."""
+    if not body.strip():
+        return Walk()
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MalformedRequest([f"body is not UTF-8: {exc}"]) from exc
+    except (ValueError, RecursionError) as exc:
+        raise MalformedRequest([f"body is not JSON: {exc}"]) from exc
+    if not isinstance(data, dict):
+        raise MalformedRequest([f"body must be a JSON object, got {_type(data)}"])
+    unknown = sorted(set(data) - _TOP_LEVEL_FIELDS)
+    if unknown:
+        raise MalformedRequest([f"unknown field {name!r} (expected 'articles' or 'full_reprocess')"
+                                for name in unknown])
+    full = data.get("full_reprocess", False)
+    if not isinstance(full, bool):
+        raise MalformedRequest([f"'full_reprocess' must be true or false, got {_type(full)}"])
+    if "articles" not in data:
+        return Walk(full_reprocess=full)
+    if full:
+        raise MalformedRequest(["'full_reprocess' is a walk option; send it without 'articles'"])
+    articles = data["articles"]
+    if not isinstance(articles, list):
+        raise MalformedRequest([f"'articles' must be a list, got {_type(articles)}"])
+    if len(articles) > MAX_ARTICLES:
+        raise MalformedRequest([f"'articles' lists {len(articles)} articles, more than {MAX_ARTICLES}"])
+    rows: list[tuple[int, ArticleRow]] = []
+    rejected: list[dict[str, Any]] = []
+    for index, raw in enumerate(articles):
+        try:
+            rows.append((index, parse_article(raw)))
+        except InvalidInput as exc:
+            rejected.append({"index": index, "reason": str(exc)})
+    if articles and not rows:
+        raise MalformedRequest([f"no valid article among {len(articles)}"], rejected)
+    return Batch(tuple(rows), tuple(rejected))
+
+
+def parse_article(raw: object) -> ArticleRow:
+    """One article object; InvalidInput names every problem with it."""
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"an article must be an object, got {_type(raw)}")
+    problems: list[str] = []
+    for name in sorted(set(raw) - _ARTICLE_FIELDS):
+        problems.append(f"unknown field {name!r}")
+    url = _required_text(raw, "url", MAX_URL_CHARS, problems)
+    title = _required_text(raw, "title", MAX_TITLE_CHARS, problems)
+    workspace = _required_text(raw, "workspace_id", MAX_ID_CHARS, problems)
+    summary = _optional_text(raw, "summary", MAX_SUMMARY_CHARS, problems)
+    feed_source = _optional_text(raw, "feed_source", MAX_URL_CHARS, problems)
+    published = _optional_time(raw, "published_at", problems)
+    normalised = None
+    if url is not None:
+        try:
+            normalised = canonicalize(url)
+        except InvalidInput as exc:
+            problems.append(f"'url' is not a usable http(s) URL: {exc}")
+    if problems:
+        raise InvalidInput("; ".join(problems))
+    assert url is not None and normalised is not None and title is not None and workspace is not None
+    return ArticleRow(workspace_id=workspace, external_url=url, normalised_url=normalised, title=title,
+                      summary=summary, published_at=published, feed_source=feed_source)
+
+
+def _type(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _required_text(raw: dict[str, Any], name: str, limit: int, problems: list[str]) -> str | None:
+    if name not in raw:
+        problems.append(f"missing field {name!r}")
+        return None
+    value = raw[name]
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{name!r} must be a non-empty string, got {_type(value)}")
+        return None
+    if len(value) > limit:
+        problems.append(f"{name!r} is longer than {limit} characters")
+        return None
+    return value.strip()
+
+
+def _optional_text(raw: dict[str, Any], name: str, limit: int, problems: list[str]) -> str | None:
+    value = raw.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        problems.append(f"{name!r} must be a string or null, got {_type(value)}")
+        return None
+    if len(value) > limit:
+        problems.append(f"{name!r} is longer than {limit} characters")
+        return None
+    return value.strip() or None
+
+
+def _optional_time(raw: dict[str, Any], name: str, problems: list[str]) -> datetime | None:
+    value = raw.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        problems.append(f"{name!r} must be an RFC 3339 date-time with an offset (or null), got {value!r}"[:300])
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError as exc:
+        problems.append(f"{name!r} is not a valid date-time: {exc}")
+        return None
+
+
+# -- handling -------------------------------------------------------------------------------------
+
+
+def handle(request: WebhookRequest, deps: Deps) -> Answer:
+    """Answer one request: (HTTP status, JSON object)."""
+    path = "/" + request.path.strip("/")
+    method = request.method.upper()
+    if path == "/":
+        allowed: tuple[str, ...] = ("POST",)
+    elif path == "/refs" or path.startswith("/refs/"):
+        allowed = ("GET", "HEAD")
+    else:
+        return 404, {"error": f"no route {path}"}
+    if method not in allowed:
+        return 405, {"error": f"method {method} not allowed on {path}", "allow": list(allowed)}
+    denied = _check_bearer(request.headers, deps.settings.webhook_secret)
+    if denied is not None:
+        return denied
+    if request.oversized:
+        return 413, {"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}
+    try:
+        if path == "/":
+            return _post(request.body, deps)
+        if path == "/refs":
+            return _search(request.query, deps)
+        return _show(path[len("/refs/"):], deps)
+    except MalformedRequest as exc:
+        answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
+        if exc.rejected:
+            answer["rejected"] = exc.rejected
+        return 400, answer
+    except (RetryableError, sa.exc.DBAPIError) as exc:
+        # Transient: the caller retries; whatever was recorded before stays recorded (duplicates on resend).
+        log.error("webhook could not finish: %s", exc)
+        return 503, {"error": "temporarily unavailable, retry later"}
+
+
+def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | None:
+    if not secret:
+        # Fail closed: an unconfigured webhook must not be an open one.
+        return 503, {"error": "the webhook is not configured (GLEANER_WEBHOOK_SECRET is unset)"}
+    value = headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return 401, {"error": "missing bearer token"}
+    if not hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8")):
+        return 401, {"error": "wrong bearer token"}
+    return None
+
+
+def _post(body: bytes, deps: Deps) -> Answer:
+    payload = parse_payload(body)
+    if isinstance(payload, Walk):
+        refs = deps.references
+        scheduled = len(refs.pending(full_reprocess=payload.full_reprocess))
+        deps.bus.publish(ArticlesAccepted(walk=True, full_reprocess=payload.full_reprocess))
+        log.info(json.dumps({"event": "webhook.walk", "scheduled": scheduled,
+                             "full_reprocess": payload.full_reprocess}))
+        return 202, {"walk": True, "scheduled": scheduled}
+    ids = deps.references.record_articles([row for _index, row in payload.rows])
+    new = [i for i in ids if i is not None]
+    if new:
+        # Rows are committed before the publish: if the publish fails, the 503 makes the poller resend
+        # (duplicates now) and the next walk lands them. Nothing accepted is lost.
+        deps.bus.publish(ArticlesAccepted(article_ids=tuple(new)))
+    answer = {"accepted": len(new), "duplicates": len(ids) - len(new), "rejected": list(payload.rejected)}
+    log.info(json.dumps({"event": "webhook.articles", **{k: v for k, v in answer.items() if k != "rejected"},
+                         "rejected": len(payload.rejected)}))
+    return 202, answer
+
+
+def _search(query: Mapping[str, str], deps: Deps) -> Answer:
+    text = (query.get("q") or "").strip()
+    if not text:
+        raise MalformedRequest(["query parameter 'q' is required"])
+    raw_limit = query.get("limit") or "20"
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
+        raise MalformedRequest([f"'limit' must be an integer from 1 to {MAX_SEARCH_RESULTS}"])
+    return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
+
+
+def _show(raw_id: str, deps: Deps) -> Answer:
+    try:
+        reference_id = str(uuid.UUID(raw_id))
+    except ValueError as exc:
+        raise MalformedRequest([f"{raw_id[:100]!r} is not a reference id (a UUID)"]) from exc
+    item = deps.references.get(reference_id)
+    if item is None:
+        return 404, {"error": f"no reference item {reference_id}"}
+    return 200, item
