@@ -256,6 +256,25 @@ def test_a_loopback_article_is_refused_without_allowed_networks_and_siblings_are
     assert counts(engine)["items"] == 1
 
 
+def test_an_article_redirecting_to_the_metadata_server_lands_nothing_and_its_sibling_lands(make_client, site,
+                                                                                          engine):
+    def redirect(handler):
+        handler.send_response(302)
+        handler.send_header("Location", "http://169.254.169.254/computeMetadata/v1/")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    site.pages["/articles/sneaky"] = Page("", handler=redirect)
+    client = make_client()
+    post(client, {"articles": [article(site, "/articles/sneaky", title="Sneaky"),
+                               article(site, "/articles/sea-ice")]})
+    with engine.connect() as conn:
+        sneaky = conn.execute(sa.text("SELECT reference_item_id FROM knowledge.feed_articles WHERE title = 'Sneaky'"
+                                      )).scalar_one_or_none()
+    assert sneaky is None  # the fetcher refused the redirect hop; nothing was written for it
+    assert counts(engine)["items"] == 1  # the sibling landed
+
+
 def test_a_failing_fetch_lands_nothing_for_its_item_and_lands_on_the_next_walk(make_client, site, engine):
     flaky = Flaky(Page(article_html("A flaky article about glaciers", ["Glaciers retreat every summer now."])),
                   failures=1)

@@ -35,7 +35,7 @@ from gleaner.app import Deps
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.extract.html import extract_html
 from gleaner.extract.pdf import extract_pdf, is_pdf
-from gleaner.fetch.types import ContentKind, FetchRequest, FetchResult
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
@@ -126,6 +126,16 @@ def _accept(url: str) -> tuple[ContentKind, ...]:
 def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: LandingReport) -> str | None:
     """Land one fetched URL; the new snapshot id if a new version was written."""
     refs = deps.references
+    if not result.ok and _address_refused(result):
+        # The pre-check passed but the fetcher refused an address: DNS changed its answer, or a redirect
+        # pointed inside. Same finding, same record.
+        report.ssrf_rejected.append(item.url)
+        refs.log_quality("ssrf_rejected", item.url, result.reason, item.ledger_ids,
+                         {"source_url": item.url, "feed_article_ids": list(item.ledger_ids),
+                          "final_url": result.final_url})
+        _event(logging.WARNING, "reference.ssrf_rejected", url=item.url, reason=result.reason,
+               feed_article_ids=list(item.ledger_ids))
+        return None
     if not result.ok:
         # 404/410 is reported as "unavailable" like a 503, but a missing page does not come back on its own.
         if result.outcome.retryable and result.status not in GONE:
@@ -176,6 +186,11 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
     _event(logging.INFO, "reference.landed", url=item.url, reference_id=reference_id, document_id=document_id,
            snapshot=snap.outcome, extraction_method=body.method, feed_article_ids=list(item.ledger_ids))
     return snap.snapshot_id if snap.outcome in ("new", "changed") else None
+
+
+def _address_refused(result: FetchResult) -> bool:
+    """The fetcher's address-policy refusal (it reports it as "unavailable" with this reason)."""
+    return result.outcome is FetchOutcome.UNAVAILABLE and "non-public address" in result.reason
 
 
 def _extract(result: FetchResult, url: str) -> _Body:
