@@ -9,7 +9,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "gleaner"
 
 
 def test_no_code_mints_a_client_knowledge_id_from_a_url():
-    offenders = [str(p) for p in PACKAGE.rglob("*.py") if re.search(r"""["']ci:""", p.read_text("utf-8"))]
+    assert re.compile(r"""uuid5\([^)]*["']ci:""").search('uuid.uuid5(NS, "ci:" + url)')  # the guard bites
+    minting = re.compile(r"""uuid5\([^)]*["']ci:""")
+    offenders = [str(p) for p in PACKAGE.rglob("*.py") if minting.search(p.read_text("utf-8"))]
     assert offenders == []
 
 
