@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "gleaner"
+MINTING_CI = re.compile(r"""uuid5\([^)]*["']ci:""")
 
 
 def test_no_code_mints_a_client_knowledge_id_from_a_url():
-    assert re.compile(r"""uuid5\([^)]*["']ci:""").search('uuid.uuid5(NS, "ci:" + url)')  # the guard bites
-    minting = re.compile(r"""uuid5\([^)]*["']ci:""")
-    offenders = [str(p) for p in PACKAGE.rglob("*.py") if minting.search(p.read_text("utf-8"))]
+    assert MINTING_CI.search('uuid.uuid5(NS, "ci:" + url)')  # the guard bites
+    offenders = [str(p) for p in PACKAGE.rglob("*.py") if MINTING_CI.search(p.read_text("utf-8"))]
     assert offenders == []
 
 

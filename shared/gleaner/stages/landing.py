@@ -91,29 +91,38 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
         _event(logging.WARNING, "reference.ssrf_rejected", url=item.url, reason=reason,
                feed_article_ids=list(item.ledger_ids))
     snapshots: list[str] = []
-    if fetchable:
-        requests = [FetchRequest(url, key=url, accept=_accept(url)) for url in fetchable]
-        with deps.new_fetcher() as fetcher:
-            for result in fetcher.fetch_many(requests):
-                item = fetchable[str(result.key)]
-                try:
-                    snapshot_id = _land_one(deps, item, result, report)
-                except (RetryableError, DBAPIError):
-                    raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
-                except Exception as exc:  # containment: one poisonous page must not stop its siblings
-                    report.retry.append(item.url)
-                    log.exception("landing %s failed", item.url)
-                    _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
-                           feed_article_ids=list(item.ledger_ids))
-                    continue
-                if snapshot_id:
-                    snapshots.append(snapshot_id)
-    if snapshots:
-        deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=REFERENCES_SITE, snapshot_ids=tuple(snapshots)),
-                         ordering_key=REFERENCES_SITE)
+    try:
+        if fetchable:
+            _fetch_and_land(deps, fetchable, report, snapshots)
+    finally:
+        # Even when a store error ends the walk early: what landed is no longer pending, so this is the
+        # only chance to hand its snapshots to canonical-text ingest.
+        if snapshots:
+            deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=REFERENCES_SITE,
+                                              snapshot_ids=tuple(snapshots)), ordering_key=REFERENCES_SITE)
     _event(logging.INFO, "reference.walk", walk=message.walk, full_reprocess=message.full_reprocess,
            **report.to_dict())
     return report
+
+
+def _fetch_and_land(deps: Deps, fetchable: dict[str, LandingItem], report: LandingReport,
+                    snapshots: list[str]) -> None:
+    requests = [FetchRequest(url, key=url, accept=_accept(url)) for url in fetchable]
+    with deps.new_fetcher() as fetcher:
+        for result in fetcher.fetch_many(requests):
+            item = fetchable[str(result.key)]
+            try:
+                snapshot_id = _land_one(deps, item, result, report)
+            except (RetryableError, DBAPIError):
+                raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
+            except Exception as exc:  # containment: one poisonous page must not stop its siblings
+                report.retry.append(item.url)
+                log.exception("landing %s failed", item.url)
+                _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
+                       feed_article_ids=list(item.ledger_ids))
+                continue
+            if snapshot_id:
+                snapshots.append(snapshot_id)
 
 
 def _accept(url: str) -> tuple[ContentKind, ...]:

@@ -148,9 +148,6 @@ class ReferenceStore:
             for r in rows
         ]
 
-    def count_pending(self) -> int:
-        return len(self.pending())
-
     def articles_of(self, reference_id: str) -> list[dict[str, Any]]:
         """The ledger rows backlinked to a reference item (workspace provenance lives here)."""
         with self.engine.connect() as conn:
