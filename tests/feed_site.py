@@ -95,7 +95,10 @@ BOMB = ("<?xml version='1.0'?><!DOCTYPE rss [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b 
 
 
 class Flaky:
-    """A page that answers 503 for its first ``failures`` requests, then the real page."""
+    """A page that answers 500 for its first ``failures`` requests, then the real page.
+
+    (500, not 503: the fetcher retries a 503 once after a pause, as a polite crawler should.)
+    """
 
     def __init__(self, page: Page, failures: int) -> None:
         self.page = page
@@ -106,7 +109,7 @@ class Flaky:
         with self._lock:
             failing = self.failures > 0
             self.failures -= 1
-        status, content_type, data = (503, "text/plain", b"busy") if failing else (
+        status, content_type, data = (500, "text/plain", b"broken") if failing else (
             200, self.page.content_type, self.page.data)
         handler.send_response(status)
         handler.send_header("Content-Type", content_type)

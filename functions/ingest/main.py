@@ -1,50 +1,29 @@
-"""Cloud Function entry points of the ingest stage.
+"""ingest: canonical text and spans for new snapshots; the feed-poller webhook and its landings.
 
-``on_http``: the feed-poller webhook and reference retrieval (``gleaner.webhook``).
-This file only translates: Flask request -> WebhookRequest -> (status, JSON).
-
-functions-framework loads this file as a fresh module for every app it creates,
-so the per-process dependencies are held here, built on the first request.
+- ``on_event``: `snapshots-written` (canonical text and span ledger of new snapshots);
+- ``on_articles``: `articles-accepted` (land accepted feed articles as reference items). A 2nd-gen
+  function has one event trigger, so this source is deployed a second time with this target;
+- ``on_http``: the feed-poller webhook (POST /) and reference retrieval (GET /refs, /refs/{id}).
 """
 
-from __future__ import annotations
+import functions_framework
 
-import json
-import os
-from typing import Any
+from gleaner import entry
+from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 
-from gleaner.app import Deps
-from gleaner.config import Settings
-
-_deps: Deps | None = None
+entry.setup_logging()
 
 
-def _get_deps() -> Deps:
-    global _deps
-    if _deps is None:
-        from gleaner.bus.local import LocalBus
-        from gleaner.stages import wire
-
-        _deps = Deps(Settings.from_env(os.environ))
-        if isinstance(_deps.bus, LocalBus):
-            wire(_deps.bus, _deps)
-    return _deps
+@functions_framework.cloud_event
+def on_event(cloud_event):  # type: ignore[no-untyped-def]
+    entry.run_event(cloud_event, SnapshotsWritten)
 
 
-def on_http(request: Any) -> tuple[str, int, dict[str, str]]:
-    from gleaner.bus.local import LocalBus
-    from gleaner.webhook import WebhookRequest, handle, read_capped
+@functions_framework.cloud_event
+def on_articles(cloud_event):  # type: ignore[no-untyped-def]
+    entry.run_event(cloud_event, ArticlesAccepted)
 
-    deps = _get_deps()
-    body, oversized = b"", False
-    if request.method in ("POST", "PUT", "PATCH"):
-        body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
-    status, answer = handle(WebhookRequest(
-        method=request.method, path=request.path,
-        headers={k.lower(): v for k, v in request.headers.items()},
-        body=body, query=request.args.to_dict(), oversized=oversized,
-    ), deps)
-    if isinstance(deps.bus, LocalBus):
-        # No Pub/Sub here (local functions-framework): land what was accepted before answering.
-        deps.bus.drain()
-    return json.dumps(answer, default=str), status, {"Content-Type": "application/json"}
+
+@functions_framework.http
+def on_http(request):  # type: ignore[no-untyped-def]
+    return entry.run_webhook(request)

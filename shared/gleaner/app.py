@@ -103,6 +103,8 @@ class Deps:
             self.extract_pool.close()
         if "engine" in self.__dict__ and self.engine_override is None:
             self.engine.dispose()
+        if "bus" in self.__dict__ and self.bus_override is None and hasattr(self.bus, "close"):
+            self.bus.close()
 
 
 _process_deps: Deps | None = None
@@ -116,3 +118,12 @@ def process_deps(env: Mapping[str, str] | None = None) -> Deps:
         if _process_deps is None:
             _process_deps = Deps(Settings.from_env(os.environ if env is None else env))
         return _process_deps
+
+
+def reset_process_deps() -> None:
+    """Close and forget the per-process Deps; the next :func:`process_deps` builds a new one (tests)."""
+    global _process_deps
+    with _process_lock:
+        if _process_deps is not None:
+            _process_deps.close()
+        _process_deps = None

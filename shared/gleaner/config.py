@@ -86,10 +86,21 @@ class Settings:
     scrape_url: str | None = None
     tasks_queue: str = "gleaner-scrape"
     tasks_service_account: str | None = None
+    # "cloudtasks" in the cloud; "pubsub" in emulator mode, where Cloud Tasks has no emulator and
+    # scrape batches travel on the `scrape` topic, pushed unwrapped to the scrape function's on_http.
+    tasks_backend: str = "cloudtasks"
+    # Deliveries of one message/task before it is dead-lettered. Terraform gives the same number to
+    # the dead-letter policies and the queue, so the entry points know which attempt is the last one.
+    max_delivery_attempts: int = 5
+    # Seconds to wait for a publish to be durable; past it the handler fails and is redelivered.
+    publish_timeout: float = 60.0
     # Cloud SQL instance connection name (project:region:instance) for the connector path.
     cloudsql_instance: str | None = None
     cloudsql_user: str | None = None
     cloudsql_database: str = "gleaner"
+    # Private IP when the functions reach Cloud SQL through a VPC connector; public IP (still TLS
+    # and IAM-authenticated by the connector) otherwise.
+    cloudsql_private_ip: bool = False
 
     user_agent: str = f"Gleaner/{__version__} (+{PROJECT_URL})"
     # Refuse rather than truncate: a 10 MiB page is far past any article (DESIGN.md).
@@ -97,7 +108,14 @@ class Settings:
     # Decompressed bodies may be larger than their wire size, but not unboundedly (zip bombs).
     max_decompressed_bytes: int = 20 * 1024 * 1024
     max_redirects: int = 5
-    # Seconds for one fetch, connect to last byte; a slow drip past this is unavailable.
+    # RFC 9309 asks a parser to read at least 500 KiB; a longer robots.txt is robots-unknown (fail closed).
+    robots_max_bytes: int = 512 * 1024
+    # One polite retry after a 429/503; more would keep hammering a host that said it is overloaded.
+    max_retries: int = 1
+    # The longest Retry-After waited for; a longer one makes the URL unavailable this run (and slows the host).
+    max_retry_after: float = 30.0
+    # Seconds for one exchange, connect to last byte (a total deadline, not a per-read timeout);
+    # a slow drip past this is unavailable.
     fetch_timeout: float = 20.0
     # Politeness: one request at a time and at least one second between requests per host,
     # unless robots.txt's Crawl-delay asks for more.
@@ -127,6 +145,9 @@ class Settings:
         bus = env.get("GLEANER_BUS", "").strip() or "local"
         if bus not in ("local", "gcp"):
             raise ConfigError(f"GLEANER_BUS must be 'local' or 'gcp', got {bus!r}")
+        tasks_backend = env.get("GLEANER_TASKS_BACKEND", "").strip() or "cloudtasks"
+        if tasks_backend not in ("cloudtasks", "pubsub"):
+            raise ConfigError(f"GLEANER_TASKS_BACKEND must be 'cloudtasks' or 'pubsub', got {tasks_backend!r}")
         d = cls()  # defaults (class attributes are slot descriptors on a slotted dataclass)
         settings = cls(
             data_dir=Path(env.get("GLEANER_DATA_DIR", "").strip() or ".gleaner"),
@@ -142,12 +163,19 @@ class Settings:
             scrape_url=env.get("GLEANER_SCRAPE_URL", "").strip() or None,
             tasks_queue=env.get("GLEANER_TASKS_QUEUE", "").strip() or "gleaner-scrape",
             tasks_service_account=env.get("GLEANER_TASKS_SERVICE_ACCOUNT", "").strip() or None,
+            tasks_backend=tasks_backend,
+            max_delivery_attempts=_int(env, "GLEANER_MAX_DELIVERY_ATTEMPTS", d.max_delivery_attempts, 1),
+            publish_timeout=_float(env, "GLEANER_PUBLISH_TIMEOUT", d.publish_timeout, 1.0),
             cloudsql_instance=env.get("GLEANER_CLOUDSQL_INSTANCE", "").strip() or None,
+            cloudsql_private_ip=env.get("GLEANER_CLOUDSQL_PRIVATE_IP", "").strip().lower() in ("1", "true", "yes"),
             cloudsql_user=env.get("GLEANER_CLOUDSQL_USER", "").strip() or None,
             cloudsql_database=env.get("GLEANER_CLOUDSQL_DATABASE", "").strip() or "gleaner",
             max_body_bytes=_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),
             max_decompressed_bytes=_int(env, "GLEANER_MAX_DECOMPRESSED_BYTES", d.max_decompressed_bytes, 1),
             max_redirects=_int(env, "GLEANER_MAX_REDIRECTS", d.max_redirects, 0),
+            robots_max_bytes=_int(env, "GLEANER_ROBOTS_MAX_BYTES", d.robots_max_bytes, 1),
+            max_retries=_int(env, "GLEANER_MAX_RETRIES", d.max_retries, 0),
+            max_retry_after=_float(env, "GLEANER_MAX_RETRY_AFTER", d.max_retry_after, 0.0),
             fetch_timeout=_float(env, "GLEANER_FETCH_TIMEOUT", d.fetch_timeout, 0.1),
             host_concurrency=_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
             host_delay=_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),

@@ -10,7 +10,58 @@ import random
 
 from gleaner.testsite import Page
 
-_WORDS = ["crawler", "sitemap", "snapshot", "provenance", "version", "canonical", "markdown", "archive", "feed", "robots", "policy", "budget", "latency", "schema", "pipeline", "message", "storage", "bucket", "function", "queue", "retry", "idempotent", "immutable", "content", "hash", "ledger", "span", "citation", "document", "section", "reference", "knowledge", "source", "audit", "change", "detection", "fetch", "polite", "safe", "address", "network", "host", "delay", "extract", "paragraph", "heading", "table", "list", "code", "release"]
+_WORDS = [
+    "crawler",
+    "sitemap",
+    "snapshot",
+    "provenance",
+    "version",
+    "canonical",
+    "markdown",
+    "archive",
+    "feed",
+    "robots",
+    "policy",
+    "budget",
+    "latency",
+    "schema",
+    "pipeline",
+    "message",
+    "storage",
+    "bucket",
+    "function",
+    "queue",
+    "retry",
+    "idempotent",
+    "immutable",
+    "content",
+    "hash",
+    "ledger",
+    "span",
+    "citation",
+    "document",
+    "section",
+    "reference",
+    "knowledge",
+    "source",
+    "audit",
+    "change",
+    "detection",
+    "fetch",
+    "polite",
+    "safe",
+    "address",
+    "network",
+    "host",
+    "delay",
+    "extract",
+    "paragraph",
+    "heading",
+    "table",
+    "list",
+    "code",
+    "release",
+]
 
 DOCS = ("getting-started", "install", "configuration", "api", "troubleshooting")
 POSTS = ("2026/why-snapshots", "2026/polite-crawling", "2026/provenance", "2025/launch")
@@ -27,9 +78,19 @@ def _paragraphs(seed: str, count: int) -> list[str]:
 
 
 def _nav() -> str:
-    items = "".join(f'<li><a href="{href}">{label}</a></li>' for href, label in (
-        ("/", "Home"), ("/docs/getting-started", "Docs"), ("/blog", "Blog"), ("/about", "About"),
-        ("/pricing", "Pricing"), ("/login", "Log in"), ("/tag/crawling", "#crawling"), ("/private/roadmap", "Roadmap")))
+    items = "".join(
+        f'<li><a href="{href}">{label}</a></li>'
+        for href, label in (
+            ("/", "Home"),
+            ("/docs/getting-started", "Docs"),
+            ("/blog", "Blog"),
+            ("/about", "About"),
+            ("/pricing", "Pricing"),
+            ("/login", "Log in"),
+            ("/tag/crawling", "#crawling"),
+            ("/private/roadmap", "Roadmap"),
+        )
+    )
     return f"<header><nav><ul>{items}</ul></nav></header>"
 
 
@@ -44,7 +105,8 @@ def article(title: str, seed: str, *, extra: str = "", links: tuple[str, ...] = 
         f"<ul><li>{paras[2][:80]}</li><li>{paras[3][:80]}</li><li>{paras[4][:60]}</li></ul>"
         "<h2>Details</h2><table><tr><th>Setting</th><th>Default</th></tr>"
         "<tr><td>delay</td><td>1 s</td></tr><tr><td>limit</td><td>1000</td></tr></table>"
-        f"<pre><code>gleaner crawl https://example.com --limit 10</code></pre><p>{paras[5]}</p>{extra}"
+        "<pre><code>gleaner crawl https://example.com --limit 10\ngleaner runs</code></pre>"
+        f"<p>{paras[5]}</p>{extra}"
         f"<ul class=related>{link_html}</ul></article></main>"
         "<aside><h3>Related</h3><a href=/docs/api>API</a></aside>"
         "<footer><p>© Demo Co · <a href=/about>About</a></p></footer></body></html>"
@@ -52,14 +114,18 @@ def article(title: str, seed: str, *, extra: str = "", links: tuple[str, ...] = 
 
 
 def _thin(title: str) -> str:
-    return (f"<!doctype html><html><head><title>{title}</title></head><body>{_nav()}"
-            f"<main><h1>{title}</h1><form><input name=q></form></main></body></html>")
+    return (
+        f"<!doctype html><html><head><title>{title}</title></head><body>{_nav()}"
+        f"<main><h1>{title}</h1><form><input name=q></form></main></body></html>"
+    )
 
 
 def _urlset(base: str, paths: list[str]) -> bytes:
     urls = "".join(f"<url><loc>{base}{p}</loc></url>" for p in paths)
-    return (f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            f"{urls}</urlset>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{urls}</urlset>"
+    ).encode()
 
 
 def demo_pages(base: str, *, changed: tuple[str, ...] = ()) -> dict[str, Page]:
@@ -73,8 +139,13 @@ def demo_pages(base: str, *, changed: tuple[str, ...] = ()) -> dict[str, Page]:
     post_paths = [f"/blog/{p}" for p in POSTS]
     pages["/"] = Page(article("Demo Co", text("/"), links=("/docs/getting-started", "/blog", "/about")))
     for path in doc_paths:
-        pages[path] = Page(article(path.rsplit("/", 1)[-1].replace("-", " ").title(), text(path),
-                                   links=tuple(p for p in doc_paths if p != path)[:2]))
+        pages[path] = Page(
+            article(
+                path.rsplit("/", 1)[-1].replace("-", " ").title(),
+                text(path),
+                links=tuple(p for p in doc_paths if p != path)[:2],
+            )
+        )
     pages["/blog"] = Page(article("Blog", text("/blog"), links=tuple(post_paths)))
     for path in post_paths:
         pages[path] = Page(article(path.rsplit("/", 1)[-1].replace("-", " ").title(), text(path)))
@@ -95,9 +166,10 @@ def demo_pages(base: str, *, changed: tuple[str, ...] = ()) -> dict[str, Page]:
         f"<sitemap><loc>{base}/sitemap-blog.xml.gz</loc></sitemap></sitemapindex>",
         content_type="application/xml",
     )
-    pages["/sitemap-docs.xml"] = Page(_urlset(base, ["/", *doc_paths, "/about", "/pricing", "/login", "/downloads/brochure"]),
-                                      content_type="application/xml")
-    pages["/sitemap-blog.xml.gz"] = Page(gzip.compress(_urlset(base, ["/blog", *post_paths, "/tag/crawling",
-                                                                      "/private/roadmap"]), mtime=0),
-                                         content_type="application/x-gzip")
+    listed = ["/", *doc_paths, "/about", "/pricing", "/login", "/downloads/brochure"]
+    pages["/sitemap-docs.xml"] = Page(_urlset(base, listed), content_type="application/xml")
+    pages["/sitemap-blog.xml.gz"] = Page(
+        gzip.compress(_urlset(base, ["/blog", *post_paths, "/tag/crawling", "/private/roadmap"]), mtime=0),
+        content_type="application/x-gzip",
+    )
     return pages

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,7 @@ class Request:
     path: str
     headers: dict[str, str]
     at: float
+    client: str = ""  # the peer address the request came from
 
 
 class TestSite:
@@ -54,7 +56,7 @@ class TestSite:
     __test__ = False  # not a pytest test class
 
     def __init__(self, pages: dict[str, Page], *, max_requests: int = 20_000, max_seconds: float = 600.0,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", ssl_context: ssl.SSLContext | None = None) -> None:
         self.pages = pages
         self.log: list[Request] = []
         self.max_requests = max_requests
@@ -78,13 +80,17 @@ class TestSite:
 
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
+        self._scheme = "http"
+        if ssl_context is not None:  # HTTPS: the handshake happens on accept, in the serving loop
+            self._server.socket = ssl_context.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._run, name="testsite", daemon=True)
         self._deadline = 0.0
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     @property
     def port(self) -> int:
@@ -104,7 +110,7 @@ class TestSite:
         return self
 
     def _run(self) -> None:
-        self._server.timeout = 0.2
+        self._server.timeout = 0.05  # how soon stop() is noticed
         while time.monotonic() < self._deadline and len(self.log) < self.max_requests:
             self._server.handle_request()
         self._server.server_close()
@@ -122,7 +128,7 @@ class TestSite:
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
         with self._lock:
             self.log.append(Request(handler.path, {k.lower(): v for k, v in handler.headers.items()},
-                                    time.monotonic()))
+                                    time.monotonic(), handler.client_address[0]))
             self._active += 1
             self.max_active = max(self.max_active, self._active)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
-from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urldefrag, urlencode, urljoin, urlsplit, urlunsplit
 
 from gleaner.errors import InvalidInput
 
@@ -147,18 +147,35 @@ def site_domain_of(url: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-def resolve(base: str, href: str) -> str | None:
-    """Resolve a link against its page; None for non-http(s) or malformed links."""
-    from urllib.parse import urljoin
+def fetchable(url: str) -> str:
+    """The URL to request: fragment dropped, scheme and host lowercased, a host's trailing dot dropped,
+    path and query exactly as the site spells them. Raises InvalidInput like canonicalize."""
+    canonicalize(url)  # validation: scheme, host, port, credentials, control characters
+    parts = urlsplit(urldefrag(url.strip())[0])
+    host = parts.netloc.rsplit("@", 1)[-1]
+    name, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+    if not colon or not port.isdigit():
+        name, colon, port = host, "", ""
+    netloc = name.rstrip(".").lower() + (colon + port if colon else "")
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
+
+def absolutize(base: str, href: str) -> str | None:
+    """Resolve a link against its page as the server will see it (fragment dropped, no canonicalisation:
+    a trailing slash matters for fetching and for resolving relative links); None if unusable."""
     href = href.strip()
     if not href or href.startswith(("javascript:", "mailto:", "tel:", "data:", "#")):
         return None
     try:
-        absolute = urljoin(base, href)
-        return canonicalize(absolute)
+        return fetchable(urljoin(base, href))
     except (InvalidInput, ValueError):
         return None
+
+
+def resolve(base: str, href: str) -> str | None:
+    """Resolve a link against its page into its canonical URL; None for unusable links."""
+    absolute = absolutize(base, href)
+    return canonicalize(absolute) if absolute else None
 
 
 def validate_glob(pattern: str) -> str:

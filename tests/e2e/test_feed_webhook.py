@@ -8,7 +8,6 @@ two workspaces, a failing fetch that lands on the next walk, and every malformed
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import functions_framework
 import pytest
 import sqlalchemy as sa
 
+from gleaner import app as gleaner_app
 from gleaner.config import Settings
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
 from gleaner.store.db import create_engine
@@ -45,8 +45,10 @@ def engine(database_url: str) -> Iterator[sa.Engine]:
 
 @pytest.fixture
 def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """Factory: the ingest function's app under functions-framework, configured by its environment."""
-    modules: list[Any] = []
+    """Factory: the ingest function's app under functions-framework, configured by its environment.
+
+    Each call starts a new "process": the per-process Deps are rebuilt from the environment.
+    """
 
     def factory(allow_networks: str | None = "127.0.0.0/8", **env: str) -> Any:
         monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
@@ -62,14 +64,12 @@ def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Pa
             monkeypatch.setenv("GLEANER_ALLOW_NETWORKS", allow_networks)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+        gleaner_app.reset_process_deps()
         app = functions_framework.create_app(target="on_http", source=str(ROOT / "functions/ingest/main.py"))
-        modules.append(sys.modules["main"])
         return app.test_client()
 
     yield factory
-    for module in modules:
-        if module._deps is not None:
-            module._deps.close()
+    gleaner_app.reset_process_deps()
 
 
 def article(site: TestSite, path: str, workspace: str = "ws-1", **over: Any) -> dict[str, Any]:
@@ -209,6 +209,19 @@ def test_one_url_sent_by_two_workspaces_lands_one_item_backlinked_from_both(make
     assert {str(r.reference_item_id) for r in rows} == {reference_item_id(url)}
     assert counts(engine)["items"] == 1
     assert not any("workspace" in c for c in columns)  # references are workspace-less by construction
+
+
+def test_an_article_is_fetched_as_the_poller_spelled_it_and_identified_by_its_normalised_url(
+        make_client, site, engine):
+    # This server answers only with the trailing slash, which normalisation strips.
+    site.pages["/guides/ice-cores/"] = Page(article_html("Reading ice cores", ["Ice cores hold old air bubbles."]))
+    client = make_client()
+    post(client, {"articles": [article(site, "/x", url=site.url + "/guides/ice-cores/?utm_source=rss",
+                                       title="Reading ice cores")]})
+    with engine.connect() as conn:
+        source_url = conn.execute(sa.text("SELECT source_url FROM knowledge.reference_items")).scalar_one()
+    assert source_url == site.url + "/guides/ice-cores"
+    assert site.requested("/guides/ice-cores/?utm_source=rss") == 1
 
 
 def test_a_pdf_article_is_extracted_with_pypdf(make_client, site, engine):

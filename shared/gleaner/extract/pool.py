@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 from gleaner.extract.html import Extracted, extract_html
 
@@ -39,10 +39,8 @@ class ExtractPool:
             return [_extract_one(item) for item in items]
         return list(pool.map(_extract_one, items, chunksize=max(1, len(items) // (self.workers * 4))))
 
-    def submit(self, html: str, url: str):  # type: ignore[no-untyped-def]
+    def submit(self, html: str, url: str) -> Future[Extracted]:
         """A future for one page (the scrape stage overlaps extraction with fetching)."""
-        from concurrent.futures import Future
-
         pool = self._pool()
         if pool is None:
             future: Future[Extracted] = Future()

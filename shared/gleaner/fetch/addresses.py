@@ -1,14 +1,25 @@
-"""Address policy: which IP addresses the fetcher may connect to.
+"""Address policy: which URLs and IP addresses the fetcher may connect to.
 
 ``ipaddress`` flags are not a policy (FACTS.md), so the refused ranges are listed
-explicitly, and IPv4 embedded in IPv6 (mapped, compatible, NAT64, 6to4, Teredo)
-is unwrapped and checked as IPv4.
+explicitly, IPv6 must lie in global unicast 2000::/3, and IPv4 embedded in IPv6
+(mapped, compatible, NAT64, 6to4, Teredo) is unwrapped and checked as IPv4.
+
+A URL is checked on the form the HTTP client (httpx) parses, because parsers
+disagree (FACTS.md: backslashes, userinfo). Its host is then resolved once by
+:class:`AddressBook`; every address must pass :func:`is_allowed`, and the first
+one is *pinned*: the transport connects to it and never looks the name up again,
+so DNS rebinding between check and connect cannot work.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterable
+
+import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -75,10 +86,13 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | Non
     return None
 
 
+GLOBAL_UNICAST_V6 = ipaddress.IPv6Network("2000::/3")
+
+
 def is_public(address: IPAddress) -> bool:
     """True only for a globally routable unicast address."""
     if isinstance(address, ipaddress.IPv6Address):
-        if address.scope_id:
+        if address.scope_id or address not in GLOBAL_UNICAST_V6:
             return False
         inner = embedded_ipv4(address)
         if inner is not None:
@@ -103,7 +117,103 @@ def is_allowed(address: IPAddress, allow: Iterable[IPNetwork]) -> bool:
 
 
 def parse_address(text: str) -> IPAddress | None:
+    """The address a resolver answered (a zone id, ``fe80::1%eth0``, is kept so it is refused)."""
     try:
-        return ipaddress.ip_address(text.split("%", 1)[0] if "%" not in text else text)
+        return ipaddress.ip_address(text)
     except ValueError:
         return None
+
+
+class UrlRefused(ValueError):
+    """The URL itself is refused before any lookup (scheme, userinfo, zone id, odd characters)."""
+
+
+_UNSAFE_URL = re.compile(r"[\x00-\x20\x7f\\]")
+
+
+def check_url(url: str) -> httpx.URL:
+    """Parse ``url`` as httpx will and refuse what could make parsers disagree; the parsed URL."""
+    if _UNSAFE_URL.search(url):
+        raise UrlRefused("URL contains whitespace, control characters or a backslash")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
+        raise UrlRefused(f"unparseable URL: {exc}") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise UrlRefused(f"scheme {parsed.scheme!r} is not http(s)")
+    if parsed.userinfo:
+        raise UrlRefused("URL carries credentials (userinfo)")
+    host = parsed.raw_host.decode("ascii", "replace")  # the IDNA form httpcore will connect to
+    if not host:
+        raise UrlRefused("URL has no host")
+    if "%" in host:
+        raise UrlRefused("URL host carries a zone id")
+    return parsed
+
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """getaddrinfo: the one real DNS lookup a host gets per run."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+class AddressRefused(Exception):
+    """The host cannot be reached under the address policy (or cannot be resolved)."""
+
+
+class AddressBook:
+    """Resolve each (host, port) once, check every answer, remember the pinned address.
+
+    One book per Fetcher (= per run or batch): a host resolves once, so a name that
+    answers differently later (DNS rebinding) cannot change where we connect.
+    """
+
+    def __init__(self, resolver: Resolver, allow: tuple[IPNetwork, ...]) -> None:
+        self._resolver = resolver
+        self._allow = allow
+        self._pins: dict[tuple[str, int], IPAddress | str] = {}
+        self._locks: dict[tuple[str, int], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def pin(self, host: str, port: int) -> IPAddress:
+        """The checked address for host:port (resolving on first use); AddressRefused otherwise."""
+        key = (host.lower(), port)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._pins:
+                self._pins[key] = self._check(host, port)
+            pinned = self._pins[key]
+        if isinstance(pinned, str):
+            raise AddressRefused(pinned)
+        return pinned
+
+    def pinned(self, host: str, port: int) -> IPAddress | None:
+        """The address already checked for host:port, or None: the transport never resolves."""
+        with self._lock:
+            value = self._pins.get((host.lower(), port))
+        return None if value is None or isinstance(value, str) else value
+
+    def _check(self, host: str, port: int) -> IPAddress | str:
+        literal = parse_address(host.strip("[]"))
+        if literal is not None:
+            answers = [str(literal)]
+        else:
+            try:
+                answers = list(self._resolver(host, port))
+            except (OSError, UnicodeError) as exc:
+                return f"cannot resolve {host}: {exc}"
+        checked: list[IPAddress] = []
+        for text in answers:
+            address = parse_address(text)
+            if address is None:
+                return f"resolver answered a non-address {text!r} for {host}"
+            if not is_allowed(address, self._allow):
+                return f"non-public address: {host} resolves to {address}"
+            checked.append(address)
+        if not checked:
+            return f"{host} has no addresses"
+        return checked[0]

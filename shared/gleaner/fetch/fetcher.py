@@ -1,32 +1,54 @@
 """The one component through which every Gleaner request goes.
 
-It resolves each host once, refuses non-public addresses (unless allowed by
-``GLEANER_ALLOW_NETWORKS``), connects to the address it checked, follows a
-bounded number of redirects re-checking each hop, reads robots.txt before any
-page of a host, enforces per-host politeness, and refuses (never truncates)
-oversized bodies. Every call returns a :class:`FetchResult` with one outcome.
+For each URL, in order: the URL is checked as httpx parses it (http(s) only, no
+userinfo, zone id, backslash or control character); robots.txt of its origin is
+read first (once per Fetcher, i.e. per run or batch) and obeyed; its host is
+resolved once and every address must be public or inside
+``GLEANER_ALLOW_NETWORKS``; the transport connects to that checked address and
+nothing else; the host's politeness (concurrency, delay, Crawl-delay, 429/503
+backoff) and the run's budget are respected; the body is read under wire and
+decoded caps and a total deadline. Redirects are followed up to
+``max_redirects`` hops, each hop checked again from the start.
+
+Every call returns a :class:`FetchResult` with exactly one
+:class:`FetchOutcome`; nothing raises for a URL's failure. Library exceptions
+are translated here::
+
+    httpx.TimeoutException   -> unavailable (timeout), or exhausted when the run's deadline cut it
+    httpx.HTTPError          -> unavailable (network: ...)
+    UrlRefused               -> unavailable (refused-url: ...)
+    AddressRefused           -> unavailable (non-public address / cannot resolve)
+    BodyRefused              -> refused-size | refused-content | exhausted
 """
 
 from __future__ import annotations
 
-import socket
+import http.cookiejar
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
 
 import httpx
 
 from gleaner.config import Settings
 from gleaner.errors import InvalidInput
-from gleaner.fetch.addresses import IPAddress, is_allowed, parse_address
+from gleaner.fetch.addresses import AddressBook, AddressRefused, Resolver, UrlRefused, check_url, system_resolver
+from gleaner.fetch.body import ACCEPT_ENCODING, BodyRefused, coding_of, read_body
+from gleaner.fetch.budget import RunBudget, Spent
 from gleaner.fetch.robots import RobotsRules
+from gleaner.fetch.transport import PinnedTransport
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
-from gleaner.urls import canonicalize
+from gleaner.urls import absolutize, fetchable
 
-Resolver = Callable[[str, int], list[str]]
+__all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
+
+# (delay seconds, concurrency) an operator configured for a host (source_hosts), None = the default.
+HostPoliteness = Callable[[str], tuple[float | None, int | None]]
 
 _KIND_TYPES: dict[ContentKind, tuple[str, ...]] = {
     ContentKind.HTML: ("text/html", "application/xhtml+xml"),
@@ -37,24 +59,48 @@ _KIND_TYPES: dict[ContentKind, tuple[str, ...]] = {
     ContentKind.PDF: ("application/pdf",),
     ContentKind.TEXT: ("text/plain",),
 }
-_DENIED = {401, 403, 407, 451}
+_ACCEPT_HEADER: dict[ContentKind, str] = {
+    ContentKind.HTML: "text/html,application/xhtml+xml",
+    ContentKind.XML: "application/xml,text/xml",
+    ContentKind.FEED: "application/rss+xml,application/atom+xml,application/xml",
+    ContentKind.PDF: "application/pdf",
+    ContentKind.TEXT: "text/plain",
+}
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DENIED = frozenset({401, 403, 407, 451})
+_BACKOFF = frozenset({429, 503})
 
 
-def system_resolver(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """A cookie policy that stores and returns nothing: Gleaner never sends cookies."""
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+        return False
+
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+        return False
 
 
 @dataclass(slots=True)
 class _HostState:
-    lock: threading.Semaphore
+    """Politeness for one host name: a concurrency slot, the earliest next request, the delay."""
+
+    slots: threading.Semaphore
+    delay: float
+    concurrency: int
     next_at: float = 0.0
-    robots: RobotsRules | None = None
-    robots_lock: threading.Lock | None = None
+    crawl_delay: float = 0.0
 
 
 class Fetcher:
-    """Polite, safe HTTP fetching. One instance per run: robots and host state live on it."""
+    """Polite, safe HTTP fetching. One instance per run or batch: robots, DNS pins and host state live on it.
+
+    ``transport`` replaces the pinned network transport (tests of pure HTTP behaviour only: the
+    address policy still decides, but an injected transport does its own connecting). ``resolver``
+    replaces getaddrinfo (tests that need a name to answer something chosen). ``budget`` is the
+    run's budget (by default one built from the settings); ``host_politeness`` gives per-host
+    overrides of delay and concurrency; ``verify`` is the TLS trust (default: the system's CAs).
+    """
 
     def __init__(
         self,
@@ -63,23 +109,39 @@ class Fetcher:
         transport: httpx.BaseTransport | None = None,
         resolver: Resolver | None = None,
         respect_robots: bool = True,
+        budget: RunBudget | None = None,
+        host_politeness: HostPoliteness | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.settings = settings
-        self._resolver = resolver or system_resolver
+        self._book = AddressBook(resolver or system_resolver, settings.allow_networks)
+        self._pinned: PinnedTransport | None = None
+        if transport is None:
+            self._pinned = PinnedTransport(self._book, verify=verify)
+            transport = self._pinned
         self._respect_robots = respect_robots
+        self.budget = budget or RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
+                                          max_seconds=settings.run_max_seconds)
+        self._host_politeness = host_politeness
         self._client = httpx.Client(
-            transport=transport or httpx.HTTPTransport(retries=0),
+            transport=transport,
             follow_redirects=False,
-            trust_env=False,  # a proxy from the environment would defeat address pinning
+            trust_env=False,  # no proxy (it would defeat pinning), no .netrc credentials
             timeout=httpx.Timeout(settings.fetch_timeout),
-            headers={"User-Agent": settings.user_agent, "Accept-Encoding": "gzip, deflate, br"},
+            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            headers={"User-Agent": settings.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         )
         self._hosts: dict[str, _HostState] = {}
-        self._hosts_lock = threading.Lock()
-        self._requests = 0
-        self._bytes = 0
-        self._started = time.monotonic()
-        self._budget_lock = threading.Lock()
+        self._robots: dict[str, RobotsRules] = {}
+        self._robots_locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_run(cls, settings: Settings, spent: Spent, **kw: object) -> Fetcher:
+        """A fetcher that continues a run which already spent ``spent`` of its budget."""
+        budget = RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
+                           max_seconds=settings.run_max_seconds, spent=spent)
+        return cls(settings, budget=budget, **kw)  # type: ignore[arg-type]
 
     def close(self) -> None:
         self._client.close()
@@ -93,20 +155,14 @@ class Fetcher:
     # -- public API ---------------------------------------------------------------------------
 
     def fetch(self, request: FetchRequest | str) -> FetchResult:
+        """Fetch one URL (robots first, redirects followed and re-checked); one outcome, never raises."""
         if isinstance(request, str):
             request = FetchRequest(request)
         try:
-            url = canonicalize(request.url)
+            url = fetchable(request.url)  # as the site spells it; the canonical URL is only identity
         except InvalidInput as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"invalid URL: {exc}", key=request.key)
-        if self._respect_robots:
-            rules = self.robots(url)
-            if rules.state == "unknown":
-                return FetchResult(request.url, FetchOutcome.ROBOTS_UNKNOWN, rules.reason, key=request.key)
-            if not rules.allows(url):
-                return FetchResult(request.url, FetchOutcome.ROBOTS_DENIED, "disallowed by robots.txt",
-                                   key=request.key)
-        return self._fetch_following(request, url)
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}", key=request.key)
+        return self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
 
     def fetch_many(self, requests: Iterable[FetchRequest]) -> Iterator[FetchResult]:
         """Fetch concurrently (bounded overall and per host); yield results as they complete."""
@@ -119,191 +175,294 @@ class Fetcher:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         yield future.result()
-            for future in list(pending):
-                yield future.result()
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
 
     def robots(self, url: str) -> RobotsRules:
-        """The robots decision for the URL's host, fetched once per Fetcher (= per run)."""
+        """The robots decision for the URL's origin, read once per Fetcher before any page there."""
         parts = urlsplit(url)
-        state = self._host(parts.netloc)
-        assert state.robots_lock is not None
-        with state.robots_lock:
-            if state.robots is None:
-                state.robots = self._load_robots(urlunsplit((parts.scheme, parts.netloc, "/robots.txt", "", "")))
-            return state.robots
+        origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+        with self._lock:
+            lock = self._robots_locks.setdefault(origin, threading.Lock())
+        with lock:
+            rules = self._robots.get(origin)
+            if rules is None:
+                rules = self._load_robots(origin)
+                if not rules.exhausted:  # a spent budget is not the site's answer: never cached
+                    self._robots[origin] = rules
+                    if rules.crawl_delay:
+                        host = self._host(parts.hostname or "")
+                        host.crawl_delay = max(host.crawl_delay, rules.crawl_delay)
+            return rules
 
-    # -- internals ----------------------------------------------------------------------------
+    # -- robots, redirects --------------------------------------------------------------------
 
-    def _host(self, netloc: str) -> _HostState:
-        with self._hosts_lock:
-            state = self._hosts.get(netloc)
-            if state is None:
-                state = _HostState(lock=threading.Semaphore(self.settings.host_concurrency),
-                                   robots_lock=threading.Lock())
-                self._hosts[netloc] = state
-            return state
-
-    def _load_robots(self, robots_url: str) -> RobotsRules:
-        result = self._fetch_following(FetchRequest(robots_url, accept=(ContentKind.ANY,)), robots_url,
-                                       max_bytes=512 * 1024)
+    def _load_robots(self, origin: str) -> RobotsRules:
+        url = origin + "/robots.txt"
+        result = self._follow(FetchRequest(url, accept=(ContentKind.ANY,)), url, check_robots=False,
+                              max_bytes=self.settings.robots_max_bytes, robots=True)
         if result.outcome is FetchOutcome.FETCHED:
             return RobotsRules.parse(result.body or b"")
-        if result.status is not None and 400 <= result.status < 500:
-            return RobotsRules.allow_all(f"robots.txt answered {result.status}")
-        return RobotsRules.unknown(f"robots.txt unavailable: {result.reason}")
+        if result.outcome is FetchOutcome.EXHAUSTED:
+            return replace(RobotsRules.unknown(result.reason), exhausted=True)
+        status = result.status
+        if status is not None and 400 <= status < 500 and status != 429 and result.outcome is not (
+                FetchOutcome.REDIRECT_REFUSED):
+            return RobotsRules.allow_all(f"robots.txt answered {status}: no rules")
+        if result.outcome is FetchOutcome.REFUSED_SIZE:
+            return RobotsRules.unknown(f"robots.txt oversized ({result.reason})")
+        return RobotsRules.unknown(f"robots.txt unavailable: {result.outcome} {result.reason}".strip())
 
-    def _budget_exhausted(self) -> str | None:
-        s = self.settings
-        with self._budget_lock:
-            if s.run_max_requests and self._requests >= s.run_max_requests:
-                return f"run request budget of {s.run_max_requests} spent"
-            if s.run_max_bytes and self._bytes >= s.run_max_bytes:
-                return f"run byte budget of {s.run_max_bytes} spent"
-            if s.run_max_seconds and time.monotonic() - self._started >= s.run_max_seconds:
-                return f"run time budget of {s.run_max_seconds}s spent"
-            self._requests += 1
+    def _robots_verdict(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
+        rules = self.robots(url)
+        via = f" (redirect target {url})" if hop else ""
+        if rules.exhausted:
+            return FetchResult(request.url, FetchOutcome.EXHAUSTED, rules.reason, final_url=url, key=request.key)
+        if rules.state == "unknown":
+            return FetchResult(request.url, FetchOutcome.ROBOTS_UNKNOWN, rules.reason + via, final_url=url,
+                               key=request.key)
+        if not rules.allows(url):
+            return FetchResult(request.url, FetchOutcome.ROBOTS_DENIED, "disallowed by robots.txt" + via,
+                               final_url=url, key=request.key)
         return None
 
-    def _pin(self, url: str) -> tuple[str, str, IPAddress] | str:
-        """Resolve once, check every address, return (pinned URL, host header, address) or a reason."""
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        literal = parse_address(host)
-        try:
-            addresses = [host] if literal is not None else self._resolver(host, port)
-        except (OSError, UnicodeError) as exc:
-            return f"cannot resolve {host}: {exc}"
-        checked: list[IPAddress] = []
-        for text in addresses:
-            address = parse_address(text)
-            if address is None:
-                return f"resolver returned a non-address {text!r}"
-            if not is_allowed(address, self.settings.allow_networks):
-                return f"{host} resolves to non-public address {address}"
-            checked.append(address)
-        if not checked:
-            return f"{host} has no addresses"
-        chosen = checked[0]
-        ip_host = f"[{chosen}]" if chosen.version == 6 else str(chosen)
-        netloc = ip_host if parts.port is None else f"{ip_host}:{parts.port}"
-        return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), parts.netloc, chosen
-
-    def _fetch_following(self, request: FetchRequest, url: str, max_bytes: int | None = None) -> FetchResult:
+    def _follow(self, request: FetchRequest, url: str, *, check_robots: bool, max_bytes: int | None,
+                robots: bool = False) -> FetchResult:
         started = time.monotonic()
         current = url
-        seen: set[str] = set()
-        for _hop in range(self.settings.max_redirects + 1):
-            seen.add(current)
-            result = self._fetch_once(request, current, max_bytes, started)
-            if result.status is None or result.status not in (301, 302, 303, 307, 308):
-                return result
-            location = result.headers.get("location")
+        seen = {url}
+        for hop in range(self.settings.max_redirects + 1):
+            refused = self._admit(request, current, hop)
+            if refused is not None:
+                return _elapsed(refused, started)
+            if check_robots:
+                verdict = self._robots_verdict(request, current, hop)
+                if verdict is not None:
+                    return _elapsed(verdict, started)
+            result = self._exchange(request, current, max_bytes=max_bytes, robots=robots)
+            if result.status not in _REDIRECTS or result.outcome is not FetchOutcome.REDIRECT_REFUSED:
+                return _elapsed(result, started)
+            location = result.headers.get("location", "").strip()
             if not location:
-                return _with(result, FetchOutcome.UNAVAILABLE, f"redirect {result.status} without Location")
+                return _elapsed(_with(result, FetchOutcome.UNAVAILABLE, f"HTTP {result.status} without Location"),
+                                started)
+            # Follow the Location as the site spells it (a trailing slash matters to the server).
+            target = absolutize(current, location)
             try:
-                target = canonicalize(urljoin(current, location))
-            except InvalidInput as exc:
-                return _with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect to an invalid URL: {exc}")
+                if target is None:
+                    raise InvalidInput(f"unusable Location {location[:200]!r}")
+                check_url(target)
+            except (InvalidInput, UrlRefused) as exc:
+                return _elapsed(_with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect to a refused URL: {exc}"),
+                                started)
             if target in seen:
-                return _with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect loop at {target}")
-            if self._respect_robots and urlsplit(target).path != "/robots.txt":
-                rules = self.robots(target)
-                if not rules.allows(target):
-                    outcome = FetchOutcome.ROBOTS_UNKNOWN if rules.state == "unknown" else FetchOutcome.ROBOTS_DENIED
-                    return _with(result, outcome, f"redirect target {target} refused by robots.txt")
+                return _elapsed(_with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect loop at {target}"), started)
+            seen.add(target)
             current = target
-        return FetchResult(request.url, FetchOutcome.REDIRECT_REFUSED,
-                           f"more than {self.settings.max_redirects} redirects", key=request.key,
-                           elapsed_ms=int((time.monotonic() - started) * 1000))
+        return _elapsed(FetchResult(request.url, FetchOutcome.REDIRECT_REFUSED,
+                                    f"more than {self.settings.max_redirects} redirects", final_url=current,
+                                    key=request.key), started)
 
-    def _fetch_once(self, request: FetchRequest, url: str, max_bytes: int | None, started: float) -> FetchResult:
-        limit = max_bytes or self.settings.max_body_bytes
+    # -- one exchange: address policy, politeness, budget, backoff ------------------------------
 
-        def done(outcome: FetchOutcome, reason: str, **kw: object) -> FetchResult:
-            return FetchResult(request.url, outcome, reason, final_url=url, key=request.key,
-                               elapsed_ms=int((time.monotonic() - started) * 1000), **kw)  # type: ignore[arg-type]
+    def _host(self, hostname: str) -> _HostState:
+        hostname = hostname.lower()
+        with self._lock:
+            state = self._hosts.get(hostname)
+            if state is None:
+                delay, concurrency = (None, None)
+                if self._host_politeness is not None:
+                    delay, concurrency = self._host_politeness(hostname)
+                delay = self.settings.host_delay if delay is None else max(0.0, float(delay))
+                concurrency = self.settings.host_concurrency if not concurrency else max(1, int(concurrency))
+                state = _HostState(threading.Semaphore(concurrency), delay, concurrency)
+                self._hosts[hostname] = state
+            return state
 
-        exhausted = self._budget_exhausted()
-        if exhausted:
-            return done(FetchOutcome.EXHAUSTED, exhausted)
-        pinned = self._pin(url)
-        if isinstance(pinned, str):
-            return done(FetchOutcome.UNAVAILABLE, pinned)
-        pinned_url, host_header, _address = pinned
-        headers = {"Host": host_header}
+    def _admit(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
+        """The address policy for one hop: None if the URL may be requested, else the refusal.
+
+        Checked before robots.txt, so a host the policy refuses gets no request at all.
+        """
+        via = f" (redirect target {url})" if hop else ""
+        try:
+            parsed = check_url(url)
+            self._book.pin(parsed.raw_host.decode("ascii"), parsed.port or (443 if parsed.scheme == "https" else 80))
+        except UrlRefused as exc:
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
+                               key=request.key)
+        except AddressRefused as exc:
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key)
+        return None
+
+    def _exchange(self, request: FetchRequest, url: str, *, max_bytes: int | None, robots: bool) -> FetchResult:
+        def done(outcome: FetchOutcome, reason: str) -> FetchResult:
+            return FetchResult(request.url, outcome, reason, final_url=url, key=request.key)
+
+        host = self._host(check_url(url).raw_host.decode("ascii"))  # admitted by _admit just before
+        retries = 0
+        while True:
+            with host.slots:
+                wait_for = host.next_at - time.monotonic()
+                run_deadline = self.budget.deadline
+                if wait_for > 0:
+                    if run_deadline is not None and time.monotonic() + wait_for >= run_deadline:
+                        return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s "
+                                    "would pass while waiting for the host's delay")
+                    time.sleep(wait_for)
+                spent = self.budget.claim_request()
+                if spent is not None:
+                    return done(FetchOutcome.EXHAUSTED, spent)
+                try:
+                    result = self._send(request, url, max_bytes=max_bytes, robots=robots)
+                finally:
+                    host.next_at = time.monotonic() + max(host.delay, host.crawl_delay)
+                if result.status not in _BACKOFF:
+                    return result
+                pause = _retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
+                host.next_at = max(host.next_at, time.monotonic() + min(pause, self.settings.max_retry_after))
+                if retries >= self.settings.max_retries or pause > self.settings.max_retry_after:
+                    return _with(result, result.outcome, f"{result.reason} after {retries + 1} attempt(s); "
+                                 f"Retry-After {pause:g}s")
+                retries += 1
+
+    def _send(self, request: FetchRequest, url: str, *, max_bytes: int | None, robots: bool) -> FetchResult:
+        started = time.monotonic()
+        fetch_deadline = started + self.settings.fetch_timeout
+        run_deadline = self.budget.deadline
+        deadline = min(fetch_deadline, run_deadline) if run_deadline is not None else fetch_deadline
+        run_cut = run_deadline is not None and run_deadline <= fetch_deadline
+        headers = {"Accept": "*/*" if robots else _accept(request.accept)}
         if request.etag:
             headers["If-None-Match"] = request.etag
         if request.last_modified:
             headers["If-Modified-Since"] = request.last_modified
-        host = self._host(urlsplit(url).netloc)
-        delay = self.settings.host_delay
-        if host.robots is not None and host.robots.crawl_delay:
-            delay = max(delay, host.robots.crawl_delay)
-        with host.lock:
-            wait_for = host.next_at - time.monotonic()
-            if wait_for > 0:
-                time.sleep(wait_for)
+        meta: dict[str, object] = {"final_url": url, "key": request.key}
+
+        def done(outcome: FetchOutcome, reason: str, **kw: object) -> FetchResult:
+            values = {**meta, **kw, "elapsed_ms": int((time.monotonic() - started) * 1000)}
+            return FetchResult(request.url, outcome, reason, **values)  # type: ignore[arg-type]
+
+        def timed_out(where: str) -> FetchResult:
+            if run_cut and time.monotonic() >= deadline - 0.01:
+                return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s spent "
+                                                    f"{where}")
+            return done(FetchOutcome.UNAVAILABLE, f"timeout {where} (limit {self.settings.fetch_timeout:g}s)")
+
+        with self._deadline(deadline):
             try:
-                extensions = {"sni_hostname": urlsplit(url).hostname or ""}
-                req = self._client.build_request("GET", pinned_url, headers=headers, extensions=extensions)
+                req = self._client.build_request("GET", url, headers=headers)
+                req.headers.pop("Cookie", None)
                 response = self._client.send(req, stream=True)
-            except httpx.TimeoutException as exc:
-                host.next_at = time.monotonic() + delay
-                return done(FetchOutcome.UNAVAILABLE, f"timeout: {exc.__class__.__name__}")
+            except httpx.TimeoutException:
+                return timed_out("before the response")
             except httpx.HTTPError as exc:
-                host.next_at = time.monotonic() + delay
-                return done(FetchOutcome.UNAVAILABLE, f"network error: {exc}")
+                return done(FetchOutcome.UNAVAILABLE, f"network: {exc.__class__.__name__}: {exc}")
             try:
-                return self._read(request, url, response, limit, done)
+                meta.update(status=response.status_code, headers={k.lower(): v for k, v in response.headers.items()},
+                            etag=response.headers.get("etag"), last_modified=response.headers.get("last-modified"))
+                outcome = self._judge(request, response, robots)
+                if outcome is not None:
+                    return done(*outcome)
+                limit = max_bytes or self.settings.max_body_bytes
+                declared = response.headers.get("content-length", "")
+                if declared.strip().isdigit() and int(declared) > limit:
+                    return done(FetchOutcome.REFUSED_SIZE, f"Content-Length {declared.strip()} exceeds {limit} bytes")
+                content_type, charset = _parse_content_type(response.headers.get("content-type", ""))
+                kind = ContentKind.ANY if robots else _kind_of(content_type, url, request.accept)
+                sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
+                if kind is None and not sniff:
+                    return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} "
+                                f"not accepted (wanted {', '.join(request.accept)})", content_type=content_type)
+                coding = coding_of(response.headers.get("content-encoding"))
+                body, wire = read_body(response.iter_raw(), coding=coding, max_wire=limit,
+                                       max_decoded=limit if robots else self.settings.max_decompressed_bytes,
+                                       on_wire=self._charge_bytes)
+            except BodyRefused as exc:
+                outcome_for = {"size": FetchOutcome.REFUSED_SIZE, "content": FetchOutcome.REFUSED_CONTENT,
+                               "budget": FetchOutcome.EXHAUSTED}
+                return done(outcome_for[exc.kind], exc.reason)
+            except httpx.TimeoutException:
+                return timed_out("while reading the body")
+            except httpx.HTTPError as exc:
+                return done(FetchOutcome.UNAVAILABLE, f"network: error while reading the body: {exc}")
             finally:
                 response.close()
-                host.next_at = time.monotonic() + delay
-
-    def _read(self, request: FetchRequest, url: str, response: httpx.Response, limit: int,
-              done: Callable[..., FetchResult]) -> FetchResult:
-        status = response.status_code
-        headers = {k.lower(): v for k, v in response.headers.items()}
-        meta = dict(status=status, headers=headers, etag=headers.get("etag"),
-                    last_modified=headers.get("last-modified"))
-        if status in (301, 302, 303, 307, 308):
-            return done(FetchOutcome.UNAVAILABLE, f"redirect {status}", **meta)
-        if status == 304:
-            return done(FetchOutcome.NOT_MODIFIED, "304 not modified", **meta)
-        if status in _DENIED:
-            return done(FetchOutcome.DENIED, f"HTTP {status}", **meta)
-        if status != 200:
-            return done(FetchOutcome.UNAVAILABLE, f"HTTP {status}", **meta)
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            return done(FetchOutcome.REFUSED_SIZE, f"Content-Length {declared} exceeds {limit} bytes", **meta)
-        content_type, charset = _parse_content_type(headers.get("content-type", ""))
-        kind = _kind_of(content_type, url, request.accept)
-        if kind is None:
-            return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} not accepted",
-                        content_type=content_type, **meta)
-        chunks: list[bytes] = []
-        total = 0
-        try:
-            for chunk in response.iter_bytes():
-                total += len(chunk)
-                if total > limit:
-                    return done(FetchOutcome.REFUSED_SIZE, f"body exceeds {limit} bytes", **meta)
-                chunks.append(chunk)
-        except httpx.TimeoutException:
-            return done(FetchOutcome.UNAVAILABLE, "timeout while reading the body", **meta)
-        except httpx.HTTPError as exc:
-            return done(FetchOutcome.UNAVAILABLE, f"error while reading the body: {exc}", **meta)
-        body = b"".join(chunks)
-        with self._budget_lock:
-            self._bytes += len(body)
+        if sniff:
+            if not _looks_like_html(body):
+                return done(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")
+            kind, content_type = ContentKind.HTML, "text/html"
         return done(FetchOutcome.FETCHED, "", content_type=content_type, charset=charset, kind=kind, body=body,
-                    **meta)
+                    wire_bytes=wire)
+
+    def _judge(self, request: FetchRequest, response: httpx.Response, robots: bool) -> tuple[FetchOutcome, str] | None:
+        """The outcome a status alone decides, or None when the body should be read."""
+        status = response.status_code
+        if status in _REDIRECTS:
+            return FetchOutcome.REDIRECT_REFUSED, f"HTTP {status} redirect"  # _follow decides what happens next
+        if status == 304:
+            if request.etag or request.last_modified:
+                return FetchOutcome.NOT_MODIFIED, "304 not modified"
+            return FetchOutcome.UNAVAILABLE, "unexpected 304 to an unconditional request"
+        if robots:
+            return None if 200 <= status < 300 else (FetchOutcome.UNAVAILABLE, f"HTTP {status}")
+        if status in _DENIED:
+            return FetchOutcome.DENIED, f"HTTP {status}"
+        if status not in (200, 203):
+            return FetchOutcome.UNAVAILABLE, f"HTTP {status}"
+        return None
+
+    def _charge_bytes(self, count: int) -> None:
+        reason = self.budget.add_bytes(count)
+        if reason is not None:
+            raise BodyRefused("budget", reason)
+
+    def _deadline(self, at: float) -> object:
+        if self._pinned is not None:
+            return self._pinned.deadline(at)
+        return _NullContext()
+
+
+class _NullContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _elapsed(result: FetchResult, started: float) -> FetchResult:
+    return replace(result, elapsed_ms=int((time.monotonic() - started) * 1000))
 
 
 def _with(result: FetchResult, outcome: FetchOutcome, reason: str) -> FetchResult:
-    return FetchResult(result.url, outcome, reason, final_url=result.final_url, status=result.status,
-                       headers=result.headers, elapsed_ms=result.elapsed_ms, key=result.key)
+    return replace(result, outcome=outcome, reason=reason, body=None)
+
+
+def _retry_after(value: str | None, *, default: float) -> float:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return default
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return default
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _accept(kinds: tuple[ContentKind, ...]) -> str:
+    values = [_ACCEPT_HEADER[k] for k in kinds if k in _ACCEPT_HEADER]
+    return ",".join(values) + ";q=1.0,*/*;q=0.1" if values else "*/*"
+
+
+def _looks_like_html(body: bytes) -> bool:
+    head = body[:1024].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html", b"\xef\xbb\xbf<!doctype html", b"\xef\xbb\xbf<html"))
 
 
 def _parse_content_type(value: str) -> tuple[str | None, str | None]:
@@ -325,9 +484,6 @@ def _kind_of(content_type: str | None, url: str, accept: tuple[ContentKind, ...]
     for kind in accept:
         if content_type and content_type in _KIND_TYPES.get(kind, ()):
             return kind
-        if content_type is None:
-            if kind is ContentKind.XML and path.endswith((".xml", ".xml.gz", ".gz")):
-                return kind
-            if kind is ContentKind.HTML and path.endswith((".html", ".htm", "/")):
-                return kind
+        if content_type is None and kind is ContentKind.XML and path.endswith((".xml", ".xml.gz", ".gz")):
+            return kind
     return None

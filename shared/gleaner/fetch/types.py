@@ -9,6 +9,8 @@ from enum import StrEnum
 
 
 class FetchOutcome(StrEnum):
+    """Every URL of a run ends with exactly one of these (DESIGN.md); the reason says why."""
+
     FETCHED = "fetched"
     NOT_MODIFIED = "not-modified"
     ROBOTS_DENIED = "robots-denied"
@@ -64,6 +66,7 @@ class FetchResult:
     elapsed_ms: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     key: str | None = None
+    wire_bytes: int | None = None  # bytes received on the wire (compressed), for the run's byte budget
 
     @property
     def ok(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
 
 config = context.config
 
@@ -18,7 +19,7 @@ def run_migrations_online() -> None:
     _run(connection)
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection: Connection) -> None:
     connection.exec_driver_sql("CREATE SCHEMA IF NOT EXISTS knowledge")
     context.configure(connection=connection, version_table_schema="knowledge", transactional_ddl=True)
     with context.begin_transaction():

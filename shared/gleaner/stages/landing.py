@@ -81,7 +81,7 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
     report = LandingReport()
     fetchable: dict[str, LandingItem] = {}
     for item in items:
-        reason = refusal_reason(item.url, deps.settings.allow_networks)
+        reason = refusal_reason(item.fetch_url, deps.settings.allow_networks)
         if reason is None:
             fetchable[item.url] = item
             continue
@@ -107,7 +107,7 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
 
 def _fetch_and_land(deps: Deps, fetchable: dict[str, LandingItem], report: LandingReport,
                     snapshots: list[str]) -> None:
-    requests = [FetchRequest(url, key=url, accept=_accept(url)) for url in fetchable]
+    requests = [FetchRequest(item.fetch_url, key=url, accept=_accept(url)) for url, item in fetchable.items()]
     with deps.new_fetcher() as fetcher:
         for result in fetcher.fetch_many(requests):
             item = fetchable[str(result.key)]

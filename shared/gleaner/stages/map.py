@@ -15,16 +15,19 @@ finds its run; a run already past mapping just re-emits CrawlMapped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gleaner.app import Deps
+from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
-from gleaner.errors import InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
@@ -55,21 +58,27 @@ class MapFailed(PermanentError):
 
 @dataclass
 class Discovery:
-    """URLs found so far, in discovery order: url -> (depth, via)."""
+    """URLs found so far, in discovery order: canonical url -> (depth, via, url as the site spells it)."""
 
     limit: int
     include: tuple[str, ...]
     host: str
-    urls: dict[str, tuple[int, str]] = field(default_factory=dict)
+    urls: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    feeds: dict[str, None] = field(default_factory=dict)  # announced by walked pages, in discovery order
+    # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
+    feeds: dict[str, str] = field(default_factory=dict)
 
-    def add(self, url: str, depth: int, via: str) -> bool:
+    def add(self, source_url: str, depth: int, via: str) -> bool:
+        """Add a URL (absolute, as found); False if invalid, off-host, filtered, known or over the limit."""
+        try:
+            url = canonicalize(source_url)
+        except InvalidInput:
+            return False
         if len(self.urls) >= self.limit or url in self.urls:
             return False
         if host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
             return False
-        self.urls[url] = (depth, via)
+        self.urls[url] = (depth, via, source_url)
         return True
 
     @property
@@ -105,44 +114,54 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
             return None
     with deps.new_fetcher() as fetcher:
         try:
-            found = discover(fetcher, target, limit=limit, max_depth=max_depth, include=include,
-                             exclude=exclude, feeds=message.feeds)
+            found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
+                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
-    rows = [(url, url_hash(url), path_of(url), url) for url in found.urls]
+    rows = [(url, url_hash(url), path_of(url), source) for url, (_d, _v, source) in found.urls.items()]
     ids = meta.upsert_documents(site, host_id, rows)
-    meta.add_run_pages(run_id, [(ids[url], depth, via) for url, (depth, via) in found.urls.items()])
+    meta.add_run_pages(run_id, [(ids[url], depth, via) for url, (depth, via, _s) in found.urls.items()])
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
-             "links": [{"url": u, "depth": d, "via": v} for u, (d, v) in found.urls.items()],
+             "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
              "problems": found.problems}
-    deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
+    # Two racing deliveries may discover in a different order: the first map written stands.
+    with contextlib.suppress(BlobConflict):
+        deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
     return mapped
 
 
-def discover(fetcher: Fetcher, target: str, *, limit: int, max_depth: int, include: tuple[str, ...],
-             exclude: tuple[str, ...], feeds: tuple[str, ...] = ()) -> Discovery:
+def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
+    """Walk only into pages the decider would not exclude by URL alone: login, cart, search, tag and
+    pagination pages are crawler traps, and a site owner does not expect them fetched."""
+    facts = PageFacts(url=url, path=path_of(url))
+    return deps.decider.decide(facts, exclude).decision != "exclude"
+
+
+def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
+             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = ()) -> Discovery:
+    target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target))
-    robots = fetcher.robots(target)
+    robots = fetcher.robots(start_url)
     if robots.state == "unknown":
-        raise MapFailed(f"robots.txt of {host_of(target)} could not be read ({robots.reason}); "
+        raise MapFailed(f"cannot crawl {host_of(target)}: robots.txt could not be read ({robots.reason}); "
                         "nothing is fetched from this host this run")
-    found.add(target, 0, "start")
-    named: list[str] = []
+    found.add(start_url, 0, "start")
+    named: dict[str, str] = {}
     for feed in feeds:
         try:
-            named.append(canonicalize(feed))
+            named.setdefault(canonicalize(feed), feed.strip())
         except InvalidInput as exc:
             found.problems.append(f"invalid feed URL: {exc}")
-    _read_feeds(fetcher, named, found)
-    sitemap_urls = [*robots.sitemaps, origin_of(target) + "/sitemap.xml"]
+    _read_feeds(fetcher, list(named.values()), found)
+    sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, target, found, max_depth, exclude)
-    _read_feeds(fetcher, [f for f in found.feeds if f not in named], found)
+    _walk_links(fetcher, start_url, found, max_depth, walkable)
+    _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
     return found
@@ -153,7 +172,8 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
     seen: set[str] = set()
     for url in roots:
         try:
-            queue.append((canonicalize(url), 0))
+            canonicalize(url)
+            queue.append((url.strip(), 0))
         except InvalidInput as exc:
             found.problems.append(f"robots.txt names an invalid sitemap: {exc}")
     fetched = 0
@@ -175,48 +195,49 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
             continue
         for loc in sitemap.locs:
             try:
-                child = canonicalize(loc)
+                canonicalize(loc)
             except InvalidInput:
                 found.problems.append(f"sitemap {url}: invalid <loc> {loc[:200]!r}")
                 continue
             if sitemap.kind == "index":
                 if level + 1 <= MAX_SITEMAP_DEPTH:
-                    queue.append((child, level + 1))
+                    queue.append((loc, level + 1))
             else:
-                found.add(child, 1, "sitemap")
+                found.add(loc, 1, "sitemap")
                 if found.full:
                     break
 
 
-def _walk_links(fetcher: Fetcher, target: str, found: Discovery, max_depth: int, exclude: tuple[str, ...]) -> None:
-    """Breadth-first over same-host links; excluded paths are recorded but not walked."""
-    queue: deque[tuple[str, int]] = deque([(target, 0)])
+def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
+                walkable: Callable[[str], bool]) -> None:
+    """Breadth-first over same-host links; unwalkable pages are recorded but not fetched."""
+    queue: deque[tuple[str, int]] = deque([(start_url, 0)])
     walked: set[str] = set()
     while queue:
         url, depth = queue.popleft()
-        if url in walked or (depth >= max_depth and url != target):
+        canonical = canonicalize(url)
+        if canonical in walked or (depth >= max_depth and depth > 0):
             continue
-        walked.add(url)
-        if not path_allowed(path_of(url), (), exclude):
+        walked.add(canonical)
+        if depth > 0 and not walkable(canonical):
             continue
         if not fetcher.robots(url).allows(url):
             continue
         result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.HTML,)))
         if result.outcome is not FetchOutcome.FETCHED:
-            if url == target:
+            if depth == 0:
                 found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
             continue
         if depth >= max_depth:
             continue
         page = extract_links(result.text(), result.final_url or url)
         for feed in page.feeds:
-            found.feeds.setdefault(feed, None)
+            found.feeds.setdefault(canonicalize(feed), feed)
         for link in page.links:
-            if found.add(link, depth + 1, "link") or link in found.urls:
+            if found.add(link, depth + 1, "link") or canonicalize(link) in found.urls:
                 queue.append((link, depth + 1))
         if found.full:
-            # Keep walking only what is already queued? No: the limit is reached, discovery is done.
-            return
+            return  # the limit is reached: discovery is done
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
@@ -236,7 +257,7 @@ def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
         found.problems.extend(f"feed {url}: {problem}" for problem in feed.problems)
         elsewhere = 0
         for entry in feed.entries:
-            if host_of(entry.link) != found.host:
+            if host_of(canonicalize(entry.link)) != found.host:
                 elsewhere += 1
                 continue
             found.add(entry.link, 1, "feed")

@@ -11,13 +11,16 @@ documents.scrape_policy='skip'. Include pages are cut into batches of at most
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import OrderedDict
+from typing import Any
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
+from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
@@ -42,7 +45,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         return []
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = _options(deps, run_id)
-    exclude = tuple(options.get("exclude", ()))
+    exclude = tuple(str(g) for g in options.get("exclude", ()))
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
@@ -80,7 +83,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     return scheduled
 
 
-def _options(deps: Deps, run_id: str) -> dict[str, object]:
+def _options(deps: Deps, run_id: str) -> dict[str, Any]:
     import sqlalchemy as sa
 
     with deps.metadata.engine.connect() as conn:
@@ -102,29 +105,34 @@ def _decision(page: RunPage, verdict: PageDecision, uri: str | None = None, erro
                     {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}, uri, error)
 
 
-def _sample_section(deps: Deps, fetcher, message: CrawlMapped, members: list[RunPage],  # type: ignore[no-untyped-def]
+# A section whose first pages fail to fetch is not judged on a failure: try a few before giving up.
+SAMPLE_ATTEMPTS = 3
+
+
+def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
                     exclude: tuple[str, ...]) -> tuple[RunPage | None, PageDecision, str | None, str | None]:
-    """Fetch the first robots-allowed page of a section and decide on it."""
-    candidates = [p for p in members if fetcher.robots(p.canonical_url).allows(p.canonical_url)]
-    if not candidates:
-        return None, PageDecision("include", "no sample allowed by robots.txt; the fetcher decides per URL",
-                                  0.5), None, None
-    sample = candidates[0]
-    result = fetcher.fetch(FetchRequest(sample.canonical_url, accept=(ContentKind.HTML,)))
-    facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True, content_type=result.content_type,
-                      fetch_outcome=str(result.outcome))
-    uri = error = None
-    if result.outcome is FetchOutcome.FETCHED:
-        extracted = extract_html(result.text(), result.final_url or sample.canonical_url)
+    """Fetch the first robots-allowed, fetchable page of a section and decide on it."""
+    candidates = [p for p in members if fetcher.robots(p.fetch_url).allows(p.fetch_url)]
+    errors: list[str] = []
+    for sample in candidates[:SAMPLE_ATTEMPTS]:
+        result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
+        if result.outcome is FetchOutcome.REFUSED_CONTENT:
+            facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
+                              content_type=result.content_type, fetch_outcome=str(result.outcome))
+            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}"
+        if result.outcome is not FetchOutcome.FETCHED:
+            errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
+            continue
+        extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
                           main_text_chars=extracted.main_text_chars, title=extracted.title)
         key = sample_key(message.site_domain, message.run_id, sample.url_hash)
-        try:
+        # A redelivery may re-sample a page that changed meanwhile: the first sample stands.
+        with contextlib.suppress(BlobConflict):
             deps.blobs.put(key, extracted.content_md.encode("utf-8"))
-        except BlobConflict:
-            pass  # a redelivery re-sampled a page that changed meanwhile: the first sample stands
-        uri = key
-    else:
-        error = f"{result.outcome}: {result.reason}"
-    return sample, deps.decider.decide(facts, exclude), uri, error
+        return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None
+    reason = ("no sample allowed by robots.txt" if not candidates else
+              "no sample could be fetched (" + "; ".join(errors) + ")")
+    # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.
+    return None, PageDecision("include", reason, 0.5, content_kind="unsampled"), None, None

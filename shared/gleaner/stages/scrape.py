@@ -31,10 +31,14 @@ def sha1(data: bytes) -> str:
 
 def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     meta = deps.metadata
-    pages = {p.document_id: p for p in meta.run_pages(message.run_id, message.document_ids)
-             if p.decision == "include" and p.fetch_outcome is None}
+    batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
+    pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
+    # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
+    fetched: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
+                                  if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
+                                  and p.fetched_content_hash]
     requests = [
-        FetchRequest(p.canonical_url, key=p.document_id, accept=(ContentKind.HTML,),
+        FetchRequest(p.fetch_url, key=p.document_id, accept=(ContentKind.HTML,),
                      etag=p.etag if p.current_hash else None,
                      last_modified=p.last_modified if p.current_hash else None)
         for p in pages.values()
@@ -45,15 +49,15 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for result in fetcher.fetch_many(requests):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
-                pending.append((page, result, deps.extract_pool.submit(result.text(), result.final_url or
-                                                                       page.canonical_url)))
+                future = deps.extract_pool.submit(result.text(), result.final_url or page.fetch_url)
+                pending.append((page, result, future))
             else:
                 records.append(_record(page, result, None))
-    fetched: list[FetchedPage] = []
     for page, result, future in pending:
         extracted = future.result()
-        fetched.append(_hand_off(deps, message, page, result, extracted))
-        records.append(_record(page, result, extracted.title))
+        handed = _hand_off(deps, message, page, result, extracted)
+        fetched.append(handed)
+        records.append(_record(page, result, extracted.title, handed))
     meta.record_fetches(message.run_id, records)
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
@@ -64,10 +68,22 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     return out
 
 
-def _record(page: RunPage, result: FetchResult, title: str | None) -> FetchRecord:
+def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None) -> FetchRecord:
     return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
-                       title)
+                       title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
+                       handed.extractor if handed else None)
+
+
+def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedPage:
+    content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
+    raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
+    has_blobs = deps.blobs.exists(content_key)
+    return FetchedPage(document_id=page.document_id, content_hash=page.fetched_content_hash or "",
+                       raw_hash=page.fetched_raw_hash or "", content_key=content_key if has_blobs else None,
+                       raw_key=raw_key if has_blobs and deps.blobs.exists(raw_key) else None,
+                       fetch_status=page.fetch_status or 200, fetch_time_ms=page.fetch_time_ms or 0,
+                       byte_size=page.byte_size or 0, extractor=page.extractor or "")
 
 
 def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:

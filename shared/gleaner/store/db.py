@@ -86,18 +86,19 @@ def _cloudsql_engine(settings: Settings) -> Engine:
         from google.cloud.sql.connector import Connector, IPTypes
     except ImportError as exc:
         raise ConfigError("Cloud SQL needs the 'cloud' extra (cloud-sql-python-connector)") from exc
-    if not settings.cloudsql_user:
+    instance = settings.cloudsql_instance
+    if not instance or not settings.cloudsql_user:
         raise ConfigError("GLEANER_CLOUDSQL_USER is required with GLEANER_CLOUDSQL_INSTANCE")
     connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
 
     def connect() -> Any:
         return connector.connect(
-            settings.cloudsql_instance,
+            instance,
             "pg8000",
             user=settings.cloudsql_user,
             db=settings.cloudsql_database,
             enable_iam_auth=True,
-            ip_type=IPTypes.PRIVATE if settings.extra.get("GLEANER_CLOUDSQL_PRIVATE_IP") else IPTypes.PUBLIC,
+            ip_type=IPTypes.PRIVATE if settings.cloudsql_private_ip else IPTypes.PUBLIC,
         )
 
     return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=5, max_overflow=2,

@@ -37,6 +37,19 @@ class RunPage:
     last_modified: str | None
     current_hash: str | None
     fetch_outcome: str | None
+    source_url: str | None = None
+    snapshot_outcome: str | None = None
+    fetched_content_hash: str | None = None
+    fetched_raw_hash: str | None = None
+    extractor: str | None = None
+    fetch_status: int | None = None
+    fetch_time_ms: int | None = None
+    byte_size: int | None = None
+
+    @property
+    def fetch_url(self) -> str:
+        """The URL as the site spells it (trailing slash and all); the canonical URL is only identity."""
+        return self.source_url or self.canonical_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +75,9 @@ class FetchRecord:
     etag: str | None
     last_modified: str | None
     title: str | None = None
+    content_hash: str | None = None
+    raw_hash: str | None = None
+    extractor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +172,12 @@ class MetadataStore:
             ).first()
         return row is not None
 
+    def record_run_error(self, run_id: str, error: str) -> None:
+        """Note an error on a run without changing its status (e.g. ingest failed after it finished)."""
+        with self._tx() as conn:
+            conn.execute(sa.text("UPDATE knowledge.crawl_runs SET error = :e WHERE id = :r"),
+                         {"e": error, "r": run_id})
+
     def upsert_documents(self, site: str, source_host_id: str | None,
                          rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
         """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
@@ -210,7 +232,9 @@ class MetadataStore:
 
     _PAGE_COLUMNS = (
         "d.id, d.canonical_url, d.url_hash, d.path, c.depth, c.discovered_via, d.scrape_policy::text,"
-        " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text"
+        " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text,"
+        " d.source_url, c.snapshot_outcome::text, c.fetched_content_hash, c.fetched_raw_hash, c.extractor,"
+        " c.fetch_status, c.fetch_time_ms, c.byte_size"
     )
 
     def run_pages(self, run_id: str, document_ids: Sequence[str] | None = None) -> list[RunPage]:
@@ -329,12 +353,14 @@ class MetadataStore:
         """Record each URL's fetch outcome once; a not-modified page is settled as unchanged here."""
         if not records:
             return
-        cols: dict[str, list[Any]] = {k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti")}
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex")
+        }
         for r in records:
             for key, value in zip(
                 cols,
                 (r.document_id, r.outcome, r.reason, r.status, r.time_ms, r.byte_size, r.etag, r.last_modified,
-                 r.title),
+                 r.title, r.content_hash, r.raw_hash, r.extractor),
                 strict=True,
             ):
                 cols[key].append(value)
@@ -343,12 +369,13 @@ class MetadataStore:
                 sa.text(
                     "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
                     " fetch_reason = t.why, fetch_status = t.st, fetch_time_ms = t.ms, byte_size = t.sz,"
-                    " fetched_at = now(),"
+                    " fetched_at = now(), fetched_content_hash = t.ch, fetched_raw_hash = t.rh, extractor = t.ex,"
                     " snapshot_outcome = CASE WHEN t.o = 'not-modified' THEN 'unchanged'::knowledge.snapshot_outcome"
                     "   ELSE c.snapshot_outcome END"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:why AS text[]), CAST(:st AS int[]),"
                     " CAST(:ms AS int[]), CAST(:sz AS int[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
-                    " CAST(:ti AS text[])) AS t(d, o, why, st, ms, sz, et, lm, ti)"
+                    " CAST(:ti AS text[]), CAST(:ch AS text[]), CAST(:rh AS text[]), CAST(:ex AS text[]))"
+                    " AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex)"
                     " WHERE c.run_id = :r AND c.document_id = t.d AND c.fetch_outcome IS NULL"
                     " RETURNING c.document_id"
                 ),
@@ -392,10 +419,11 @@ class MetadataStore:
         results: list[SnapshotResult] = []
         with self._tx() as conn:
             state = {
-                str(r[0]): (r[1], r[2], r[3])
+                str(r[0]): (r[1], r[2], r[3], r[4])
                 for r in conn.execute(
                     sa.text(
-                        "SELECT d.id, s.content_hash, d.current_snapshot_id, c.snapshot_outcome::text"
+                        "SELECT d.id, s.content_hash, d.current_snapshot_id, c.snapshot_outcome::text,"
+                        " c.produced_snapshot_id"
                         " FROM knowledge.documents d"
                         " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
                         " LEFT JOIN knowledge.crawl_page_decisions c ON c.document_id = d.id AND c.run_id = :r"
@@ -406,9 +434,11 @@ class MetadataStore:
             }
             unchanged: list[str] = []
             for page in pages:
-                current_hash, current_id, done = state.get(page.document_id, (None, None, None))
+                current_hash, current_id, done, produced = state.get(page.document_id, (None, None, None, None))
                 if run_id is not None and done is not None:
-                    results.append(SnapshotResult(page.document_id, "duplicate", None))
+                    # Already settled by an earlier delivery; report what it produced so a lost
+                    # snapshots-written message is sent again (ingest is idempotent).
+                    results.append(SnapshotResult(page.document_id, "duplicate", str(produced) if produced else None))
                     continue
                 if current_hash == page.content_hash:
                     unchanged.append(page.document_id)
@@ -695,6 +725,20 @@ class MetadataStore:
                 {"s": [i[0] for i in items]},
             )
         return new_texts
+
+    def texts_of_document(self, document_id: str) -> list[tuple[int, str, str, bool]]:
+        """(version, snapshot_id, text_hash, is_current) of every ingested version, newest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT s.version, s.id, t.text_hash, s.id = d.current_snapshot_id"
+                    " FROM knowledge.document_snapshots s JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+                    " JOIN knowledge.documents d ON d.id = s.document_id WHERE s.document_id = :d"
+                    " ORDER BY s.version DESC"
+                ),
+                {"d": document_id},
+            ).all()
+        return [(int(r[0]), str(r[1]), str(r[2]), bool(r[3])) for r in rows]
 
     def canonical_text(self, text_hash: str) -> tuple[str, list[tuple[int, int, str]]] | None:
         with self.engine.connect() as conn:

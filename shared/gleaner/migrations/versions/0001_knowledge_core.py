@@ -204,6 +204,11 @@ CREATE TABLE knowledge.crawl_page_decisions (
     fetch_time_ms integer,
     byte_size integer,
     fetched_at timestamptz,
+    -- what this run's fetch produced (SHA1 of content.md / raw.md): lets a redelivered scrape task
+    -- re-announce pages whose hand-off to snapshot was lost, without fetching them again
+    fetched_content_hash text,
+    fetched_raw_hash text,
+    extractor text,
     snapshot_outcome knowledge.snapshot_outcome,
     PRIMARY KEY (run_id, document_id)
 );

@@ -1,0 +1,13 @@
+"""sample: decide include / exclude per URL of a mapped run, then schedule the scrape tasks."""
+
+import functions_framework
+
+from gleaner import entry
+from gleaner.messages import CrawlMapped
+
+entry.setup_logging()
+
+
+@functions_framework.cloud_event
+def on_event(cloud_event):  # type: ignore[no-untyped-def]
+    entry.run_event(cloud_event, CrawlMapped)

@@ -1,0 +1,13 @@
+"""snapshot: version the pages a scrape batch fetched (`pages-fetched`)."""
+
+import functions_framework
+
+from gleaner import entry
+from gleaner.messages import PagesFetched
+
+entry.setup_logging()
+
+
+@functions_framework.cloud_event
+def on_event(cloud_event):  # type: ignore[no-untyped-def]
+    entry.run_event(cloud_event, PagesFetched)

@@ -1,0 +1,163 @@
+"""The bus on Google Cloud: Pub/Sub for ``publish``, Cloud Tasks for ``enqueue``.
+
+- ``publish`` sends the encoded message to the message's topic with batching on,
+  ordering key = site, and waits for the publish future: the caller acknowledges
+  its own trigger only after the next hop is durable (FACTS.md: write the body,
+  commit the metadata, then publish/ack).
+- ``enqueue`` creates one HTTP task on the scrape queue, named
+  ``{run_id}-{batch_no}``, with an OIDC token for the scrape function's service
+  account; a name already used answers AlreadyExists, which means "already
+  scheduled" (False), so a redelivered sample message cannot schedule twice.
+  With ``GLEANER_TASKS_BACKEND=pubsub`` (emulator mode: Cloud Tasks has no
+  emulator) the batch is published to the ``scrape`` topic instead, whose push
+  subscription delivers the same body, unwrapped, to the same ``on_http``.
+
+Clients are created on first use (never at import), honour
+``PUBSUB_EMULATOR_HOST`` from the settings, and can be injected (tests point the
+Cloud Tasks client's REST transport at a local recorder). Google exceptions are
+translated here into Gleaner's error tree.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from gleaner.config import Settings
+from gleaner.errors import ConfigError, InvalidInput, RetryableError
+from gleaner.messages import Message, ScrapeBatch, encode
+
+log = logging.getLogger(__name__)
+
+# Pub/Sub batches up to this many messages / this long before sending: stages publish one message
+# per hop, but many threads of one instance (concurrency > 1) share the batch.
+BATCH_MAX_MESSAGES = 100
+BATCH_MAX_LATENCY = 0.01
+# Scrape tasks fetch up to 100 pages politely; Cloud Tasks allows up to 30 minutes per dispatch.
+TASK_DISPATCH_DEADLINE_SECONDS = 1800
+
+
+class GcpBus:
+    def __init__(self, settings: Settings, *, publisher: Any = None, tasks_client: Any = None) -> None:
+        if not settings.project:
+            raise ConfigError("GLEANER_BUS=gcp needs GOOGLE_CLOUD_PROJECT")
+        self.settings = settings
+        self._publisher = publisher
+        self._tasks = tasks_client
+        self._lock = threading.Lock()
+
+    # -- clients --------------------------------------------------------------------------------
+
+    @property
+    def publisher(self) -> Any:
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = _new_publisher(self.settings)
+            return self._publisher
+
+    @property
+    def tasks(self) -> Any:
+        with self._lock:
+            if self._tasks is None:
+                from google.cloud import tasks_v2
+
+                self._tasks = tasks_v2.CloudTasksClient()
+            return self._tasks
+
+    def topic_path(self, topic: str) -> str:
+        return f"projects/{self.settings.project}/topics/{topic}"
+
+    def queue_path(self) -> str:
+        return f"projects/{self.settings.project}/locations/{self.settings.region}/queues/{self.settings.tasks_queue}"
+
+    # -- the port -------------------------------------------------------------------------------
+
+    def publish(self, message: Message, *, ordering_key: str | None = None) -> None:
+        from google.api_core import exceptions as gexc
+
+        topic = self.topic_path(message.topic)
+        key = ordering_key or ""
+        try:
+            future = self.publisher.publish(topic, encode(message), ordering_key=key,
+                                            type=type(message).__name__)
+            future.result(timeout=self.settings.publish_timeout)
+        except (gexc.GoogleAPIError, TimeoutError, OSError) as exc:
+            if key:
+                # An ordered publish that failed pauses its key until resumed; the redelivered
+                # handler publishes again, so resume now.
+                self.publisher.resume_publish(topic, key)
+            if isinstance(exc, gexc.NotFound):
+                raise ConfigError(f"Pub/Sub topic {topic} does not exist") from exc
+            raise RetryableError(f"publish to {topic} failed: {exc}") from exc
+
+    def enqueue(self, batch: ScrapeBatch) -> bool:
+        if len(batch.document_ids) > self.settings.scrape_batch_size:
+            raise InvalidInput(f"a scrape batch holds at most {self.settings.scrape_batch_size} URLs")
+        if self.settings.tasks_backend == "pubsub":
+            self.publish(batch, ordering_key=batch.site_domain)
+            return True
+        return self._create_task(batch)
+
+    def _create_task(self, batch: ScrapeBatch) -> bool:
+        from google.api_core import exceptions as gexc
+
+        request = build_task_request(self.settings, self.queue_path(), batch)
+        try:
+            self.tasks.create_task(request=request)
+        except gexc.Aborted as exc:  # also HTTP 409, but transient: try again
+            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+        except gexc.Conflict:
+            # gRPC answers AlreadyExists; the REST transport maps the same 409 to Conflict.
+            log.info("task %s already exists; not scheduling it twice", batch.task_name)
+            return False
+        except gexc.InvalidArgument as exc:
+            raise InvalidInput(f"Cloud Tasks refused task {batch.task_name}: {exc}") from exc
+        except gexc.GoogleAPIError as exc:
+            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+        return True
+
+    def close(self) -> None:
+        if self._publisher is not None:
+            self._publisher.stop()
+
+
+def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) -> dict[str, Any]:
+    """The CreateTask request: a named HTTP POST of the encoded batch to the scrape function."""
+    if not settings.scrape_url:
+        raise ConfigError("Cloud Tasks needs GLEANER_SCRAPE_URL (the scrape function's URL)")
+    http_request: dict[str, Any] = {
+        "http_method": "POST",
+        "url": settings.scrape_url,
+        "headers": {"Content-Type": "application/json"},
+        "body": encode(batch),
+    }
+    if settings.tasks_service_account:
+        # The scrape function only admits callers holding run.invoker: Cloud Tasks proves it is this
+        # service account with an OIDC token whose audience is the function's URL.
+        http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
+                                      "audience": settings.scrape_url}
+    return {
+        "parent": queue_path,
+        "task": {
+            "name": f"{queue_path}/tasks/{batch.task_name}",
+            "http_request": http_request,
+            "dispatch_deadline": {"seconds": TASK_DISPATCH_DEADLINE_SECONDS},
+        },
+    }
+
+
+def _new_publisher(settings: Settings) -> Any:
+    from google.cloud import pubsub_v1
+
+    batch = pubsub_v1.types.BatchSettings(max_messages=BATCH_MAX_MESSAGES, max_latency=BATCH_MAX_LATENCY)
+    options = pubsub_v1.types.PublisherOptions(enable_message_ordering=True)
+    kwargs: dict[str, Any] = {}
+    if settings.pubsub_emulator_host:
+        # Honour the emulator from the settings, not only from os.environ: an insecure channel.
+        import grpc
+        from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
+
+        channel = grpc.insecure_channel(settings.pubsub_emulator_host)
+        kwargs["transport"] = PublisherGrpcTransport(channel=channel)
+    return pubsub_v1.PublisherClient(batch_settings=batch, publisher_options=options, **kwargs)

@@ -1,0 +1,284 @@
+"""What every Cloud Function entry point does: decode the trigger, run the stage, map the outcome.
+
+``functions/<stage>/main.py`` only names its trigger and message type and calls
+one function here, so envelope parsing and error mapping exist once::
+
+    trigger                      decoded into         PermanentError            RetryableError / other
+    Pub/Sub CloudEvent           the topic's message  log, return (ack)         raise (redeliver, then dead-letter)
+    HTTP crawl request (map)     CrawlRequested       400 bad input             503 (caller retries)
+    Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
+                                                                                 last attempt: record, 200
+
+A message arriving from the dead-letter topic (it carries Pub/Sub's
+``CloudPubSubDeadLetterSource*`` attributes) is not run again: its failure is
+recorded on the run / URLs (:mod:`gleaner.deadletters`) and it is acknowledged.
+
+Deps are per process (:func:`gleaner.app.process_deps`): the engine, clients and
+pools live across invocations. Tests pass their own ``deps``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+import uuid
+from dataclasses import fields
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from gleaner.app import Deps, process_deps
+from gleaner.errors import ConfigError, InvalidInput, PermanentError, RetryableError
+from gleaner.messages import CrawlRequested, Message, ScrapeBatch, decode
+
+log = logging.getLogger("gleaner.entry")
+
+M = TypeVar("M", bound=Message)
+HttpResponse = tuple[str, int, dict[str, str]]
+
+DEAD_LETTER_ATTRIBUTE = "CloudPubSubDeadLetterSourceSubscription"
+# Cloud Tasks tells the handler how many times this task was retried before (0 on the first try).
+TASK_RETRY_HEADER = "X-CloudTasks-TaskRetryCount"
+
+
+def setup_logging() -> None:
+    """INFO to stderr, which Cloud Functions ships to Cloud Logging; called once per process."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _json_response(body: Mapping[str, Any], status: int) -> HttpResponse:
+    return json.dumps(body, sort_keys=True), status, {"Content-Type": "application/json"}
+
+
+# -- Pub/Sub CloudEvents --------------------------------------------------------------------------
+
+
+def pubsub_message(cloud_event: Any) -> tuple[bytes, dict[str, str]]:
+    """The message bytes and attributes of a Pub/Sub CloudEvent (Eventarc or a converted push)."""
+    data = getattr(cloud_event, "data", cloud_event)
+    if not isinstance(data, Mapping) or not isinstance(data.get("message"), Mapping):
+        raise InvalidInput("event carries no Pub/Sub message")
+    message = data["message"]
+    attributes = message.get("attributes") or {}
+    try:
+        raw = base64.b64decode(message.get("data") or "", validate=True)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise InvalidInput(f"Pub/Sub data is not base64: {exc}") from exc
+    return raw, {str(k): str(v) for k, v in attributes.items()}
+
+
+def run_event(cloud_event: Any, expect: type[Message], deps: Deps | None = None) -> str:
+    """Handle one Pub/Sub delivery; returns the outcome ("done", "acked", "rejected", "dead-letter").
+
+    Raising makes the function answer 500, so Pub/Sub redelivers with backoff and dead-letters
+    after the subscription's max delivery attempts.
+    """
+    try:
+        raw, attributes = pubsub_message(cloud_event)
+        dead = DEAD_LETTER_ATTRIBUTE in attributes
+        message = decode(raw, None if dead else expect)
+    except InvalidInput as exc:
+        # Redelivering a malformed message cannot help: log it for the operator and ack.
+        log.error("rejecting malformed %s event: %s", expect.__name__, exc)
+        return "rejected"
+    deps = deps if deps is not None else process_deps()
+    if dead:
+        from gleaner.deadletters import record_failure
+
+        source = attributes.get(DEAD_LETTER_ATTRIBUTE, "?")
+        count = attributes.get("CloudPubSubDeadLetterSourceDeliveryCount", "?")
+        record_failure(message, deps, f"dead-lettered by {source} after {count} deliveries")
+        return "dead-letter"
+    return _dispatch(message, deps)
+
+
+def _dispatch(message: Message, deps: Deps) -> str:
+    from gleaner.stages import dispatch
+
+    try:
+        dispatch(message, deps)
+    except PermanentError as exc:
+        log.warning("acknowledging %s after a permanent error: %s", type(message).__name__, exc)
+        return "acked"
+    except RetryableError as exc:
+        log.warning("%s will be redelivered: %s", type(message).__name__, exc)
+        raise
+    return "done"
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+
+
+def _read_body(request: Any, limit: int) -> bytes:
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise _TooLarge(declared)
+    body: bytes = request.stream.read(limit + 1) if declared is None else request.get_data(cache=True)
+    if len(body) > limit:
+        raise _TooLarge(len(body))
+    return body
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def bearer_ok(request: Any, secret: str) -> bool:
+    """Constant-time comparison of the Authorization bearer with the configured secret."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    return hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8"))
+
+
+_CRAWL_FIELDS = {f.name for f in fields(CrawlRequested)}
+
+
+def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequested:
+    """A validated CrawlRequested from an HTTP body. Cloud Scheduler retries keep one request id."""
+    from gleaner.urls import canonicalize, validate_glob
+
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("body must be a JSON object")
+    data = dict(data)
+    if "url" in data and "target_url" not in data:
+        data["target_url"] = data.pop("url")
+    unknown = sorted(set(data) - _CRAWL_FIELDS)
+    if unknown:
+        # A misspelt option ("exlude") silently ignored would crawl what the caller meant to skip.
+        raise InvalidInput(f"unknown fields {unknown}")
+    job, at = headers.get("X-CloudScheduler-JobName"), headers.get("X-CloudScheduler-ScheduleTime")
+    if not data.get("request_id"):
+        # A scheduled tick is one request however often Scheduler retries it.
+        data["request_id"] = f"scheduler:{job}:{at}" if job and at else str(uuid.uuid4())
+    if job and "triggered_by" not in data:
+        data["triggered_by"] = "cron"
+    for name in ("include", "exclude", "feeds"):
+        if name in data and not (isinstance(data[name], list) and all(isinstance(g, str) for g in data[name])):
+            raise InvalidInput(f"{name} must be a list of strings")
+    for name in ("limit", "max_depth"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0
+                                  or (name == "limit" and value < 1)):
+            raise InvalidInput(f"{name} must be a positive integer")
+    if not isinstance(data.get("target_url"), str):
+        raise InvalidInput("target_url (or url) is required")
+    message = CrawlRequested.from_dict(data)
+    canonicalize(message.target_url)
+    for glob in (*message.include, *message.exclude):
+        validate_glob(glob)
+    if message.triggered_by not in ("cron", "webhook", "backoffice", "api"):
+        raise InvalidInput(f"unknown triggered_by {message.triggered_by!r}")
+    return message
+
+
+def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """map's on_http: authenticate, validate, publish to crawl-requests, answer 202 with the run id."""
+    if request.method != "POST":
+        return _json_response({"error": "use POST"}, 405)
+    deps = deps if deps is not None else process_deps()
+    secret = deps.settings.webhook_secret
+    if not secret:
+        log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every HTTP crawl request")
+        return _json_response({"error": "the webhook secret is not configured"}, 500)
+    if not bearer_ok(request, secret):
+        return _json_response({"error": "missing or wrong bearer token"}, 401)
+    try:
+        body = _read_body(request, deps.settings.webhook_max_bytes)
+        message = crawl_request_from(body, request.headers)
+    except _TooLarge:
+        return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
+    except InvalidInput as exc:
+        return _json_response({"error": str(exc)}, 400)
+    from gleaner.urls import canonicalize, site_domain_of
+
+    site = message.site_domain or site_domain_of(canonicalize(message.target_url))
+    try:
+        deps.bus.publish(message, ordering_key=site)
+    except (RetryableError, ConfigError) as exc:
+        log.error("could not accept crawl request %s: %s", message.request_id, exc)
+        return _json_response({"error": "could not queue the request; retry"}, 503)
+    _drain_if_local(deps)
+    return _json_response({"run_id": message.run_id, "request_id": message.request_id,
+                           "site_domain": site}, 202)
+
+
+def _drain_if_local(deps: Deps) -> None:
+    """Under plain functions-framework with the in-process bus, run the crawl here: nothing else would."""
+    from gleaner.bus.local import LocalBus
+
+    bus = deps.bus
+    if isinstance(bus, LocalBus):
+        from gleaner.stages import wire
+
+        if not bus.handlers:
+            wire(bus, deps)
+        bus.drain()
+
+
+def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = None) -> HttpResponse:  # type: ignore[assignment]
+    """scrape's on_http: the Cloud Tasks target (body = one encoded ScrapeBatch).
+
+    Cloud Tasks retries every non-2xx answer, so a permanent failure of a well-formed task answers
+    200; on the queue's last attempt the failure is recorded on the batch's URLs and answered 200.
+    """
+    if request.method != "POST":
+        return _json_response({"error": "use POST"}, 405)
+    deps = deps if deps is not None else process_deps()
+    try:
+        body = _read_body(request, deps.settings.webhook_max_bytes)
+        message = decode(body, expect)
+    except _TooLarge:
+        return _json_response({"error": "task body too large"}, 413)
+    except InvalidInput as exc:
+        log.error("rejecting malformed task: %s", exc)
+        return _json_response({"error": str(exc)}, 400)
+    attempt = _task_attempt(request.headers)
+    try:
+        outcome = _dispatch(message, deps)
+    except Exception as exc:
+        if attempt is not None and attempt >= deps.settings.max_delivery_attempts:
+            from gleaner.deadletters import record_failure
+
+            record_failure(message, deps, f"gave up after {attempt} task attempts: {exc}")
+            return _json_response({"outcome": "gave-up", "reason": str(exc)}, 200)
+        log.warning("task %s will be retried (attempt %s): %s", getattr(message, "task_name", "?"), attempt, exc)
+        return _json_response({"error": "transient failure; retry", "reason": str(exc)}, 503)
+    return _json_response({"outcome": outcome}, 200)
+
+
+def _task_attempt(headers: Mapping[str, str]) -> int | None:
+    raw = headers.get(TASK_RETRY_HEADER)
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return int(raw) + 1
+
+
+def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
+    from gleaner.webhook import WebhookRequest, handle, read_capped
+
+    deps = deps if deps is not None else process_deps()
+    body, oversized = b"", False
+    if request.method in ("POST", "PUT", "PATCH"):
+        body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
+    status, answer = handle(WebhookRequest(
+        method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
+        body=body, query=request.args.to_dict(), oversized=oversized,
+    ), deps)
+    if status == 202:
+        _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
+    return _json_response(answer, status)
+
+
+def not_implemented(request: Any, what: str) -> HttpResponse:
+    """A declared HTTP entry point whose handler has not landed yet."""
+    return _json_response({"error": f"{what} is not available in this build"}, 501)

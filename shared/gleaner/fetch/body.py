@@ -1,0 +1,128 @@
+"""Reading a response body under limits that refuse, never truncate.
+
+httpx would decode gzip/deflate/br transparently and without an output bound, so
+one small brotli or deflate chunk could expand to gigabytes in memory before any
+check ran. Gleaner reads the *raw* (wire) bytes instead and decodes them here,
+asking zlib for at most the bytes still allowed, so both caps hold exactly:
+
+* the wire cap (``max_body_bytes``): the declared Content-Length is refused before
+  reading, a streamed body as soon as it passes the cap;
+* the decoded cap (``max_decompressed_bytes``): a compression bomb is refused as soon
+  as its output passes the cap.
+
+Only ``gzip`` and ``deflate`` are advertised and accepted (Python decodes them with
+an output bound); any other content coding is refused-content.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable
+
+ACCEPT_ENCODING = "gzip, deflate"
+
+
+class BodyRefused(Exception):
+    """The body breaks a limit or cannot be decoded. ``kind`` is size, content or budget."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+def coding_of(content_encoding: str | None) -> str:
+    """The one content coding of a response, or raise BodyRefused(content)."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if not codings:
+        return "identity"
+    if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
+        return "deflate" if codings[0] == "deflate" else "gzip"
+    raise BodyRefused("content", f"content-encoding {content_encoding!r} not accepted")
+
+
+class _Decoder:
+    """Incremental gzip/deflate decoding that never produces more than it is allowed."""
+
+    def __init__(self, coding: str) -> None:
+        self._coding = coding
+        self._raw_fallback = coding == "deflate"  # "deflate" is zlib-wrapped or raw in the wild
+        self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS if coding == "gzip" else zlib.MAX_WBITS)
+        self._first = True
+
+    def feed(self, data: bytes, allowed: int) -> bytes:
+        """Decode ``data``; raise BodyRefused(size) if the output would exceed ``allowed`` bytes."""
+        if self._coding == "identity":
+            if len(data) > allowed:
+                raise BodyRefused("size", "")
+            return data
+        try:
+            return self._drain(data, allowed)
+        except zlib.error as exc:
+            if self._first and self._raw_fallback:
+                self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._raw_fallback = False
+                return self.feed(data, allowed)
+            raise BodyRefused("content", f"corrupt {self._coding} body: {exc}") from exc
+        finally:
+            self._first = False
+
+    def _drain(self, data: bytes, allowed: int) -> bytes:
+        out: list[bytes] = []
+        total = 0
+        pending = data
+        while True:
+            chunk = self._obj.decompress(pending, allowed - total + 1)
+            total += len(chunk)
+            if total > allowed:
+                raise BodyRefused("size", "")
+            out.append(chunk)
+            pending = self._obj.unconsumed_tail
+            if not pending:
+                return b"".join(out)
+
+    def finish(self, allowed: int) -> bytes:
+        if self._coding == "identity":
+            return b""
+        try:
+            tail = self._obj.flush()
+        except zlib.error as exc:
+            raise BodyRefused("content", f"corrupt {self._coding} body: {exc}") from exc
+        if len(tail) > allowed:
+            raise BodyRefused("size", "")
+        return tail
+
+
+def read_body(raw_chunks: Iterable[bytes], *, coding: str, max_wire: int, max_decoded: int,
+              on_wire: Callable[[int], None] | None = None) -> tuple[bytes, int]:
+    """Read and decode a body; (decoded body, wire bytes). Raises BodyRefused on any limit.
+
+    ``on_wire`` is told of every chunk's wire size first (the run's byte budget), so a
+    chunk that overruns the budget ends the run even if it would also be oversized.
+    """
+    decoder = _Decoder(coding)
+    parts: list[bytes] = []
+    wire = decoded = 0
+    for chunk in raw_chunks:
+        wire += len(chunk)
+        if on_wire is not None:
+            on_wire(len(chunk))
+        if wire > max_wire:
+            raise BodyRefused("size", f"body exceeds {max_wire} bytes on the wire")
+        try:
+            out = decoder.feed(chunk, max_decoded - decoded)
+        except BodyRefused as exc:
+            if exc.kind == "size":
+                raise BodyRefused("size", f"decoded body exceeds {max_decoded} bytes") from None
+            raise
+        decoded += len(out)
+        parts.append(out)
+    try:
+        tail = decoder.finish(max_decoded - decoded)
+    except BodyRefused as exc:
+        if exc.kind == "size":
+            raise BodyRefused("size", f"decoded body exceeds {max_decoded} bytes") from None
+        raise
+    parts.append(tail)
+    return b"".join(parts), wire

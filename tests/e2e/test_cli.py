@@ -1,0 +1,161 @@
+"""The gleaner command as a user runs it: a real process, real PostgreSQL, a loopback site."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from gleaner.config import Settings
+from gleaner.store import db
+from gleaner.testsite import Page, TestSite
+
+from ..integration.sites import demo_site
+
+
+@pytest.fixture
+def cli_env(tmp_path, database_url):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+    env.update(GLEANER_DATABASE_URL=database_url, GLEANER_DATA_DIR=str(tmp_path / "data"),
+               GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0", GLEANER_EXTRACT_WORKERS="1")
+    return env
+
+
+def gleaner(env, *args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "gleaner.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_crawl_json_prints_one_object_that_matches_the_database(cli_env, database_url):
+    with demo_site() as site:
+        result = gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert list(summary) == ["run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched",
+                             "failed", "snapshots"]
+    engine = db.create_engine(Settings(database_url=database_url))
+    with engine.connect() as conn:
+        row = conn.execute(sa.text(
+            "SELECT status::text, urls_discovered, urls_included, urls_excluded, urls_scraped, urls_failed,"
+            " snapshots_new FROM knowledge.crawl_runs WHERE id = :r"), {"r": summary["run_id"]}).one()
+        snapshots = conn.execute(sa.text("SELECT count(*) FROM knowledge.document_snapshots")).scalar()
+    engine.dispose()
+    assert row == (summary["status"], summary["discovered"], summary["included"], summary["excluded"],
+                   summary["fetched"], summary["failed"], summary["snapshots"]["new"])
+    assert snapshots == summary["snapshots"]["new"] == 13
+    assert "batch 0" in result.stderr  # progress goes to stderr, never stdout
+
+
+def test_runs_docs_and_show_read_back_what_a_crawl_stored(cli_env):
+    with demo_site() as site:
+        crawl = gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test", "--json")
+        run_id = json.loads(crawl.stdout)["run_id"]
+        show = gleaner(cli_env, "show", site.url + "/docs/install")
+    runs = gleaner(cli_env, "runs")
+    detail = gleaner(cli_env, "runs", run_id)
+    docs = gleaner(cli_env, "docs", "demo.test")
+    assert run_id in runs.stdout and "finished" in runs.stdout
+    assert "robots-denied" in detail.stdout and "fetched" in detail.stdout
+    assert "docs/" in docs.stdout and "install  [active, scrape, v1]" in docs.stdout
+    assert "login  [discovered, skip (rule: login page)]" in docs.stdout
+    assert show.returncode == 0 and show.stdout.startswith("# Install") and "v1" in show.stderr
+
+
+def _unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["crawl", "ftp://example.com/"], "only http(s) URLs"),
+        (["crawl", "http://127.0.0.1:{port}/", "--exclude", "blog/*"], "must start with '/'"),
+        (["crawl", "http://127.0.0.1:{port}/"], "cannot crawl 127.0.0.1"),
+        (["runs", "00000000-0000-0000-0000-000000000000"], "no run"),
+        (["show", "https://nowhere.test/x"], "no document"),
+    ],
+)
+def test_expected_failures_exit_non_zero_with_one_clear_line_and_no_traceback(cli_env, args, message):
+    port = _unused_port()
+    result = gleaner(cli_env, *[a.format(port=port) for a in args])
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_loopback_is_refused_unless_allowed(cli_env):
+    env = {**cli_env, "GLEANER_ALLOW_NETWORKS": ""}
+    with demo_site() as site:
+        result = gleaner(env, "crawl", site.url + "/")
+        assert site.log == []
+    assert result.returncode != 0 and "non-public address" in result.stderr
+
+
+def test_a_non_html_start_url_without_a_sitemap_is_a_clear_error(cli_env):
+    pages = {"/robots.txt": Page("", content_type="text/plain"),
+             "/report.pdf": Page(b"%PDF-1.4", content_type="application/pdf")}
+    with TestSite(pages, max_seconds=60) as site:
+        result = gleaner(cli_env, "crawl", site.url + "/report.pdf")
+    assert result.returncode != 0
+    assert "start page" in result.stderr and "refused-content" in result.stderr
+
+
+def test_malformed_and_oversized_sitemaps_are_recorded_and_the_crawl_goes_on(cli_env):
+    import gzip
+
+    bomb = gzip.compress(b"<urlset>" + b" " * (60 * 1024 * 1024) + b"</urlset>", mtime=0)
+    with demo_site(**{
+        "/robots.txt": Page("User-agent: *\nAllow: /\nSitemap: {base}/broken.xml\nSitemap: {base}/bomb.xml.gz\n",
+                            content_type="text/plain"),
+        "/broken.xml": Page("<urlset><url><loc>http://x", content_type="application/xml"),
+        "/bomb.xml.gz": Page(bomb, content_type="application/x-gzip"),
+    }) as site:
+        site.pages["/robots.txt"].body = str(site.pages["/robots.txt"].body).replace("{base}", site.url)
+        result = gleaner(cli_env, "crawl", site.url + "/", "--json")
+        assert result.returncode == 0, result.stderr
+        summary = json.loads(result.stdout)
+    assert summary["status"] == "finished" and summary["fetched"] >= 10
+
+
+def test_the_demo_runs_on_the_embedded_defaults_with_no_configuration(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+    result = subprocess.run([sys.executable, "-m", "gleaner.cli", "demo", "--json"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == 13
+    assert (tmp_path / ".gleaner" / "pg").is_dir()
+    snapshot_dirs = list((tmp_path / ".gleaner" / "blobs" / "domains" / "demo.gleaner.local" / "document-snapshots")
+                         .iterdir())
+    assert len(snapshot_dirs) == 13
+    again = subprocess.run([sys.executable, "-m", "gleaner.cli", "runs", "--json"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert json.loads(again.stdout)[0]["run_id"] == summary["run_id"]
+
+
+def test_verify_finds_a_quote_and_reports_drift_after_the_page_changes(cli_env):
+    from ..integration.sites import set_version
+
+    with demo_site() as site:
+        gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test")
+        body = gleaner(cli_env, "show", site.url + "/docs/install").stdout
+        paragraph = body.split("\n\n")[1]
+        quote = " ".join(paragraph.split()[:12])
+        verified = gleaner(cli_env, "verify", site.url + "/docs/install", quote, "--json")
+        set_version(site, "/docs/install")
+        gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test")
+        drifted = gleaner(cli_env, "verify", site.url + "/docs/install", quote, "--json")
+        missing = gleaner(cli_env, "verify", site.url + "/docs/install", "words that were never on the page")
+    answer = json.loads(verified.stdout)
+    assert verified.returncode == 0 and answer["verified"] and answer["version"] == 1
+    assert answer["text"] == quote and answer["span_kind"] == "paragraph"
+    later = json.loads(drifted.stdout)
+    assert drifted.returncode == 3 and later["drifted"] and later["version"] == 1
+    assert missing.returncode == 4
