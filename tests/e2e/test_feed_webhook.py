@@ -269,8 +269,7 @@ def test_a_loopback_article_is_refused_without_allowed_networks_and_siblings_are
     assert counts(engine)["items"] == 1
 
 
-def test_an_article_redirecting_to_the_metadata_server_lands_nothing_and_its_sibling_lands(make_client, site,
-                                                                                          engine):
+def test_an_article_redirecting_to_the_metadata_server_is_refused_as_ssrf(make_client, site, engine):
     def redirect(handler):
         handler.send_response(302)
         handler.send_header("Location", "http://169.254.169.254/computeMetadata/v1/")
@@ -284,7 +283,9 @@ def test_an_article_redirecting_to_the_metadata_server_lands_nothing_and_its_sib
     with engine.connect() as conn:
         sneaky = conn.execute(sa.text("SELECT reference_item_id FROM knowledge.feed_articles WHERE title = 'Sneaky'"
                                       )).scalar_one_or_none()
-    assert sneaky is None  # the fetcher refused the redirect hop; nothing was written for it
+        logged = conn.execute(sa.text("SELECT flag_type, reason FROM knowledge.ingestion_quality_log")).all()
+    assert sneaky is None  # the fetcher refused the redirect hop before any request to it
+    assert [(r.flag_type, "169.254.169.254" in r.reason) for r in logged] == [("ssrf_rejected", True)]
     assert counts(engine)["items"] == 1  # the sibling landed
 
 
