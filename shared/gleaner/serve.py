@@ -109,11 +109,15 @@ class WebhookServer:
             else:
                 body, oversized = read_capped(request.rfile, declared, cap)
         if not status:
-            status, answer = handle(WebhookRequest(
-                method=request.command, path=parts.path,
-                headers={k.lower(): v for k, v in request.headers.items()},
-                body=body, query=dict(parse_qsl(parts.query)), oversized=oversized,
-            ), self.deps)
+            try:
+                status, answer = handle(WebhookRequest(
+                    method=request.command, path=parts.path,
+                    headers={k.lower(): v for k, v in request.headers.items()},
+                    body=body, query=dict(parse_qsl(parts.query)), oversized=oversized,
+                ), self.deps)
+            except Exception:  # answer 500 like the function host would, rather than drop the connection
+                log.exception("webhook request failed")
+                status, answer = 500, {"error": "internal error"}
         data = json.dumps(answer, default=str).encode("utf-8")
         request.send_response(status)
         request.send_header("Content-Type", "application/json")

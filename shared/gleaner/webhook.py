@@ -254,8 +254,9 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
 
 def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | None:
     if not secret:
-        # Fail closed: an unconfigured webhook must not be an open one.
-        return 503, {"error": "the webhook is not configured (GLEANER_WEBHOOK_SECRET is unset)"}
+        # Fail closed: an unconfigured webhook must not be an open one (500, like the map function's).
+        log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every webhook request")
+        return 500, {"error": "the webhook secret is not configured"}
     value = headers.get("authorization", "")
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():

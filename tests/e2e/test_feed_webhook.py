@@ -16,7 +16,7 @@ import functions_framework
 import pytest
 import sqlalchemy as sa
 
-from gleaner.app import reset_process_deps
+from gleaner import app as gleaner_app
 from gleaner.config import Settings
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
 from gleaner.store.db import create_engine
@@ -45,7 +45,10 @@ def engine(database_url: str) -> Iterator[sa.Engine]:
 
 @pytest.fixture
 def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """Factory: the ingest function's app under functions-framework, configured by its environment."""
+    """Factory: the ingest function's app under functions-framework, configured by its environment.
+
+    Each call starts a new "process": the per-process Deps are rebuilt from the environment.
+    """
 
     def factory(allow_networks: str | None = "127.0.0.0/8", **env: str) -> Any:
         monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
@@ -61,12 +64,12 @@ def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Pa
             monkeypatch.setenv("GLEANER_ALLOW_NETWORKS", allow_networks)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        reset_process_deps()  # the function's per-process Deps must see this test's environment
+        gleaner_app.reset_process_deps()
         app = functions_framework.create_app(target="on_http", source=str(ROOT / "functions/ingest/main.py"))
         return app.test_client()
 
     yield factory
-    reset_process_deps()
+    gleaner_app.reset_process_deps()
 
 
 def article(site: TestSite, path: str, workspace: str = "ws-1", **over: Any) -> dict[str, Any]:
@@ -208,6 +211,19 @@ def test_one_url_sent_by_two_workspaces_lands_one_item_backlinked_from_both(make
     assert not any("workspace" in c for c in columns)  # references are workspace-less by construction
 
 
+def test_an_article_is_fetched_as_the_poller_spelled_it_and_identified_by_its_normalised_url(
+        make_client, site, engine):
+    # This server answers only with the trailing slash, which normalisation strips.
+    site.pages["/guides/ice-cores/"] = Page(article_html("Reading ice cores", ["Ice cores hold old air bubbles."]))
+    client = make_client()
+    post(client, {"articles": [article(site, "/x", url=site.url + "/guides/ice-cores/?utm_source=rss",
+                                       title="Reading ice cores")]})
+    with engine.connect() as conn:
+        source_url = conn.execute(sa.text("SELECT source_url FROM knowledge.reference_items")).scalar_one()
+    assert source_url == site.url + "/guides/ice-cores"
+    assert site.requested("/guides/ice-cores/?utm_source=rss") == 1
+
+
 def test_a_pdf_article_is_extracted_with_pypdf(make_client, site, engine):
     client = make_client()
     post(client, {"articles": [article(site, "/reports/permafrost.pdf", title="Permafrost thaw report"),
@@ -251,6 +267,26 @@ def test_a_loopback_article_is_refused_without_allowed_networks_and_siblings_are
     walk = post(client, {})
     assert walk.get_json() == {"walk": True, "scheduled": 2}
     assert counts(engine)["items"] == 1
+
+
+def test_an_article_redirecting_to_the_metadata_server_is_refused_as_ssrf(make_client, site, engine):
+    def redirect(handler):
+        handler.send_response(302)
+        handler.send_header("Location", "http://169.254.169.254/computeMetadata/v1/")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    site.pages["/articles/sneaky"] = Page("", handler=redirect)
+    client = make_client()
+    post(client, {"articles": [article(site, "/articles/sneaky", title="Sneaky"),
+                               article(site, "/articles/sea-ice")]})
+    with engine.connect() as conn:
+        sneaky = conn.execute(sa.text("SELECT reference_item_id FROM knowledge.feed_articles WHERE title = 'Sneaky'"
+                                      )).scalar_one_or_none()
+        logged = conn.execute(sa.text("SELECT flag_type, reason FROM knowledge.ingestion_quality_log")).all()
+    assert sneaky is None  # the fetcher refused the redirect hop before any request to it
+    assert [(r.flag_type, "169.254.169.254" in r.reason) for r in logged] == [("ssrf_rejected", True)]
+    assert counts(engine)["items"] == 1  # the sibling landed
 
 
 def test_a_failing_fetch_lands_nothing_for_its_item_and_lands_on_the_next_walk(make_client, site, engine):

@@ -123,3 +123,10 @@ def test_refs_cli_searches_and_shows_what_landed(env, site):
     assert "from workspace ws-cli" in shown.stderr
     missing = runner.invoke(main, ["refs", "show", "nope"], env=env)
     assert missing.exit_code == 1 and "not a reference id" in missing.stderr
+
+
+def test_gleaner_serve_refuses_to_start_without_a_webhook_secret(env):
+    result = CliRunner().invoke(main, ["serve", "--port", "0"],
+                                env={**env, "GLEANER_WEBHOOK_SECRET": ""})
+    assert result.exit_code == 1
+    assert "GLEANER_WEBHOOK_SECRET must be set" in result.stderr

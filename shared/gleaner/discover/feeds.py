@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import feedparser
 
 from gleaner.errors import InvalidInput
-from gleaner.urls import resolve
+from gleaner.urls import absolutize
 
 # A large news feed is a few hundred KB; 5 MiB leaves room for full-content feeds and no more.
 MAX_FEED_BYTES = 5 * 1024 * 1024
@@ -32,7 +32,7 @@ _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class FeedEntry:
-    link: str  # canonical http(s) URL
+    link: str  # absolute http(s) URL as the feed spells it (what to fetch); canonicalise for identity
     title: str | None
     summary: str | None
     published_at: datetime | None
@@ -95,7 +95,7 @@ def _entry_link(raw: dict, base_url: str) -> str | None:
     if raw.get("id") and raw.get("guidislink", True):
         candidates.append(raw["id"])
     for href in candidates:
-        url = resolve(base_url, str(href))
+        url = absolutize(base_url, str(href))
         if url is not None:
             return url
     return None

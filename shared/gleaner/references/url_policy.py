@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable
-from urllib.parse import urlsplit
 
 from gleaner.errors import InvalidInput
-from gleaner.fetch.addresses import IPNetwork, is_allowed, parse_address
+from gleaner.fetch.addresses import IPNetwork, UrlRefused, check_url, is_allowed, parse_address
 from gleaner.urls import canonicalize
 
 Resolver = Callable[[str, int], list[str]]
@@ -30,11 +29,11 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
                    ) -> str | None:
     """Why this URL must not be fetched, or None if it may be."""
     try:
-        canonical = canonicalize(url)
-    except InvalidInput as exc:
+        canonicalize(url)
+        parsed = check_url(url.strip())  # parsed as the HTTP client will parse it (FACTS.md: parsers disagree)
+    except (InvalidInput, UrlRefused) as exc:
         return str(exc)
-    parts = urlsplit(canonical)
-    host = parts.hostname or ""
+    host = parsed.raw_host.decode("ascii", "replace").lower().rstrip(".")
     if host in ("localhost", "metadata", "metadata.google.internal") or host.endswith(".localhost"):
         # Names that mean "this machine" or the cloud metadata server, whatever DNS says today.
         addresses = ["127.0.0.1"] if "localhost" in host else ["169.254.169.254"]
@@ -44,7 +43,7 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
             addresses = [str(literal)]
         else:
             try:
-                addresses = resolver(host, parts.port or (443 if parts.scheme == "https" else 80))
+                addresses = resolver(host, parsed.port or (443 if parsed.scheme == "https" else 80))
             except (OSError, UnicodeError):
                 return None
     networks = tuple(allow_networks)
@@ -53,5 +52,5 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
         if address is None:
             return f"{host} resolves to a non-address {text!r}"
         if not is_allowed(address, networks):
-            return f"{host} resolves to non-public address {address}"
+            return f"non-public address: {host} resolves to {address}"
     return None

@@ -35,7 +35,7 @@ from gleaner.app import Deps
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.extract.html import extract_html
 from gleaner.extract.pdf import extract_pdf, is_pdf
-from gleaner.fetch.types import ContentKind, FetchRequest, FetchResult
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
@@ -81,7 +81,7 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
     report = LandingReport()
     fetchable: dict[str, LandingItem] = {}
     for item in items:
-        reason = refusal_reason(item.url, deps.settings.allow_networks)
+        reason = refusal_reason(item.fetch_url, deps.settings.allow_networks)
         if reason is None:
             fetchable[item.url] = item
             continue
@@ -91,29 +91,38 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
         _event(logging.WARNING, "reference.ssrf_rejected", url=item.url, reason=reason,
                feed_article_ids=list(item.ledger_ids))
     snapshots: list[str] = []
-    if fetchable:
-        requests = [FetchRequest(url, key=url, accept=_accept(url)) for url in fetchable]
-        with deps.new_fetcher() as fetcher:
-            for result in fetcher.fetch_many(requests):
-                item = fetchable[str(result.key)]
-                try:
-                    snapshot_id = _land_one(deps, item, result, report)
-                except (RetryableError, DBAPIError):
-                    raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
-                except Exception as exc:  # containment: one poisonous page must not stop its siblings
-                    report.retry.append(item.url)
-                    log.exception("landing %s failed", item.url)
-                    _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
-                           feed_article_ids=list(item.ledger_ids))
-                    continue
-                if snapshot_id:
-                    snapshots.append(snapshot_id)
-    if snapshots:
-        deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=REFERENCES_SITE, snapshot_ids=tuple(snapshots)),
-                         ordering_key=REFERENCES_SITE)
+    try:
+        if fetchable:
+            _fetch_and_land(deps, fetchable, report, snapshots)
+    finally:
+        # Even when a store error ends the walk early: what landed is no longer pending, so this is the
+        # only chance to hand its snapshots to canonical-text ingest.
+        if snapshots:
+            deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=REFERENCES_SITE,
+                                              snapshot_ids=tuple(snapshots)), ordering_key=REFERENCES_SITE)
     _event(logging.INFO, "reference.walk", walk=message.walk, full_reprocess=message.full_reprocess,
            **report.to_dict())
     return report
+
+
+def _fetch_and_land(deps: Deps, fetchable: dict[str, LandingItem], report: LandingReport,
+                    snapshots: list[str]) -> None:
+    requests = [FetchRequest(item.fetch_url, key=url, accept=_accept(url)) for url, item in fetchable.items()]
+    with deps.new_fetcher() as fetcher:
+        for result in fetcher.fetch_many(requests):
+            item = fetchable[str(result.key)]
+            try:
+                snapshot_id = _land_one(deps, item, result, report)
+            except (RetryableError, DBAPIError):
+                raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
+            except Exception as exc:  # containment: one poisonous page must not stop its siblings
+                report.retry.append(item.url)
+                log.exception("landing %s failed", item.url)
+                _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
+                       feed_article_ids=list(item.ledger_ids))
+                continue
+            if snapshot_id:
+                snapshots.append(snapshot_id)
 
 
 def _accept(url: str) -> tuple[ContentKind, ...]:
@@ -126,6 +135,16 @@ def _accept(url: str) -> tuple[ContentKind, ...]:
 def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: LandingReport) -> str | None:
     """Land one fetched URL; the new snapshot id if a new version was written."""
     refs = deps.references
+    if not result.ok and _address_refused(result):
+        # The pre-check passed but the fetcher refused an address: DNS changed its answer, or a redirect
+        # pointed inside. Same finding, same record.
+        report.ssrf_rejected.append(item.url)
+        refs.log_quality("ssrf_rejected", item.url, result.reason, item.ledger_ids,
+                         {"source_url": item.url, "feed_article_ids": list(item.ledger_ids),
+                          "final_url": result.final_url})
+        _event(logging.WARNING, "reference.ssrf_rejected", url=item.url, reason=result.reason,
+               feed_article_ids=list(item.ledger_ids))
+        return None
     if not result.ok:
         # 404/410 is reported as "unavailable" like a 503, but a missing page does not come back on its own.
         if result.outcome.retryable and result.status not in GONE:
@@ -176,6 +195,11 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
     _event(logging.INFO, "reference.landed", url=item.url, reference_id=reference_id, document_id=document_id,
            snapshot=snap.outcome, extraction_method=body.method, feed_article_ids=list(item.ledger_ids))
     return snap.snapshot_id if snap.outcome in ("new", "changed") else None
+
+
+def _address_refused(result: FetchResult) -> bool:
+    """The fetcher's address-policy refusal (it reports it as "unavailable" with this reason)."""
+    return result.outcome is FetchOutcome.UNAVAILABLE and "non-public address" in result.reason
 
 
 def _extract(result: FetchResult, url: str) -> _Body:

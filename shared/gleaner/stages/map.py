@@ -65,7 +65,8 @@ class Discovery:
     host: str
     urls: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    feeds: dict[str, None] = field(default_factory=dict)  # announced by walked pages, in discovery order
+    # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
+    feeds: dict[str, str] = field(default_factory=dict)
 
     def add(self, source_url: str, depth: int, via: str) -> bool:
         """Add a URL (absolute, as found); False if invalid, off-host, filtered, known or over the limit."""
@@ -150,18 +151,17 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
         raise MapFailed(f"cannot crawl {host_of(target)}: robots.txt could not be read ({robots.reason}); "
                         "nothing is fetched from this host this run")
     found.add(start_url, 0, "start")
-    named: list[str] = []
+    named: dict[str, str] = {}
     for feed in feeds:
         try:
-            canonicalize(feed)
-            named.append(feed.strip())
+            named.setdefault(canonicalize(feed), feed.strip())
         except InvalidInput as exc:
             found.problems.append(f"invalid feed URL: {exc}")
-    _read_feeds(fetcher, named, found)
+    _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
     _walk_links(fetcher, start_url, found, max_depth, walkable)
-    _read_feeds(fetcher, [f for f in found.feeds if f not in named], found)
+    _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
     return found
@@ -232,13 +232,12 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             continue
         page = extract_links(result.text(), result.final_url or url)
         for feed in page.feeds:
-            found.feeds.setdefault(feed, None)
+            found.feeds.setdefault(canonicalize(feed), feed)
         for link in page.links:
             if found.add(link, depth + 1, "link") or canonicalize(link) in found.urls:
                 queue.append((link, depth + 1))
         if found.full:
             return  # the limit is reached: discovery is done
-
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
@@ -258,7 +257,7 @@ def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
         found.problems.extend(f"feed {url}: {problem}" for problem in feed.problems)
         elsewhere = 0
         for entry in feed.entries:
-            if host_of(entry.link) != found.host:
+            if host_of(canonicalize(entry.link)) != found.host:
                 elsewhere += 1
                 continue
             found.add(entry.link, 1, "feed")

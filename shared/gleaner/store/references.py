@@ -18,8 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from gleaner.errors import InvalidInput
 from gleaner.references.identity import REFERENCES_SITE, source_document_id
-from gleaner.urls import host_of, path_of, url_hash
+from gleaner.urls import fetchable, host_of, path_of, url_hash
 
 # Findings that a later walk cannot change by itself: the URL is not retried until new ledger rows
 # arrive for it or a full reprocess is asked for. (An SSRF refusal is re-checked every walk instead:
@@ -45,7 +46,10 @@ class ArticleRow:
 class LandingItem:
     """One normalised URL to land, with every passed ledger row that names it."""
 
-    url: str
+    url: str  # the normalised URL: the item's identity
+    # What is requested: the URL as a poller spelled it (fragment dropped), preferring a spelling that is
+    # already the normalised one, else the earliest row's.
+    fetch_url: str
     ledger_ids: tuple[str, ...]
     workspace_ids: tuple[str, ...]  # provenance only: never written to the reference item
     title: str
@@ -69,6 +73,14 @@ class ReferenceRow:
     extraction_method: str
     mime_type: str
     epoch: datetime
+
+
+def _fetchable_or(spelled: str, normalised: str) -> str:
+    # Sites can care about a trailing slash or a parameter the normalisation drops: ask as the poller did.
+    try:
+        return fetchable(spelled)
+    except InvalidInput:
+        return normalised
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -130,7 +142,9 @@ class ReferenceStore:
                     "   (array_agg(f.title ORDER BY f.ingested_at DESC, f.id))[1],"
                     "   (array_agg(f.summary ORDER BY f.ingested_at DESC, f.id)"
                     "     FILTER (WHERE f.summary IS NOT NULL))[1],"
-                    "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at)"
+                    "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at),"
+                    "   (array_agg(f.external_url ORDER BY f.external_url = f.normalised_url DESC,"
+                    "     f.ingested_at, f.id))[1]"
                     " FROM knowledge.feed_articles f JOIN urls USING (normalised_url) WHERE f.passed"
                     " GROUP BY f.normalised_url"
                     " HAVING :full OR NOT EXISTS (SELECT 1 FROM knowledge.ingestion_quality_log q"
@@ -142,14 +156,11 @@ class ReferenceStore:
                  "perm": list(PERMANENT_FLAGS)},
             ).all()
         return [
-            LandingItem(url=r[0], ledger_ids=tuple(r[1]), workspace_ids=tuple(sorted(r[2])), title=r[3],
-                        summary=r[4], published_at=r[5], ingestion_source="rss_feed" if r[6] else "url_import",
-                        epoch=r[7])
+            LandingItem(url=r[0], fetch_url=_fetchable_or(r[8], r[0]), ledger_ids=tuple(r[1]),
+                        workspace_ids=tuple(sorted(r[2])), title=r[3], summary=r[4], published_at=r[5],
+                        ingestion_source="rss_feed" if r[6] else "url_import", epoch=r[7])
             for r in rows
         ]
-
-    def count_pending(self) -> int:
-        return len(self.pending())
 
     def articles_of(self, reference_id: str) -> list[dict[str, Any]]:
         """The ledger rows backlinked to a reference item (workspace provenance lives here)."""
