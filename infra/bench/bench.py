@@ -54,6 +54,7 @@ class RssSampler:
         self.pid, self.also, self.interval = pid, also, interval
         self.peak_tree = 0
         self.peak_other = 0
+        self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, user+system seconds when last sampled)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -70,6 +71,12 @@ class RssSampler:
             except psutil.NoSuchProcess:
                 break
             self.peak_tree = max(self.peak_tree, _rss(tree))
+            for p in tree:
+                try:
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = ("main" if p.pid == self.pid else "children", t.user + t.system)
+                except psutil.Error:
+                    pass
             if self.also and time.monotonic() - last_scan > 1.0:
                 others = [p for p in psutil.process_iter(["cmdline"])
                           if p.pid != self.pid and self.also in " ".join(p.info["cmdline"] or ())]
@@ -116,12 +123,15 @@ def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_a
     data = json.loads(out.read_text())
     data["process_wall_seconds"] = time.monotonic() - started
     data["peak_rss_mb"] = round(rss.peak_tree / 2**20, 1)
+    # CPU seconds as last sampled (a child's last 50 ms may be missed): where the two cores went.
+    data["cpu_seconds"] = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
+                           for role in ("main", "children")}
     if rss_also:
         data["peak_rss_postgres_mb"] = round(rss.peak_other / 2**20, 1)
     return data
 
 
-def gleaner_env(data_dir: Path) -> dict[str, str]:
+def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
     env.update({
         "GLEANER_DATA_DIR": str(data_dir),
@@ -129,14 +139,14 @@ def gleaner_env(data_dir: Path) -> dict[str, str]:
         "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
-        "PYTHONPATH": str(REPO / "shared") + os.pathsep + env.get("PYTHONPATH", ""),
+        "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
     })
     return env
 
 
-def gleaner_crawl(base: str, data_dir: Path, out: Path, limit: int) -> dict[str, Any]:
+def gleaner_crawl(base: str, data_dir: Path, out: Path, limit: int, shared: Path = REPO / "shared") -> dict[str, Any]:
     return run_json([python(), str(HERE / "gleaner_run.py"), base + "/", "--limit", str(limit), "--out", str(out)],
-                    out, gleaner_env(data_dir), rss_also=str((data_dir / "pg").resolve()))
+                    out, gleaner_env(data_dir, shared), rss_also=str((data_dir / "pg").resolve()))
 
 
 def ceiling(root: Path, workers: int, out: Path) -> dict[str, Any]:
@@ -297,7 +307,9 @@ def print_table(report: dict[str, Any]) -> None:
                 extra += f", exactly the {d['mutated_pages']} mutated pages versioned: {d['exactly_mutated_pages_versioned']}"
             rss = f"  peak RSS {d['peak_rss_mb']} MB" + (f" (+PostgreSQL {d['peak_rss_postgres_mb']} MB)"
                                                         if "peak_rss_postgres_mb" in d else "")
-            print(f"  {label:<34} {d.get('pages_per_second', 0):8.1f} pages/s  {secs:7.2f} s{rss}{extra}")
+            cpu = d.get("cpu_seconds", {})
+            cpu_text = f"  cpu main {cpu.get('main', 0):.1f} s + children {cpu.get('children', 0):.1f} s"
+            print(f"  {label:<34} {d.get('pages_per_second', 0):8.1f} pages/s  {secs:7.2f} s{rss}{cpu_text}{extra}")
         print("  ratios: " + ", ".join(f"{k} {v}" for k, v in r["ratios"].items()))
         print("  Gleaner first-crawl stage shares: " + ", ".join(
             f"{k} {v:.0%}" for k, v in r["gleaner_first"]["stage_shares"].items()))
