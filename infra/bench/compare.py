@@ -1,6 +1,6 @@
-"""Before/after: Gleaner at another commit against the working tree, on one corpus, in one command.
+"""Before/after: Gleaner at another commit against the working tree (or --new REF), on one corpus, in one command.
 
-    PYTHONPATH=shared python infra/bench/compare.py --ref HEAD~1 [--pages 2000] [--rounds 2]
+    PYTHONPATH=shared python infra/bench/compare.py --ref HEAD~1 [--new HEAD] [--pages 2000] [--rounds 2]
 
 Both versions crawl the same nginx-served corpus in turn (A B A B ...): a first
 crawl into a fresh data dir, then an unchanged recrawl. Prints each round and
@@ -38,6 +38,7 @@ def export_shared(ref: str, into: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", required=True)
+    parser.add_argument("--new", default=None, help="another commit instead of the working tree")
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-recrawl", action="store_true")
@@ -45,7 +46,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gleaner-compare-"))
     work.chmod(0o755)
-    variants = {"ref": export_shared(args.ref, work / "ref"), "new": bench.REPO / "shared"}
+    variants = {"ref": export_shared(args.ref, work / "ref"),
+                "new": export_shared(args.new, work / "new") if args.new else bench.REPO / "shared"}
     servers = bench.Servers("nginx", work)
     root = work / "synthetic"
     _, base = servers.add(root)
@@ -70,7 +72,7 @@ def main() -> None:
                 shutil.rmtree(data, ignore_errors=True)
     finally:
         servers.stop()
-    result = {"ref": args.ref, "pages": args.pages, "rounds": args.rounds, "seconds": rows, "ratio_new_over_ref": {}}
+    result = {"ref": args.ref, "new": args.new or "working tree", "pages": args.pages, "rounds": args.rounds, "seconds": rows, "ratio_new_over_ref": {}}
     for key in ("first", "recrawl"):
         pairs = [n / o for n, o in zip(rows["new"][key], rows["ref"][key], strict=True) if o]
         if pairs:

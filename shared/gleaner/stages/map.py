@@ -174,29 +174,40 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
 
 
 def _walk_links(fetcher: Fetcher, target: str, found: Discovery, max_depth: int, exclude: tuple[str, ...]) -> None:
-    """Breadth-first over same-host links; excluded paths are recorded but not walked."""
-    queue: deque[tuple[str, int]] = deque([(target, 0)])
+    """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
+
+    Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
+    list of its pages, and reading every listed page for links fetched the whole site once during
+    discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
+    through links (section indexes, pages the sitemap forgot) are walked as before. Excluded paths
+    are recorded but not walked.
+    """
+    listed = {url for url, (_depth, via) in found.urls.items() if via == "sitemap"}
     walked: set[str] = set()
-    while queue:
-        url, depth = queue.popleft()
-        if url in walked or (depth >= max_depth and url != target):
-            continue
-        walked.add(url)
-        if not path_allowed(path_of(url), (), exclude):
-            continue
-        if not fetcher.robots(url).allows(url):
-            continue
-        result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.HTML,)))
-        if result.outcome is not FetchOutcome.FETCHED:
-            if url == target:
-                found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
-            continue
-        if depth >= max_depth:
-            continue
-        page = extract_links(result.text(), result.final_url or url)
-        for link in page.links:
-            if found.add(link, depth + 1, "link") or link in found.urls:
-                queue.append((link, depth + 1))
-        if found.full:
-            # Keep walking only what is already queued? No: the limit is reached, discovery is done.
-            return
+    level = [target]
+    for depth in range(max(max_depth, 1)):
+        todo: list[str] = []
+        for url in level:
+            if url in walked or (url != target and url in listed):
+                continue
+            walked.add(url)
+            if not path_allowed(path_of(url), (), exclude) or not fetcher.robots(url).allows(url):
+                continue
+            todo.append(url)
+        results = {str(r.key): r for r in fetcher.fetch_many(
+            FetchRequest(url, key=url, accept=(ContentKind.HTML,)) for url in todo)}
+        following: list[str] = []
+        for url in todo:  # in discovery order, not completion order: the same site maps the same way
+            result = results[url]
+            if result.outcome is not FetchOutcome.FETCHED:
+                if url == target:
+                    found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
+                continue
+            if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
+                continue
+            for link in extract_links(result.text(), result.final_url or url).links:
+                if found.add(link, depth + 1, "link") or link in found.urls:
+                    following.append(link)
+            if found.full:
+                return
+        level = following
