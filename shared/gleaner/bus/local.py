@@ -7,9 +7,10 @@ dead-lettered. Task names are remembered, so a batch is enqueued once.
 
 Like Pub/Sub, the bus delivers several messages at once (``concurrency``
 threads), so the snapshot and ingest of one scrape batch overlap the fetching
-and extraction of the next. Scrape batches themselves go one at a time
-(``topic_limits``): each batch has its own fetcher, and two at once would
-double the per-host concurrency a run is allowed. Handlers are idempotent and
+and extraction of the next. Scrape batches themselves go one at a time by
+default (``topic_limits``): each batch has its own fetcher, and two at once
+would double the per-host concurrency a run is allowed. The local runner,
+which lends one fetcher to every batch of its run, raises that limit. Handlers are idempotent and
 safe to run concurrently (the cloud runs them so), so this changes timing only.
 """
 
