@@ -4,6 +4,14 @@ Messages are queued and dispatched to the registered handlers by :meth:`LocalBus
 with the same semantics the cloud gives: permanent errors are logged and the
 message dropped (acked); retryable errors are retried with backoff, then
 dead-lettered. Task names are remembered, so a batch is enqueued once.
+
+Like Pub/Sub, the bus delivers several messages at once (``concurrency``
+threads), so the snapshot and ingest of one scrape batch overlap the fetching
+and extraction of the next. Scrape batches themselves go one at a time by
+default (``topic_limits``): each batch has its own fetcher, and two at once
+would double the per-host concurrency a run is allowed. The local runner,
+which lends one fetcher to every batch of its run, raises that limit. Handlers are idempotent and
+safe to run concurrently (the cloud runs them so), so this changes timing only.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from gleaner.errors import PermanentError, RetryableError
@@ -37,6 +46,10 @@ class LocalBus:
     max_attempts: int = 5
     backoff_seconds: float = 0.2
     round_trip: bool = True
+    # Messages delivered at once; 1 drains strictly in order.
+    concurrency: int = 4
+    # At most this many messages of a topic in flight (one scrape batch: one fetcher's politeness).
+    topic_limits: dict[str, int] = field(default_factory=lambda: {ScrapeBatch.topic: 1})
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     _queue: deque[tuple[Message, int]] = field(default_factory=deque)
@@ -64,16 +77,54 @@ class LocalBus:
         return len(self._queue)
 
     def drain(self, on_dispatch: Callable[[Message], None] | None = None) -> None:
-        """Dispatch until the queue is empty."""
-        while True:
-            with self._lock:
-                if not self._queue:
+        """Dispatch until the queue is empty and nothing is in flight."""
+        if self.concurrency <= 1:
+            while True:
+                with self._lock:
+                    if not self._queue:
+                        return
+                    message, attempts = self._queue.popleft()
+                self._dispatch(message, attempts)
+                if on_dispatch is not None:
+                    on_dispatch(message)
+        in_flight: dict[Future[None], Message] = {}
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="gleaner-bus") as pool:
+            while True:
+                for message, attempts in self._take(self.concurrency - len(in_flight), in_flight.values()):
+                    in_flight[pool.submit(self._dispatch, message, attempts)] = message
+                if not in_flight:
                     return
-                message, attempts = self._queue.popleft()
-            for handler in self.handlers.get(message.topic, []):
-                self._deliver(handler, message, attempts)
-            if on_dispatch is not None:
-                on_dispatch(message)
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    message = in_flight.pop(future)
+                    future.result()  # _dispatch settles every error itself; anything else is a bug: raise it
+                    if on_dispatch is not None:
+                        on_dispatch(message)
+
+    def _take(self, slots: int, running: Iterable[Message]) -> list[tuple[Message, int]]:
+        """Up to slots queued messages, oldest first, skipping topics at their in-flight limit."""
+        busy: dict[str, int] = {}
+        for message in running:
+            busy[message.topic] = busy.get(message.topic, 0) + 1
+        taken: list[tuple[Message, int]] = []
+        with self._lock:
+            kept: deque[tuple[Message, int]] = deque()
+            while self._queue and len(taken) < slots:
+                item = self._queue.popleft()
+                topic = item[0].topic
+                limit = self.topic_limits.get(topic)
+                if limit is not None and busy.get(topic, 0) >= limit:
+                    kept.append(item)
+                    continue
+                busy[topic] = busy.get(topic, 0) + 1
+                taken.append(item)
+            kept.extend(self._queue)
+            self._queue = kept
+        return taken
+
+    def _dispatch(self, message: Message, attempts: int) -> None:
+        for handler in self.handlers.get(message.topic, []):
+            self._deliver(handler, message, attempts)
 
     def _deliver(self, handler: Handler, message: Message, attempts: int) -> None:
         while True:

@@ -210,34 +210,47 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
                 walkable: Callable[[str], bool]) -> None:
-    """Breadth-first over same-host links; unwalkable pages are recorded but not fetched."""
-    queue: deque[tuple[str, int]] = deque([(start_url, 0)])
+    """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
+
+    Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
+    list of its pages, and reading every listed page for links fetched the whole site once during
+    discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
+    through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
+    search, tag, pagination, excluded paths) are recorded but not fetched.
+    """
+    listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
+    start = canonicalize(start_url)
     walked: set[str] = set()
-    while queue:
-        url, depth = queue.popleft()
-        canonical = canonicalize(url)
-        if canonical in walked or (depth >= max_depth and depth > 0):
-            continue
-        walked.add(canonical)
-        if depth > 0 and not walkable(canonical):
-            continue
-        if not fetcher.robots(url).allows(url):
-            continue
-        result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.HTML,)))
-        if result.outcome is not FetchOutcome.FETCHED:
-            if depth == 0:
-                found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
-            continue
-        if depth >= max_depth:
-            continue
-        page = extract_links(result.text(), result.final_url or url)
-        for feed in page.feeds:
-            found.feeds.setdefault(canonicalize(feed), feed)
-        for link in page.links:
-            if found.add(link, depth + 1, "link") or canonicalize(link) in found.urls:
-                queue.append((link, depth + 1))
-        if found.full:
-            return  # the limit is reached: discovery is done
+    level = [start_url]
+    for depth in range(max(max_depth, 1)):
+        todo: list[str] = []
+        for url in level:
+            canonical = canonicalize(url)
+            if canonical in walked or (canonical != start and (canonical in listed or not walkable(canonical))):
+                continue
+            walked.add(canonical)
+            if fetcher.robots(url).allows(url):
+                todo.append(url)
+        results = {str(r.key): r for r in fetcher.fetch_many(
+            FetchRequest(url, key=url, accept=(ContentKind.HTML,)) for url in todo)}
+        following: list[str] = []
+        for url in todo:  # in discovery order, not completion order: the same site maps the same way
+            result = results[url]
+            if result.outcome is not FetchOutcome.FETCHED:
+                if depth == 0:
+                    found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
+                continue
+            if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
+                continue
+            page = extract_links(result.text(), result.final_url or url)
+            for feed in page.feeds:
+                found.feeds.setdefault(canonicalize(feed), feed)
+            for link in page.links:
+                if found.add(link, depth + 1, "link") or canonicalize(link) in found.urls:
+                    following.append(link)
+            if found.full:
+                return
+        level = following
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:

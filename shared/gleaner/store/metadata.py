@@ -104,6 +104,11 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
+def _json_rows(rows: list[dict[str, Any]]) -> str:
+    """Rows for ``json_to_recordset``: one parameter however many rows, encoded in C."""
+    return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+
+
 class MetadataStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -460,6 +465,7 @@ class MetadataStore:
                 ).all()
             }
             unchanged: list[str] = []
+            versioned: list[tuple[SnapshotInput, str]] = []
             for page in pages:
                 current_hash, current_id, done, produced = state.get(page.document_id, (None, None, None, None))
                 if run_id is not None and done is not None:
@@ -472,8 +478,16 @@ class MetadataStore:
                     results.append(SnapshotResult(page.document_id, "unchanged", str(current_id)))
                     continue
                 outcome = "new" if current_id is None else "changed"
-                snapshot_id = self._insert_snapshot(conn, run_id, page, outcome, meta)
-                results.append(SnapshotResult(page.document_id, outcome, snapshot_id))
+                versioned.append((page, outcome))
+                results.append(SnapshotResult(page.document_id, outcome, None))
+            if len({page.document_id for page, _ in versioned}) == len(versioned):
+                ids_by_doc = self._insert_snapshots(conn, run_id, versioned, meta)
+            else:  # one document twice in one message: versions must follow each other, one at a time
+                ids_by_doc = {}
+                for page, outcome in versioned:
+                    ids_by_doc[page.document_id] = self._insert_snapshot(conn, run_id, page, outcome, meta)
+            results = [SnapshotResult(r.document_id, r.outcome, ids_by_doc[r.document_id])
+                       if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
             if changed:
                 conn.execute(
@@ -503,6 +517,46 @@ class MetadataStore:
                      "s": [r.snapshot_id for r in settled]},
                 )
         return results
+
+    @staticmethod
+    def _insert_snapshots(conn: Connection, run_id: str | None, pages: Sequence[tuple[SnapshotInput, str]],
+                          meta: dict[str, Any]) -> dict[str, str]:
+        """One INSERT for every new version of a message (each document at most once); document id -> snapshot id.
+
+        The documents are locked by the caller, so max(version) + 1 cannot race.
+        """
+        if not pages:
+            return {}
+        rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
+                 "m": {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor},
+                 "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
+                 "cs": "hash_changed" if outcome == "changed" else None} for page, outcome in pages]
+        params = {"rows": _json_rows(rows), "r": run_id}
+        inserted = {str(d): str(i) for i, d in conn.execute(
+            sa.text(
+                "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
+                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
+                " fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
+                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
+                " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid)"
+                " FROM json_to_recordset(CAST(:rows AS json))"
+                "   AS t(d uuid, h text, ck text, rk text, m jsonb, fs int, ft int, bs int, cs text)"
+                " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
+            ),
+            params,
+        )}
+        if len(inserted) < len(rows):
+            # Content back to an earlier version: point at that snapshot again (bodies are immutable).
+            inserted.update({str(d): str(i) for i, d in conn.execute(
+                sa.text(
+                    "SELECT s.id, s.document_id FROM knowledge.document_snapshots s"
+                    " JOIN json_to_recordset(CAST(:rows AS json)) AS t(d uuid, h text)"
+                    " ON s.document_id = t.d AND s.content_hash = t.h"
+                ),
+                {"rows": _json_rows([{"d": r["d"], "h": r["h"]} for r in rows if r["d"] not in inserted])},
+            )})
+        return inserted
 
     @staticmethod
     def _insert_snapshot(conn: Connection, run_id: str | None, page: SnapshotInput, outcome: str,
@@ -697,44 +751,35 @@ class MetadataStore:
     def store_canonical(self, items: Sequence[tuple[str, str, str, str, Sequence[tuple[int, int, str]]]]) -> int:
         """items: (snapshot_id, source_blake3, text_hash, text, spans). Identical text is stored once.
 
-        Returns how many canonical texts were new.
+        Returns how many canonical texts were new. Bodies and spans travel as one JSON document per
+        statement: pg8000 escapes ``text[]`` parameters character by character in Python, which cost
+        more than all the rest of ingest (profile in infra/docs/bench.md); ``json.dumps`` is C.
         """
         if not items:
             return 0
         new_texts = 0
         with self._tx() as conn:
             unique = {item[2]: item for item in items}
-            hashes = list(unique)
             inserted = conn.execute(
                 sa.text(
                     "INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
-                    " SELECT h, b, n FROM unnest(CAST(:h AS text[]), CAST(:b AS text[]), CAST(:n AS int[]))"
-                    " AS t(h, b, n) ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
+                    " SELECT t.h, t.b, octet_length(t.b) FROM json_to_recordset(CAST(:rows AS json)) AS t(h text, b text)"
+                    " ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
                 ),
-                {"h": hashes, "b": [unique[h][3] for h in hashes],
-                 "n": [len(unique[h][3].encode("utf-8")) for h in hashes]},
+                {"rows": _json_rows([{"h": h, "b": item[3]} for h, item in unique.items()])},
             ).scalars().all()
             new_texts = len(inserted)
-            span_h: list[str] = []
-            span_o: list[int] = []
-            span_s: list[int] = []
-            span_e: list[int] = []
-            span_k: list[str] = []
-            for text_hash in inserted:
-                for ordinal, (start, end, kind) in enumerate(unique[text_hash][4]):
-                    span_h.append(text_hash)
-                    span_o.append(ordinal)
-                    span_s.append(start)
-                    span_e.append(end)
-                    span_k.append(kind)
-            if span_h:
+            spans = [{"h": text_hash, "o": ordinal, "s": start, "e": end, "k": kind}
+                     for text_hash in inserted
+                     for ordinal, (start, end, kind) in enumerate(unique[text_hash][4])]
+            if spans:
                 conn.execute(
                     sa.text(
                         "INSERT INTO knowledge.text_spans (text_hash, ordinal, span_start, span_end, kind)"
-                        " SELECT * FROM unnest(CAST(:h AS text[]), CAST(:o AS int[]), CAST(:s AS int[]),"
-                        " CAST(:e AS int[]), CAST(:k AS text[])) ON CONFLICT DO NOTHING"
+                        " SELECT t.h, t.o, t.s, t.e, t.k FROM json_to_recordset(CAST(:rows AS json))"
+                        " AS t(h text, o int, s int, e int, k text) ON CONFLICT DO NOTHING"
                     ),
-                    {"h": span_h, "o": span_o, "s": span_s, "e": span_e, "k": span_k},
+                    {"rows": _json_rows(spans)},
                 )
             conn.execute(
                 sa.text(

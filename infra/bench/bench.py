@@ -1,0 +1,414 @@
+"""The benchmark: Gleaner against a Scrapy + trafilatura baseline on the same corpus, in one command.
+
+    infra/bench/run.sh [--pages 2000] [--memory-pages 20000] [--quick] [--name NAME]
+
+In one run, on a synthetic corpus (and on real documentation HTML unless --no-real):
+the extraction ceiling (trafilatura alone, one and two processes), the baseline,
+Gleaner's first crawl, its unchanged recrawl and its recrawl after 5% of the
+pages changed; optionally a larger first crawl for the memory-growth check.
+Prints a table and writes the same figures as JSON to infra/bench/results/NAME.json.
+
+Gleaner runs on its embedded defaults with politeness relaxed for this loopback
+host through the environment only (GLEANER_HOST_DELAY=0, GLEANER_HOST_CONCURRENCY=16,
+GLEANER_ALLOW_NETWORKS=127.0.0.0/8). Peak RSS is sampled every 50 ms: the
+Gleaner process with its descendants (the extraction forkserver and workers),
+summed, and apart from it the embedded PostgreSQL's processes, summed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+import server  # noqa: E402
+
+CONCURRENCY = 16
+
+
+def log(text: str) -> None:
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+class RssSampler:
+    """Peak summed RSS of a process tree, and of the processes whose command line names a path."""
+
+    def __init__(self, pid: int, also: str | None = None, interval: float = 0.05) -> None:
+        self.pid, self.also, self.interval = pid, also, interval
+        self.peak_tree = 0
+        self.peak_other = 0
+        self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, user+system seconds when last sampled)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
+        others: list[psutil.Process] = []
+        last_scan = 0.0
+        while not self._stop.is_set():
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                break
+            self.peak_tree = max(self.peak_tree, _rss(tree))
+            for p in tree:
+                try:
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = ("main" if p.pid == self.pid else "children", t.user + t.system)
+                except psutil.Error:
+                    pass
+            if self.also and time.monotonic() - last_scan > 1.0:
+                others = [p for p in psutil.process_iter(["cmdline"])
+                          if p.pid != self.pid and self.also in " ".join(p.info["cmdline"] or ())]
+                last_scan = time.monotonic()
+            if others:
+                self.peak_other = max(self.peak_other, _rss(others))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _rss(procs: list[psutil.Process]) -> int:
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def python() -> str:
+    return sys.executable
+
+
+def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_also: str | None = None,
+             timeout: float = 3600) -> dict[str, Any]:
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with RssSampler(proc.pid, rss_also) as rss:
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(f"bench: {' '.join(cmd[:3])}... failed ({proc.returncode}):\n{err[-3000:]}")
+    data = json.loads(out.read_text())
+    data["process_wall_seconds"] = time.monotonic() - started
+    data["peak_rss_mb"] = round(rss.peak_tree / 2**20, 1)
+    # CPU seconds as last sampled (a child's last 50 ms may be missed): where the two cores went.
+    data["cpu_seconds"] = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
+                           for role in ("main", "children")}
+    if rss_also:
+        data["peak_rss_postgres_mb"] = round(rss.peak_other / 2**20, 1)
+    return data
+
+
+def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+    env.update({
+        "GLEANER_DATA_DIR": str(data_dir),
+        "GLEANER_HOST_DELAY": "0",
+        "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
+        "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
+        "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
+        "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
+    })
+    return env
+
+
+def gleaner_crawl(base: str, data_dir: Path, out: Path, limit: int, shared: Path = REPO / "shared") -> dict[str, Any]:
+    return run_json([python(), str(HERE / "gleaner_run.py"), base + "/", "--limit", str(limit), "--out", str(out)],
+                    out, gleaner_env(data_dir, shared), rss_also=str((data_dir / "pg").resolve()))
+
+
+def ceiling(root: Path, workers: int, out: Path) -> dict[str, Any]:
+    return run_json([python(), str(HERE / "ceiling.py"), str(root), "--workers", str(workers), "--out", str(out)],
+                    out)
+
+
+def baseline(base: str, out: Path) -> dict[str, Any]:
+    return run_json([python(), str(HERE / "baseline_scrapy.py"), base, "--concurrency", str(CONCURRENCY),
+                     "--out", str(out)], out)
+
+
+def server_check(base: str, path: str, seconds: int = 3) -> dict[str, Any]:
+    """nginx's own pages/s on one corpus page at the crawlers' concurrency (wrk), to show it is not the limit."""
+    wrk = shutil.which("wrk")
+    if not wrk:
+        return {"tool": None, "note": "wrk not installed; server throughput not measured"}
+    proc = subprocess.run([wrk, "-t1", f"-c{CONCURRENCY}", f"-d{seconds}s", base + path], capture_output=True,
+                          text=True, timeout=seconds + 20)
+    rate = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("Requests/sec:"):
+            rate = float(line.split()[1])
+    return {"tool": f"wrk -t1 -c{CONCURRENCY} -d{seconds}s", "path": path, "pages_per_second": rate}
+
+
+class Servers:
+    """nginx for the benchmark; Gleaner's TestSite where nginx is unavailable (--server testsite)."""
+
+    def __init__(self, kind: str, workdir: Path) -> None:
+        self.kind, self.workdir = kind, workdir
+        self.sites: dict[int, Path] = {}
+        self._nginx: server.Nginx | None = None
+        self._testsites: dict[int, Any] = {}
+
+    def add(self, root: Path) -> tuple[int, str]:
+        port = server.free_port()
+        self.sites[port] = root
+        return port, f"http://127.0.0.1:{port}"
+
+    def start(self) -> None:
+        if self.kind == "nginx":
+            self._nginx = server.Nginx(self.workdir / "nginx", self.sites).start()
+            return
+        from gleaner.testsite import TestSite
+
+        for port, root in self.sites.items():
+            site = server.testsite_for(root)
+            site._server.server_close()  # rebind on the port we already advertised in the sitemaps
+            site._server = type(site._server)(("127.0.0.1", port), site._server.RequestHandlerClass)
+            site._server.daemon_threads = True
+            self._testsites[port] = site.start()
+        assert TestSite
+
+    def refresh(self, root: Path) -> None:
+        """After files change: nginx reads them anew; TestSite must reload its pages."""
+        for port, site in self._testsites.items():
+            if self.sites[port] == root:
+                site.pages.clear()
+                site.pages.update(server.testsite_for(root).pages)
+
+    def stop(self) -> None:
+        if self._nginx is not None:
+            self._nginx.stop()
+        for site in self._testsites.values():
+            site.stop()
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for mod in ("trafilatura", "scrapy", "httpx", "lxml"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - a version string is informative only
+            versions[mod] = None
+    nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True) if shutil.which("nginx") else None
+    return {"cpus": os.cpu_count(), "cpu_model": cpu, "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "platform": platform.platform(), "python": platform.python_version(), "versions": versions,
+            "nginx": (nginx.stderr.strip() if nginx else None), "note": "shared, noisy machine: compare ratios"}
+
+
+def git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def bench_corpus(name: str, root: Path, base: str, pages: int, servers: Servers, work: Path, *,
+                 recrawl: bool, mutate_percent: float, skip_baseline: bool) -> dict[str, Any]:
+    limit = pages * 2 + 100
+    result: dict[str, Any] = {"pages": pages}
+    log(f"[{name}] extraction ceiling, 1 and 2 processes")
+    result["ceiling_1"] = ceiling(root, 1, work / f"{name}-ceiling1.json")
+    result["ceiling_2"] = ceiling(root, 2, work / f"{name}-ceiling2.json")
+    if not skip_baseline:
+        log(f"[{name}] baseline: Scrapy + trafilatura")
+        result["baseline"] = baseline(base, work / f"{name}-baseline.json")
+    data_dir = work / f"{name}-gleaner"
+    log(f"[{name}] Gleaner first crawl")
+    first = result["gleaner_first"] = gleaner_crawl(base, data_dir, work / f"{name}-first.json", limit)
+    if recrawl:
+        log(f"[{name}] Gleaner unchanged recrawl")
+        same = result["gleaner_recrawl_unchanged"] = gleaner_crawl(base, data_dir, work / f"{name}-same.json", limit)
+        mutated = corpus.mutate(root, mutate_percent)
+        servers.refresh(root)
+        log(f"[{name}] Gleaner recrawl after {len(mutated)} pages ({mutate_percent}%) changed")
+        changed = result["gleaner_recrawl_mutated"] = gleaner_crawl(base, data_dir, work / f"{name}-mut.json", limit)
+        changed["mutated_pages"] = len(mutated)
+        changed["exactly_mutated_pages_versioned"] = sorted(changed["changed_paths"]) == sorted(mutated)
+        for run in (same, changed):
+            run["time_fraction_of_first"] = ratio(run["crawl_seconds"], first["crawl_seconds"])
+            run.pop("changed_paths", None) if run is same else None
+        changed["changed_paths"] = changed["changed_paths"][:20]
+    first.pop("changed_paths", None)
+    g = first["pages_per_second"]
+    result["ratios"] = {
+        "gleaner_over_baseline": ratio(g, result.get("baseline", {}).get("pages_per_second")),
+        "gleaner_over_ceiling_2": ratio(g, result["ceiling_2"]["pages_per_second"]),
+        "gleaner_over_ceiling_1": ratio(g, result["ceiling_1"]["pages_per_second"]),
+        "baseline_over_ceiling_1": ratio(result.get("baseline", {}).get("pages_per_second"),
+                                         result["ceiling_1"]["pages_per_second"]),
+    }
+    return result
+
+
+def print_table(report: dict[str, Any]) -> None:
+    for name, r in report["corpora"].items():
+        print(f"\n== {name}: {r['pages']} pages ==")
+        rows = [("extraction ceiling, 1 process", r["ceiling_1"]), ("extraction ceiling, 2 processes", r["ceiling_2"]),
+                ("baseline Scrapy + trafilatura", r.get("baseline")), ("Gleaner first crawl", r["gleaner_first"]),
+                ("Gleaner unchanged recrawl", r.get("gleaner_recrawl_unchanged")),
+                ("Gleaner 5% mutated recrawl", r.get("gleaner_recrawl_mutated"))]
+        for label, d in rows:
+            if not d:
+                continue
+            secs = d.get("crawl_seconds", d.get("seconds"))
+            extra = ""
+            if "snapshot_rows_written" in d:
+                extra = (f"  rows {d['snapshot_rows_written']}, snapshot blobs {d['blobs_written']['snapshot']},"
+                         f" run blobs {d['blobs_written']['run']}, 304s {d['not_modified']}")
+            if "time_fraction_of_first" in d:
+                extra += f", {d['time_fraction_of_first']:.1%} of first crawl time"
+            if "exactly_mutated_pages_versioned" in d:
+                extra += f", exactly the {d['mutated_pages']} mutated pages versioned: {d['exactly_mutated_pages_versioned']}"
+            rss = f"  peak RSS {d['peak_rss_mb']} MB" + (f" (+PostgreSQL {d['peak_rss_postgres_mb']} MB)"
+                                                        if "peak_rss_postgres_mb" in d else "")
+            cpu = d.get("cpu_seconds", {})
+            cpu_text = f"  cpu main {cpu.get('main', 0):.1f} s + children {cpu.get('children', 0):.1f} s"
+            print(f"  {label:<34} {d.get('pages_per_second', 0):8.1f} pages/s  {secs:7.2f} s{rss}{cpu_text}{extra}")
+        print("  ratios: " + ", ".join(f"{k} {v}" for k, v in r["ratios"].items()))
+        print("  Gleaner first-crawl stage shares: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in r["gleaner_first"]["stage_shares"].items()))
+        if r.get("server"):
+            print(f"  server check: {r['server']}")
+    if report.get("memory"):
+        m = report["memory"]
+        print(f"\n== memory: peak RSS {m['small_pages']} pages {m['small_rss_mb']} MB, {m['large_pages']} pages"
+              f" {m['large_rss_mb']} MB: growth {m['growth']}x (PostgreSQL {m['small_pg_mb']} -> {m['large_pg_mb']} MB),"
+              f" {m['large_pages_per_second']:.1f} pages/s ==")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--memory-pages", type=int, default=0, help="also a first crawl of this many pages (20000)")
+    parser.add_argument("--quick", action="store_true", help="200 pages, no real corpus, no memory run")
+    parser.add_argument("--no-real", action="store_true", help="skip the real-documentation corpus")
+    parser.add_argument("--real-limit", type=int, default=0, help="at most this many real pages (0: all)")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--mutate", type=float, default=5.0)
+    parser.add_argument("--server", choices=("nginx", "testsite"), default="nginx")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--name", default=None, help="results/NAME.json (default: a timestamp)")
+    parser.add_argument("--results", type=Path, default=HERE / "results")
+    parser.add_argument("--workdir", type=Path, default=None, help="corpora and data (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.pages = min(args.pages, 200)
+        args.no_real = True
+        args.memory_pages = 0
+    started = time.monotonic()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="gleaner-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)  # nginx's worker (not root) reads the corpora
+    servers = Servers(args.server, work)
+    corpora: dict[str, tuple[Path, str, int]] = {}
+    try:
+        root = work / "synthetic"
+        port, base = servers.add(root)
+        log(f"generating {args.pages} synthetic pages")
+        manifest = corpus.generate_synthetic(root, base, args.pages, args.seed)
+        corpora["synthetic"] = (root, base, args.pages)
+        if not args.no_real:
+            root_r = work / "real"
+            _, base_r = servers.add(root_r)
+            m = corpus.generate_real(root_r, base_r, limit=args.real_limit or None)
+            corpora["real"] = (root_r, base_r, int(m["pages"]))
+        if args.memory_pages:
+            root_m = work / "large"
+            _, base_m = servers.add(root_m)
+            log(f"generating {args.memory_pages} synthetic pages for the memory check")
+            corpus.generate_synthetic(root_m, base_m, args.memory_pages, args.seed)
+            corpora["large"] = (root_m, base_m, args.memory_pages)
+        servers.start()
+        report: dict[str, Any] = {
+            "name": args.name, "when": datetime.now(UTC).isoformat(timespec="seconds"), "commit": git_commit(),
+            "command": "infra/bench/run.sh " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "machine": machine(), "server": args.server, "concurrency": CONCURRENCY,
+            "gleaner_env": {k: v for k, v in gleaner_env(work).items() if k.startswith("GLEANER_")
+                            and k != "GLEANER_DATA_DIR"},
+            "synthetic_bytes": manifest["page_bytes"], "corpora": {},
+        }
+        for name in ("synthetic", "real"):
+            if name not in corpora:
+                continue
+            root, base, pages = corpora[name]
+            check = server_check(base, json.loads((root / "manifest.json").read_text())["paths"][0]) \
+                if args.server == "nginx" else {"tool": None, "note": "TestSite (smoke mode): not a benchmark server"}
+            r = bench_corpus(name, root, base, pages, servers, work, recrawl=(name == "synthetic"),
+                             mutate_percent=args.mutate, skip_baseline=args.no_baseline)
+            r["server"] = check
+            report["corpora"][name] = r
+        if "large" in corpora:
+            root, base, pages = corpora["large"]
+            log(f"[large] Gleaner first crawl of {pages} pages (memory growth)")
+            large = gleaner_crawl(base, work / "large-gleaner", work / "large-first.json", pages * 2 + 100)
+            large.pop("changed_paths", None)
+            small = report["corpora"]["synthetic"]["gleaner_first"]
+            report["memory"] = {
+                "small_pages": args.pages, "large_pages": pages, "small_rss_mb": small["peak_rss_mb"],
+                "large_rss_mb": large["peak_rss_mb"], "growth": ratio(large["peak_rss_mb"], small["peak_rss_mb"]),
+                "small_pg_mb": small.get("peak_rss_postgres_mb"), "large_pg_mb": large.get("peak_rss_postgres_mb"),
+                "large_pages_per_second": large["pages_per_second"], "large_run": large,
+            }
+        report["bench_seconds"] = round(time.monotonic() - started, 1)
+    finally:
+        servers.stop()
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table(report)
+    args.results.mkdir(parents=True, exist_ok=True)
+    name = args.name or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.results / f"{name}.json"
+    out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    log(f"wrote {out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

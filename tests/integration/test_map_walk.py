@@ -1,0 +1,41 @@
+"""The map stage reads links from the start page and from pages only links lead to, not from sitemap pages."""
+
+from __future__ import annotations
+
+from gleaner.runner import crawl, new_request
+from gleaner.testsite import Page, TestSite
+
+
+def _page(title: str, *links: str) -> Page:
+    anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
+    text = " ".join(["This paragraph holds enough words to count as the main content of a page."] * 8)
+    return Page(f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{text}</p>"
+                f"<ul>{anchors}</ul></main></body></html>")
+
+
+def test_listed_pages_are_fetched_once_and_pages_only_links_reach_are_still_found(deps):
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update({
+            "/": _page("Home", "/docs/index.html"),
+            "/docs/index.html": _page("Docs", "/docs/a", "/docs/b", "/docs/unlisted"),
+            "/docs/a": _page("A", "/docs/b"),
+            "/docs/b": _page("B", "/docs/a"),
+            "/docs/unlisted": _page("Unlisted", "/docs/deeper"),
+            "/docs/deeper": _page("Deeper"),
+            "/robots.txt": Page(f"User-agent: *\nAllow: /\nSitemap: {site.url}/sitemap.xml\n",
+                                content_type="text/plain"),
+            "/sitemap.xml": Page(
+                '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{site.url}/docs/a</loc></url><url><loc>{site.url}/docs/b</loc></url></urlset>",
+                content_type="application/xml"),
+        })
+        summary = crawl(deps, new_request(site.url + "/", site_domain="walk.test"))
+
+    assert summary["status"] == "finished"
+    found = {row["path"] for row in deps.metadata.documents_tree("walk.test")}
+    assert {"/", "/docs/index.html", "/docs/a", "/docs/b", "/docs/unlisted", "/docs/deeper"} <= found
+    # /docs/a is the section sample; /docs/b only scrape fetched: mapping did not read a page the sitemap listed
+    assert site.requested("/docs/b") == 1
+    assert site.requested("/docs/unlisted") == 2  # mapping read it for links, scrape fetched it
+    assert site.requested("/robots.txt") == 1  # once per host per run, however many stages and batches

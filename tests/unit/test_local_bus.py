@@ -1,0 +1,69 @@
+"""The in-process bus delivers concurrently but never two scrape batches at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from gleaner.bus.local import LocalBus
+from gleaner.errors import PermanentError, RetryableError
+from gleaner.messages import CrawlMapped, ScrapeBatch
+
+
+def _batch(no: int) -> ScrapeBatch:
+    return ScrapeBatch(run_id="r", site_domain="s", batch_no=no, document_ids=(f"d{no}",))
+
+
+def test_scrape_batches_run_one_at_a_time_while_other_messages_overlap_them() -> None:
+    bus = LocalBus(concurrency=4)
+    lock = threading.Lock()
+    active = {"scrape": 0, "max_scrape": 0, "overlapped": 0}
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        with lock:
+            active["scrape"] += 1
+            active["max_scrape"] = max(active["max_scrape"], active["scrape"])
+        bus.publish(CrawlMapped(run_id=f"after-{message.batch_no}", site_domain="s"))
+        time.sleep(0.02)
+        with lock:
+            active["scrape"] -= 1
+
+    def downstream(message: CrawlMapped) -> None:  # type: ignore[override]
+        with lock:
+            if active["scrape"]:
+                active["overlapped"] += 1
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    bus.subscribe(CrawlMapped.topic, downstream)  # type: ignore[arg-type]
+    for no in range(5):
+        assert bus.enqueue(_batch(no))
+    assert not bus.enqueue(_batch(0))
+    delivered: list[str] = []
+    bus.drain(on_dispatch=lambda m: delivered.append(m.topic))
+
+    assert active["max_scrape"] == 1
+    assert active["overlapped"] >= 1
+    assert delivered.count(ScrapeBatch.topic) == 5 and delivered.count(CrawlMapped.topic) == 5
+    assert bus.pending() == 0
+
+
+def test_errors_keep_their_meaning_when_delivery_is_concurrent() -> None:
+    bus = LocalBus(concurrency=3, backoff_seconds=0.0, max_attempts=3)
+    calls: dict[int, int] = {}
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        calls[message.batch_no] = calls.get(message.batch_no, 0) + 1
+        if message.batch_no == 0:
+            raise PermanentError("bad input")
+        if message.batch_no == 1:
+            raise RetryableError("still down")
+        if message.batch_no == 2 and calls[2] == 1:
+            raise RetryableError("once")
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    for no in range(3):
+        bus.enqueue(_batch(no))
+    bus.drain()
+
+    assert calls == {0: 1, 1: 3, 2: 2}
+    assert [d.message.batch_no for d in bus.dead_letters] == [1]  # type: ignore[attr-defined]
