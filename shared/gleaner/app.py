@@ -7,6 +7,7 @@ invocations); tests build their own from their own environment mapping.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -16,13 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from gleaner.config import Settings
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from gleaner.bus.port import Bus
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
+    from gleaner.fetch.budget import Spent
     from gleaner.fetch.fetcher import Fetcher
+    from gleaner.fetch.robots import RobotsRules
     from gleaner.store.blobs import BlobStore
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.references import ReferenceStore
@@ -36,6 +41,7 @@ class Deps:
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _robots_by_run: dict[str, dict[str, RobotsRules]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def engine(self) -> Engine:
@@ -89,14 +95,38 @@ class Deps:
 
         return ExtractPool(self.settings.extract_workers)
 
-    def new_fetcher(self, **overrides: Any) -> Fetcher:
-        """A fresh fetcher (robots cache, host state, budget) for one run or one batch."""
+    def new_fetcher(self, *, run_id: str | None = None, spent: Spent | None = None, **overrides: Any) -> Fetcher:
+        """A fresh fetcher (DNS pins, host state) for one stage of a run.
+
+        ``run_id`` shares robots.txt decisions between the run's fetchers in this process (read once
+        per host per run); ``spent`` is what the run already used of its budget (requests, bytes,
+        seconds since it started), so the budget is per run. Per-host delay and concurrency come
+        from ``knowledge.source_hosts``.
+        """
         settings = self.settings.with_(**overrides) if overrides else self.settings
         if self.fetcher_factory is not None:
             return self.fetcher_factory(settings)
+        from gleaner.fetch.budget import RunBudget
+        from gleaner.fetch.budget import Spent as _Spent
+
+        budget = RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
+                           max_seconds=settings.run_max_seconds, spent=spent or _Spent())
+        robots = None
+        if run_id is not None:
+            with self._lock:
+                robots = self._robots_by_run.setdefault(run_id, {})
+                while len(self._robots_by_run) > 32:  # a long-lived function instance sees many runs
+                    self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher
 
-        return Fetcher(settings)
+        return Fetcher(settings, budget=budget, host_politeness=self._host_politeness, robots_cache=robots)
+
+    def _host_politeness(self, host: str) -> tuple[float | None, int | None]:
+        try:
+            return self.metadata.host_politeness_for(host)
+        except Exception:  # the defaults are polite; a database hiccup must not stop fetching
+            log.warning("could not read politeness for %s; using the defaults", host, exc_info=True)
+            return None, None
 
     def close(self) -> None:
         if "extract_pool" in self.__dict__:

@@ -90,7 +90,8 @@ class TestSite:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"{self._scheme}://{host!s}:{port}"
+        name = host.decode("ascii") if isinstance(host, bytes) else host
+        return f"{self._scheme}://{name}:{port}"
 
     @property
     def port(self) -> int:

@@ -16,7 +16,7 @@ import functions_framework
 import pytest
 import sqlalchemy as sa
 
-from gleaner import app as gleaner_app
+from gleaner.app import reset_process_deps
 from gleaner.config import Settings
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
 from gleaner.store.db import create_engine
@@ -45,10 +45,7 @@ def engine(database_url: str) -> Iterator[sa.Engine]:
 
 @pytest.fixture
 def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """Factory: the ingest function's app under functions-framework, configured by its environment.
-
-    Each call starts a new "process": the per-process Deps are rebuilt from the environment.
-    """
+    """Factory: the ingest function's app under functions-framework, configured by its environment."""
 
     def factory(allow_networks: str | None = "127.0.0.0/8", **env: str) -> Any:
         monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
@@ -64,12 +61,12 @@ def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Pa
             monkeypatch.setenv("GLEANER_ALLOW_NETWORKS", allow_networks)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        gleaner_app.reset_process_deps()
+        reset_process_deps()  # the function's per-process Deps must see this test's environment
         app = functions_framework.create_app(target="on_http", source=str(ROOT / "functions/ingest/main.py"))
         return app.test_client()
 
     yield factory
-    gleaner_app.reset_process_deps()
+    reset_process_deps()
 
 
 def article(site: TestSite, path: str, workspace: str = "ws-1", **over: Any) -> dict[str, Any]:
@@ -409,3 +406,25 @@ def test_retrieval_ranks_references_and_returns_one_verbatim(make_client, site, 
     assert client.get("/refs/" + reference_item_id("http://nowhere.test/"), headers=AUTH).status_code == 404
     assert client.get("/refs/not-a-uuid", headers=AUTH).status_code == 400
     assert client.get("/refs", headers=AUTH).status_code == 400
+
+
+def test_the_articles_accepted_event_target_lands_rows_once_however_often_delivered(make_client, site, engine):
+    """Deployed, the webhook publishes to Pub/Sub and on_articles (the articles-accepted trigger) lands."""
+    import base64
+
+    from gleaner.messages import ArticlesAccepted, encode
+    from gleaner.store.references import ReferenceStore
+    from gleaner.webhook import parse_article
+
+    make_client()  # sets the function's environment
+    row = parse_article(article(site, "/articles/solar-cells"))
+    (row_id,) = ReferenceStore(engine).record_articles([row])
+    events = functions_framework.create_app(target="on_articles",
+                                            source=str(ROOT / "functions/ingest/main.py")).test_client()
+    push = {"subscription": "projects/p/subscriptions/articles",
+            "message": {"data": base64.b64encode(encode(ArticlesAccepted(article_ids=(row_id,)))).decode(),
+                        "messageId": "1", "attributes": {}}}
+    assert events.post("/", json=push).status_code == 200
+    assert events.post("/", json=push).status_code == 200  # at-least-once: a second delivery
+    assert counts(engine) == {"articles": 1, "items": 1, "quality": 0, "documents": 1, "snapshots": 1}
+    assert site.requested("/articles/solar-cells") == 1

@@ -205,3 +205,18 @@ def test_tls_verifies_the_url_host_name_although_the_connection_goes_to_the_pinn
     # robots.txt is the first request to evil.test; it fails verification, so the host is robots-unknown.
     assert evil.outcome is FetchOutcome.ROBOTS_UNKNOWN and "CERTIFICATE_VERIFY_FAILED" in evil.reason
     assert site.paths() == ["/robots.txt", "/"]  # nothing was asked over the mismatched connection
+
+
+def test_an_unreachable_checked_address_falls_back_to_the_next_checked_one(site: TestSite) -> None:
+    calls: list[str] = []
+
+    def two_answers(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return ["127.0.0.2", "127.0.0.1"]  # nothing listens on 127.0.0.2: the connection is refused
+
+    with Fetcher(_settings("127.0.0.0/8"), resolver=two_answers) as fetcher:
+        result = fetcher.fetch(f"http://two.test:{site.port}/")
+    assert result.outcome is FetchOutcome.FETCHED
+    assert calls == ["two.test"]
+    assert site.paths() == ["/robots.txt", "/"]
+    assert {r.client for r in site.log} == {"127.0.0.1"}

@@ -12,7 +12,7 @@ import pytest
 
 from gleaner.config import Settings, parse_networks
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import FetchOutcome, FetchRequest
+from gleaner.fetch.types import FetchOutcome
 from gleaner.testsite import Page, TestSite
 
 HTML = "text/html; charset=utf-8"
@@ -241,3 +241,40 @@ def test_a_budget_spent_before_robots_is_read_is_exhausted_not_robots_unknown() 
     assert site.paths() == ["/robots.txt"]
     assert nothing_left.outcome is FetchOutcome.EXHAUSTED
     assert other.paths() == []
+
+
+def test_headers_dripped_one_byte_at_a_time_are_cut_off_at_the_total_deadline() -> None:
+    def drip_headers(h: BaseHTTPRequestHandler) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + b"X-Pad: " + b"p" * 200 + b"\r\n\r\n"
+        try:
+            for byte in head:
+                h.wfile.write(bytes([byte]))
+                h.wfile.flush()
+                time.sleep(0.02)  # 250 bytes: 5 s in all, every single read well inside any read timeout
+        except OSError:
+            return
+
+    with _site(slow_head=Page("", handler=drip_headers)) as site, Fetcher(_settings(fetch_timeout=0.5)) as fetcher:
+        started = time.monotonic()
+        result = fetcher.fetch(site.url + "/slow-head")
+        took = time.monotonic() - started
+    assert result.outcome is FetchOutcome.UNAVAILABLE and "timeout before the response" in result.reason
+    assert took < 2.0
+    assert site.paths() == ["/robots.txt", "/slow-head"]
+
+
+def test_a_corrupt_gzip_body_is_refused_content() -> None:
+    with _site(corrupt=_raw(b"\x1f\x8b\x08\x00garbage-not-gzip" * 10, headers={"Content-Encoding": "gzip"})) as site, \
+            Fetcher(_settings()) as fetcher:
+        result = fetcher.fetch(site.url + "/corrupt")
+    assert result.outcome is FetchOutcome.REFUSED_CONTENT and "corrupt gzip" in result.reason
+    assert site.requested("/corrupt") == 1
+
+
+def test_stacked_content_codings_are_refused_content() -> None:
+    twice = gzip.compress(gzip.compress(b"<html>twice</html>"))
+    with _site(twice=_raw(twice, headers={"Content-Encoding": "gzip, gzip"})) as site, \
+            Fetcher(_settings()) as fetcher:
+        result = fetcher.fetch(site.url + "/twice")
+    assert result.outcome is FetchOutcome.REFUSED_CONTENT
+    assert site.requested("/twice") == 1

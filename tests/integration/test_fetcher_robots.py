@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from http.server import BaseHTTPRequestHandler
 
@@ -168,5 +169,28 @@ def test_crawl_delay_spaces_requests_to_the_host() -> None:
     assert all(r.outcome is FetchOutcome.FETCHED for r in results)
     times = [r.at for r in site.log]
     assert len(times) == 4
-    gaps = [b - a for a, b in zip(times[1:], times[2:], strict=False)]  # between page requests
+    gaps = [b - a for a, b in itertools.pairwise(times[1:])]  # between page requests
     assert all(gap >= 0.35 for gap in gaps), gaps
+
+
+def test_a_redirect_to_another_origin_reads_that_origins_robots_first() -> None:
+    other_pages = {"/robots.txt": _robots("User-agent: gleaner\nDisallow: /page\n"),
+                   "/page": Page("<html>other</html>"), "/open": Page("<html>open</html>")}
+    with TestSite(other_pages, max_seconds=30) as other, TestSite(_pages(None), max_seconds=30) as site:
+        for name, target in (("/to-page", "/page"), ("/to-open", "/open")):
+            location = other.url + target
+
+            def handler(h: BaseHTTPRequestHandler, location: str = location) -> None:
+                h.send_response(301)
+                h.send_header("Location", location)
+                h.send_header("Content-Length", "0")
+                h.end_headers()
+
+            site.pages[name] = Page("", handler=handler)
+        with Fetcher(_settings()) as fetcher:
+            denied = fetcher.fetch(site.url + "/to-page")
+            allowed = fetcher.fetch(site.url + "/to-open")
+    assert denied.outcome is FetchOutcome.ROBOTS_DENIED and "redirect target" in denied.reason
+    assert allowed.outcome is FetchOutcome.FETCHED and allowed.final_url == other.url + "/open"
+    assert site.paths() == ["/robots.txt", "/to-page", "/to-open"]
+    assert other.paths() == ["/robots.txt", "/open"]

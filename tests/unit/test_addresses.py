@@ -57,11 +57,11 @@ def test_the_address_book_resolves_each_host_once_and_checks_every_answer() -> N
         return ["93.184.216.34", "10.0.0.1"] if host == "mixed.test" else ["93.184.216.34"]
 
     book = AddressBook(resolver, ())
-    with pytest.raises(AddressRefused, match="10.0.0.1"):
+    with pytest.raises(AddressRefused, match=r"10\.0\.0\.1"):
         book.pin("mixed.test", 80)
     with pytest.raises(AddressRefused):
         book.pin("mixed.test", 80)  # the refusal is remembered, not looked up again
-    assert str(book.pin("public.test", 443)) == "93.184.216.34"
-    assert str(book.pin("PUBLIC.test", 443)) == "93.184.216.34"
+    assert [str(a) for a in book.pin("public.test", 443)] == ["93.184.216.34"]
+    assert [str(a) for a in book.pin("PUBLIC.test", 443)] == ["93.184.216.34"]
     assert calls == ["mixed.test", "public.test"]
-    assert book.pinned("never-checked.test", 80) is None
+    assert book.pinned("never-checked.test", 80) == ()

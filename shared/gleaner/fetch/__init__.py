@@ -1,0 +1,14 @@
+"""Fetching safely and politely: every request Gleaner makes goes through :class:`fetcher.Fetcher`.
+
+Modules, one concern each:
+
+* ``fetcher``   — the orchestration: robots first, address policy, politeness, budget, redirects, outcomes
+* ``addresses`` — which URLs and IP addresses may be reached; resolve-once pins
+* ``transport`` — the httpx transport that connects only to pinned addresses, within a total deadline
+* ``robots``    — RFC 9309 parsing and matching (pure)
+* ``body``      — reading a body under wire and decoded caps (pure)
+* ``budget``    — the run's budget of requests, bytes and time
+* ``types``     — FetchRequest, FetchResult and the FetchOutcome every URL ends with
+
+The operator-facing guarantees and settings are in ``infra/docs/fetcher.md``.
+"""

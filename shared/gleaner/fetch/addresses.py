@@ -7,7 +7,8 @@ explicitly, IPv6 must lie in global unicast 2000::/3, and IPv4 embedded in IPv6
 A URL is checked on the form the HTTP client (httpx) parses, because parsers
 disagree (FACTS.md: backslashes, userinfo). Its host is then resolved once by
 :class:`AddressBook`; every address must pass :func:`is_allowed`, and the first
-one is *pinned*: the transport connects to it and never looks the name up again,
+checked answers are *pinned*: the transport connects to them (in the resolver's
+order, the next one only if the previous cannot be reached) and never looks the name up again,
 so DNS rebinding between check and connect cannot work.
 """
 
@@ -174,12 +175,12 @@ class AddressBook:
     def __init__(self, resolver: Resolver, allow: tuple[IPNetwork, ...]) -> None:
         self._resolver = resolver
         self._allow = allow
-        self._pins: dict[tuple[str, int], IPAddress | str] = {}
+        self._pins: dict[tuple[str, int], tuple[IPAddress, ...] | str] = {}
         self._locks: dict[tuple[str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def pin(self, host: str, port: int) -> IPAddress:
-        """The checked address for host:port (resolving on first use); AddressRefused otherwise."""
+    def pin(self, host: str, port: int) -> tuple[IPAddress, ...]:
+        """The checked addresses for host:port (resolving on first use); AddressRefused otherwise."""
         key = (host.lower(), port)
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
@@ -191,13 +192,13 @@ class AddressBook:
             raise AddressRefused(pinned)
         return pinned
 
-    def pinned(self, host: str, port: int) -> IPAddress | None:
-        """The address already checked for host:port, or None: the transport never resolves."""
+    def pinned(self, host: str, port: int) -> tuple[IPAddress, ...]:
+        """The addresses already checked for host:port, or none: the transport never resolves."""
         with self._lock:
             value = self._pins.get((host.lower(), port))
-        return None if value is None or isinstance(value, str) else value
+        return () if value is None or isinstance(value, str) else value
 
-    def _check(self, host: str, port: int) -> IPAddress | str:
+    def _check(self, host: str, port: int) -> tuple[IPAddress, ...] | str:
         literal = parse_address(host.strip("[]"))
         if literal is not None:
             answers = [str(literal)]
@@ -216,4 +217,4 @@ class AddressBook:
             checked.append(address)
         if not checked:
             return f"{host} has no addresses"
-        return checked[0]
+        return tuple(dict.fromkeys(checked))  # getaddrinfo repeats an address per socket type

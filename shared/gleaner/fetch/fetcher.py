@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
@@ -74,10 +75,10 @@ _BACKOFF = frozenset({429, 503})
 class _NoCookies(http.cookiejar.DefaultCookiePolicy):
     """A cookie policy that stores and returns nothing: Gleaner never sends cookies."""
 
-    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
         return False
 
-    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
         return False
 
 
@@ -99,7 +100,8 @@ class Fetcher:
     address policy still decides, but an injected transport does its own connecting). ``resolver``
     replaces getaddrinfo (tests that need a name to answer something chosen). ``budget`` is the
     run's budget (by default one built from the settings); ``host_politeness`` gives per-host
-    overrides of delay and concurrency; ``verify`` is the TLS trust (default: the system's CAs).
+    overrides of delay and concurrency; ``robots_cache`` is the run's robots decisions by origin
+    (shared between the fetchers of one run); ``verify`` is the TLS trust (default: the system's CAs).
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class Fetcher:
         respect_robots: bool = True,
         budget: RunBudget | None = None,
         host_politeness: HostPoliteness | None = None,
+        robots_cache: dict[str, RobotsRules] | None = None,
         verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.settings = settings
@@ -132,7 +135,8 @@ class Fetcher:
             headers={"User-Agent": settings.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         )
         self._hosts: dict[str, _HostState] = {}
-        self._robots: dict[str, RobotsRules] = {}
+        # Shared by the fetchers of one run in one process, so robots.txt is read once per host per run.
+        self._robots: dict[str, RobotsRules] = {} if robots_cache is None else robots_cache
         self._robots_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -192,10 +196,10 @@ class Fetcher:
                 rules = self._load_robots(origin)
                 if not rules.exhausted:  # a spent budget is not the site's answer: never cached
                     self._robots[origin] = rules
-                    if rules.crawl_delay:
-                        host = self._host(parts.hostname or "")
-                        host.crawl_delay = max(host.crawl_delay, rules.crawl_delay)
-            return rules
+        if rules.crawl_delay:
+            host = self._host(parts.hostname or "")
+            host.crawl_delay = max(host.crawl_delay, rules.crawl_delay)
+        return rules
 
     # -- robots, redirects --------------------------------------------------------------------
 
@@ -419,18 +423,10 @@ class Fetcher:
         if reason is not None:
             raise BodyRefused("budget", reason)
 
-    def _deadline(self, at: float) -> object:
+    def _deadline(self, at: float) -> AbstractContextManager[None]:
         if self._pinned is not None:
             return self._pinned.deadline(at)
-        return _NullContext()
-
-
-class _NullContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+        return nullcontext()  # an injected transport: the deadline is checked between chunks only
 
 
 def _elapsed(result: FetchResult, started: float) -> FetchResult:

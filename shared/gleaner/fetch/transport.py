@@ -77,18 +77,26 @@ class PinnedBackend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        address = self._book.pinned(host, port)
-        if address is None:
+        addresses = self._book.pinned(host, port)
+        if not addresses:
             # Fail closed: nothing reaches a socket without having passed the address policy.
             raise httpcore.ConnectError(f"{host}:{port} was not checked by the address policy")
-        at = self._deadline.at
-        if at is not None:
-            left = at - time.monotonic()
-            if left <= 0:
-                raise httpcore.ConnectTimeout("the fetch deadline passed")
-            timeout = left if timeout is None else min(timeout, left)
-        stream = self._inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream, self._deadline)
+        failure: Exception | None = None
+        for address in addresses:  # every one of them was checked; the next only if one is unreachable
+            at = self._deadline.at
+            if at is not None:
+                left = at - time.monotonic()
+                if left <= 0:
+                    raise httpcore.ConnectTimeout("the fetch deadline passed")
+                timeout = left if timeout is None else min(timeout, left)
+            try:
+                stream = self._inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                failure = exc
+                continue
+            return _DeadlineStream(stream, self._deadline)
+        assert failure is not None
+        raise failure
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:

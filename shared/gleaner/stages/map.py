@@ -112,7 +112,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
-    with deps.new_fetcher() as fetcher:
+    with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
@@ -238,6 +238,7 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 queue.append((link, depth + 1))
         if found.full:
             return  # the limit is reached: discovery is done
+
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:

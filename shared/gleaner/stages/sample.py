@@ -20,6 +20,7 @@ from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
+from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, ScrapeBatch
@@ -60,7 +61,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             decisions[page.document_id] = _decision(page, verdict)
         else:
             sections.setdefault(section_of(page.path), []).append(page)
-    with deps.new_fetcher() as fetcher:
+    with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
             sample, verdict, uri, error = _sample_section(deps, fetcher, message, members, exclude)
             for page in members:
@@ -116,6 +117,12 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
     errors: list[str] = []
     for sample in candidates[:SAMPLE_ATTEMPTS]:
         result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
+        if result.outcome is FetchOutcome.EXHAUSTED:
+            # The run's budget ran out: that says nothing about the section. Include its pages so the
+            # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
+            verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
+                                   0.5, content_kind="unsampled")
+            return None, verdict, None, f"{result.outcome}: {result.reason}"
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
             facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                               content_type=result.content_type, fetch_outcome=str(result.outcome))

@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from gleaner.app import Deps
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import Extracted
+from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
@@ -45,7 +46,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     ]
     records: list[FetchRecord] = []
     pending: list[tuple[RunPage, FetchResult, Future[Extracted]]] = []
-    with deps.new_fetcher() as fetcher:
+    with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in fetcher.fetch_many(requests):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:

@@ -136,6 +136,33 @@ class MetadataStore:
             ).first()
         return (row[0], row[1]) if row else (None, None)
 
+    def host_politeness_for(self, host: str) -> tuple[float | None, int | None]:
+        """The strictest delay and concurrency any tenant configured for a host (it is one server)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT max(host_delay_seconds), min(host_concurrency) FROM knowledge.source_hosts"
+                    " WHERE host = :h"
+                ),
+                {"h": host},
+            ).first()
+        return (row[0], row[1]) if row else (None, None)
+
+    def run_spent(self, run_id: str) -> tuple[int, int, float]:
+        """What a run has used of its budget: (page fetches, body bytes, seconds since it started)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+                    "   AND fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'),"
+                    " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
+                    " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
+                    " FROM knowledge.crawl_runs WHERE id = :r"
+                ),
+                {"r": run_id},
+            ).first()
+        return (int(row[0]), int(row[1]), float(row[2])) if row else (0, 0, 0.0)
+
     def create_run(self, run_id: str, site: str, source_host_id: str, target_url: str, options: dict[str, Any],
                    mode: str, triggered_by: str) -> bool:
         """True if this call created the run; False if it existed (a redelivered request)."""
