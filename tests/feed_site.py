@@ -97,7 +97,8 @@ BOMB = ("<?xml version='1.0'?><!DOCTYPE rss [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b 
 class Flaky:
     """A page that answers 500 for its first ``failures`` requests, then the real page.
 
-    (500, not 503: the fetcher itself retries a 503 with backoff, which would hide the failure.)"""
+    (500, not 503: the fetcher retries a 503 once after a pause, as a polite crawler should.)
+    """
 
     def __init__(self, page: Page, failures: int) -> None:
         self.page = page

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gleaner.extract.pool import ExtractPool
     from gleaner.fetch.budget import Spent
     from gleaner.fetch.fetcher import Fetcher
+    from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
     from gleaner.store.blobs import BlobStore
     from gleaner.store.metadata import MetadataStore
@@ -119,7 +120,14 @@ class Deps:
                     self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher
 
-        return Fetcher(settings, budget=budget, host_politeness=self._host_politeness, robots_cache=robots)
+        return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots)
+
+    @cached_property
+    def host_table(self) -> HostTable:
+        """Per-host politeness shared by every fetcher of this process (concurrent stages take turns)."""
+        from gleaner.fetch.politeness import HostTable
+
+        return HostTable(self._host_politeness)
 
     def _host_politeness(self, host: str) -> tuple[float | None, int | None]:
         try:

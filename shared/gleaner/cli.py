@@ -308,47 +308,6 @@ def show_cmd(url: str, raw: bool, as_json: bool) -> None:
     click.echo(body, nl=False)
 
 
-@main.command("verify")
-@click.argument("url")
-@click.argument("quote")
-@click.option("--json", "as_json", is_flag=True)
-@_guard
-def verify_cmd(url: str, quote: str, as_json: bool) -> None:
-    """Check that QUOTE occurs verbatim in URL's stored text; print the byte span that holds it.
-
-    Exits 0 when the current version holds the quote, 3 when only an earlier version did (drift),
-    4 when no stored version does.
-    """
-    from gleaner.provenance.citations import locate
-    from gleaner.urls import canonicalize
-
-    canonical = canonicalize(url)
-    with _deps(_settings()) as deps:
-        doc = deps.metadata.document_by_url(canonical)
-        if doc is None:
-            _fail(f"no document for {canonical}")
-            return
-        answer: dict[str, Any] = {"url": canonical, "verified": False, "drifted": False}
-        for version, snapshot_id, text_hash, current in deps.metadata.texts_of_document(doc["id"]):
-            stored = deps.metadata.canonical_text(text_hash)
-            if stored is None:
-                continue
-            cite = locate(stored[0], quote, stored[1])
-            if cite is not None:
-                kind = stored[1][cite.span_ordinal][2] if cite.span_ordinal is not None else None
-                answer.update(verified=current, drifted=not current, version=version, snapshot_id=snapshot_id,
-                              text_hash=text_hash, start=cite.start, end=cite.end, span_kind=kind, text=cite.text)
-                break
-    if as_json:
-        click.echo(json.dumps(answer))
-    elif answer["verified"] or answer["drifted"]:
-        state = "verified" if answer["verified"] else "drifted: only in an earlier version"
-        click.echo(f"{state}: v{answer['version']} {answer['text_hash']}[{answer['start']}:{answer['end']}]"
-                   f" ({answer['span_kind'] or 'across blocks'})\n{answer['text']}")
-    else:
-        click.echo("not found in any stored version")
-    sys.exit(0 if answer["verified"] else 3 if answer["drifted"] else 4)
-
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8080, show_default=True,
@@ -449,6 +408,48 @@ def refs_walk(full_reprocess: bool, as_json: bool) -> None:
         click.echo(json.dumps(counts))
     else:
         click.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+
+
+@main.command("verify")
+@click.argument("url")
+@click.argument("quote")
+@click.option("--json", "as_json", is_flag=True)
+@_guard
+def verify_cmd(url: str, quote: str, as_json: bool) -> None:
+    """Check that QUOTE occurs verbatim in URL's stored text; print the byte span that holds it.
+
+    Exits 0 when the current version holds the quote, 3 when only an earlier version did (drift),
+    4 when no stored version does.
+    """
+    from gleaner.provenance.citations import locate
+    from gleaner.urls import canonicalize
+
+    canonical = canonicalize(url)
+    with _deps(_settings()) as deps:
+        doc = deps.metadata.document_by_url(canonical)
+        if doc is None:
+            _fail(f"no document for {canonical}")
+            return
+        answer: dict[str, Any] = {"url": canonical, "verified": False, "drifted": False}
+        for version, snapshot_id, text_hash, current in deps.metadata.texts_of_document(doc["id"]):
+            stored = deps.metadata.canonical_text(text_hash)
+            if stored is None:
+                continue
+            cite = locate(stored[0], quote, stored[1])
+            if cite is not None:
+                kind = stored[1][cite.span_ordinal][2] if cite.span_ordinal is not None else None
+                answer.update(verified=current, drifted=not current, version=version, snapshot_id=snapshot_id,
+                              text_hash=text_hash, start=cite.start, end=cite.end, span_kind=kind, text=cite.text)
+                break
+    if as_json:
+        click.echo(json.dumps(answer))
+    elif answer["verified"] or answer["drifted"]:
+        state = "verified" if answer["verified"] else "drifted: only in an earlier version"
+        click.echo(f"{state}: v{answer['version']} {answer['text_hash']}[{answer['start']}:{answer['end']}]"
+                   f" ({answer['span_kind'] or 'across blocks'})\n{answer['text']}")
+    else:
+        click.echo("not found in any stored version")
+    sys.exit(0 if answer["verified"] else 3 if answer["drifted"] else 4)
 
 
 @main.group("db")

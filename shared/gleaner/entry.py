@@ -266,7 +266,7 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
     from gleaner.webhook import WebhookRequest, handle, read_capped
 
-    deps = deps or process_deps()
+    deps = deps if deps is not None else process_deps()
     body, oversized = b"", False
     if request.method in ("POST", "PUT", "PATCH"):
         body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
@@ -274,5 +274,6 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
         body=body, query=request.args.to_dict(), oversized=oversized,
     ), deps)
-    _drain_if_local(deps)  # no Pub/Sub under plain functions-framework: land what was accepted now
-    return json.dumps(answer, default=str), status, {"Content-Type": "application/json"}
+    if status == 202:
+        _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
+    return _json_response(answer, status)

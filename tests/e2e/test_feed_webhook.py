@@ -16,7 +16,7 @@ import functions_framework
 import pytest
 import sqlalchemy as sa
 
-from gleaner.app import reset_process_deps
+from gleaner import app as gleaner_app
 from gleaner.config import Settings
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
 from gleaner.store.db import create_engine
@@ -45,7 +45,10 @@ def engine(database_url: str) -> Iterator[sa.Engine]:
 
 @pytest.fixture
 def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """Factory: the ingest function's app under functions-framework, configured by its environment."""
+    """Factory: the ingest function's app under functions-framework, configured by its environment.
+
+    Each call starts a new "process": the per-process Deps are rebuilt from the environment.
+    """
 
     def factory(allow_networks: str | None = "127.0.0.0/8", **env: str) -> Any:
         monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
@@ -61,12 +64,12 @@ def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Pa
             monkeypatch.setenv("GLEANER_ALLOW_NETWORKS", allow_networks)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        reset_process_deps()  # the function's per-process Deps must see this test's environment
+        gleaner_app.reset_process_deps()
         app = functions_framework.create_app(target="on_http", source=str(ROOT / "functions/ingest/main.py"))
         return app.test_client()
 
     yield factory
-    reset_process_deps()
+    gleaner_app.reset_process_deps()
 
 
 def article(site: TestSite, path: str, workspace: str = "ws-1", **over: Any) -> dict[str, Any]:

@@ -135,3 +135,10 @@ def test_a_raw_pubsub_push_is_converted_to_the_same_cloud_event(function_env):
     push = {"subscription": "projects/p/subscriptions/s",
             "message": {"data": base64.b64encode(b"garbage").decode(), "messageId": "7", "attributes": {}}}
     assert client("snapshot", "on_event").post("/", json=push).status_code == 200
+
+
+def test_the_feed_webhook_is_served_by_the_ingest_function(function_env):
+    # The webhook's behaviour is covered in test_feed_webhook.py; here: it is wired and bearer-gated.
+    ingest = client("ingest", "on_http")
+    assert ingest.post("/", json={}).status_code == 401
+    assert ingest.post("/", json={}, headers={"Authorization": f"Bearer {SECRET}"}).status_code == 202

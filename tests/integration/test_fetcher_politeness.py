@@ -213,3 +213,21 @@ def test_text_is_decoded_by_the_declared_or_sniffed_charset() -> None:
     assert "caf\u00e9 \u20ac" in declared.text()
     assert "caf\u00e9 \u20ac" in sniffed.text()
     assert site.paths() == ["/robots.txt", "/declared", "/sniffed"]
+
+
+def test_fetchers_sharing_the_process_host_table_take_turns_on_a_host() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gleaner.fetch.politeness import HostTable
+
+    table = HostTable()
+    with _slow_site(6) as site, Fetcher(_settings(), hosts=table) as first, Fetcher(_settings(), hosts=table) as second:
+        def run(fetcher: Fetcher, paths: range) -> list[FetchOutcome]:
+            return [r.outcome for r in fetcher.fetch_many(FetchRequest(site.url + f"/s{i}") for i in paths)]
+
+        with ThreadPoolExecutor(2) as pool:
+            both = [pool.submit(run, first, range(0, 3)), pool.submit(run, second, range(3, 6))]
+            outcomes = [outcome for future in both for outcome in future.result()]
+    assert outcomes == [FetchOutcome.FETCHED] * 6
+    assert site.max_active == 1  # two stages at once, still one request at a time on the host
+    assert site.requested("/robots.txt") == 2  # each fetcher here reads robots (no shared run cache given)

@@ -8,6 +8,7 @@ Modules, one concern each:
 * ``robots``    — RFC 9309 parsing and matching (pure)
 * ``body``      — reading a body under wire and decoded caps (pure)
 * ``budget``    — the run's budget of requests, bytes and time
+* ``politeness`` — per-host concurrency slots and delays, shared by a process's fetchers
 * ``types``     — FetchRequest, FetchResult and the FetchOutcome every URL ends with
 
 The operator-facing guarantees and settings are in ``infra/docs/fetcher.md``.

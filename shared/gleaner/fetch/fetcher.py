@@ -27,10 +27,10 @@ import http.cookiejar
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -41,6 +41,7 @@ from gleaner.errors import InvalidInput
 from gleaner.fetch.addresses import AddressBook, AddressRefused, Resolver, UrlRefused, check_url, system_resolver
 from gleaner.fetch.body import ACCEPT_ENCODING, BodyRefused, coding_of, read_body
 from gleaner.fetch.budget import RunBudget, Spent
+from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable
 from gleaner.fetch.robots import RobotsRules
 from gleaner.fetch.transport import PinnedTransport
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
@@ -48,8 +49,6 @@ from gleaner.urls import absolutize, fetchable
 
 __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
 
-# (delay seconds, concurrency) an operator configured for a host (source_hosts), None = the default.
-HostPoliteness = Callable[[str], tuple[float | None, int | None]]
 
 _KIND_TYPES: dict[ContentKind, tuple[str, ...]] = {
     ContentKind.HTML: ("text/html", "application/xhtml+xml"),
@@ -82,26 +81,17 @@ class _NoCookies(http.cookiejar.DefaultCookiePolicy):
         return False
 
 
-@dataclass(slots=True)
-class _HostState:
-    """Politeness for one host name: a concurrency slot, the earliest next request, the delay."""
-
-    slots: threading.Semaphore
-    delay: float
-    concurrency: int
-    next_at: float = 0.0
-    crawl_delay: float = 0.0
-
-
 class Fetcher:
-    """Polite, safe HTTP fetching. One instance per run or batch: robots, DNS pins and host state live on it.
+    """Polite, safe HTTP fetching. One instance per stage of a run: DNS pins and the budget live on it.
 
     ``transport`` replaces the pinned network transport (tests of pure HTTP behaviour only: the
     address policy still decides, but an injected transport does its own connecting). ``resolver``
     replaces getaddrinfo (tests that need a name to answer something chosen). ``budget`` is the
     run's budget (by default one built from the settings); ``host_politeness`` gives per-host
     overrides of delay and concurrency; ``robots_cache`` is the run's robots decisions by origin
-    (shared between the fetchers of one run); ``verify`` is the TLS trust (default: the system's CAs).
+    (shared between the fetchers of one run); ``hosts`` is the process's per-host politeness state
+    (shared by every fetcher, so concurrent stages take turns on a host; it carries its own
+    ``host_politeness``); ``verify`` is the TLS trust (default: the system's CAs).
     """
 
     def __init__(
@@ -114,6 +104,7 @@ class Fetcher:
         budget: RunBudget | None = None,
         host_politeness: HostPoliteness | None = None,
         robots_cache: dict[str, RobotsRules] | None = None,
+        hosts: HostTable | None = None,
         verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.settings = settings
@@ -125,7 +116,6 @@ class Fetcher:
         self._respect_robots = respect_robots
         self.budget = budget or RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
                                           max_seconds=settings.run_max_seconds)
-        self._host_politeness = host_politeness
         self._client = httpx.Client(
             transport=transport,
             follow_redirects=False,
@@ -134,7 +124,7 @@ class Fetcher:
             cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
             headers={"User-Agent": settings.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         )
-        self._hosts: dict[str, _HostState] = {}
+        self._hosts = hosts if hosts is not None else HostTable(host_politeness)
         # Shared by the fetchers of one run in one process, so robots.txt is read once per host per run.
         self._robots: dict[str, RobotsRules] = {} if robots_cache is None else robots_cache
         self._robots_locks: dict[str, threading.Lock] = {}
@@ -271,19 +261,9 @@ class Fetcher:
 
     # -- one exchange: address policy, politeness, budget, backoff ------------------------------
 
-    def _host(self, hostname: str) -> _HostState:
-        hostname = hostname.lower()
-        with self._lock:
-            state = self._hosts.get(hostname)
-            if state is None:
-                delay, concurrency = (None, None)
-                if self._host_politeness is not None:
-                    delay, concurrency = self._host_politeness(hostname)
-                delay = self.settings.host_delay if delay is None else max(0.0, float(delay))
-                concurrency = self.settings.host_concurrency if not concurrency else max(1, int(concurrency))
-                state = _HostState(threading.Semaphore(concurrency), delay, concurrency)
-                self._hosts[hostname] = state
-            return state
+    def _host(self, hostname: str) -> HostState:
+        return self._hosts.get(hostname, default_delay=self.settings.host_delay,
+                               default_concurrency=self.settings.host_concurrency)
 
     def _admit(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
         """The address policy for one hop: None if the URL may be requested, else the refusal.

@@ -240,7 +240,6 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             return  # the limit is reached: discovery is done
 
 
-
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
     """Each feed's entry links become documents (same host as the run, include globs apply)."""
     for url in feeds[:MAX_FEEDS]:

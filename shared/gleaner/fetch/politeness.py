@@ -1,0 +1,48 @@
+"""Per-host politeness state: a concurrency slot, the earliest next request, the delay to keep.
+
+One :class:`HostTable` is shared by every fetcher a process builds (the composition root keeps
+it), so two stages or two runs fetching from one host at once still take turns: politeness is a
+property of the server, not of a run. Across processes (several function instances) each keeps
+its own table.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# (delay seconds, concurrency) an operator configured for a host (source_hosts); None = the default.
+HostPoliteness = Callable[[str], tuple[float | None, int | None]]
+
+
+@dataclass(slots=True)
+class HostState:
+    """Politeness for one host name."""
+
+    slots: threading.Semaphore
+    delay: float
+    concurrency: int
+    next_at: float = 0.0  # time.monotonic() before which no request may start
+    crawl_delay: float = 0.0  # the largest Crawl-delay robots.txt asked for
+
+
+class HostTable:
+    """Host name -> :class:`HostState`, created on first sight from the operator's settings."""
+
+    def __init__(self, politeness: HostPoliteness | None = None) -> None:
+        self._politeness = politeness
+        self._hosts: dict[str, HostState] = {}
+        self._lock = threading.Lock()
+
+    def get(self, hostname: str, *, default_delay: float, default_concurrency: int) -> HostState:
+        hostname = hostname.lower()
+        with self._lock:
+            state = self._hosts.get(hostname)
+            if state is None:
+                delay, concurrency = self._politeness(hostname) if self._politeness is not None else (None, None)
+                delay = default_delay if delay is None else max(0.0, float(delay))
+                concurrency = default_concurrency if not concurrency else max(1, int(concurrency))
+                state = HostState(threading.Semaphore(concurrency), delay, concurrency)
+                self._hosts[hostname] = state
+            return state
