@@ -409,3 +409,25 @@ def test_retrieval_ranks_references_and_returns_one_verbatim(make_client, site, 
     assert client.get("/refs/" + reference_item_id("http://nowhere.test/"), headers=AUTH).status_code == 404
     assert client.get("/refs/not-a-uuid", headers=AUTH).status_code == 400
     assert client.get("/refs", headers=AUTH).status_code == 400
+
+
+def test_the_articles_accepted_event_target_lands_rows_once_however_often_delivered(make_client, site, engine):
+    """Deployed, the webhook publishes to Pub/Sub and on_articles (the articles-accepted trigger) lands."""
+    import base64
+
+    from gleaner.messages import ArticlesAccepted, encode
+    from gleaner.store.references import ReferenceStore
+    from gleaner.webhook import parse_article
+
+    make_client()  # sets the function's environment
+    row = parse_article(article(site, "/articles/solar-cells"))
+    (row_id,) = ReferenceStore(engine).record_articles([row])
+    events = functions_framework.create_app(target="on_articles",
+                                            source=str(ROOT / "functions/ingest/main.py")).test_client()
+    push = {"subscription": "projects/p/subscriptions/articles",
+            "message": {"data": base64.b64encode(encode(ArticlesAccepted(article_ids=(row_id,)))).decode(),
+                        "messageId": "1", "attributes": {}}}
+    assert events.post("/", json=push).status_code == 200
+    assert events.post("/", json=push).status_code == 200  # at-least-once: a second delivery
+    assert counts(engine) == {"articles": 1, "items": 1, "quality": 0, "documents": 1, "snapshots": 1}
+    assert site.requested("/articles/solar-cells") == 1
