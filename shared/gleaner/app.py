@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ class Deps:
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _robots_by_run: dict[str, dict[str, RobotsRules]] = field(default_factory=dict, repr=False)
+    _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def engine(self) -> Engine:
@@ -99,10 +99,10 @@ class Deps:
     def new_fetcher(self, *, run_id: str | None = None, spent: Spent | None = None, **overrides: Any) -> Fetcher:
         """A fresh fetcher (DNS pins, host state) for one stage of a run.
 
-        ``run_id`` shares robots.txt decisions between the run's fetchers in this process (read once
-        per host per run); ``spent`` is what the run already used of its budget (requests, bytes,
-        seconds since it started), so the budget is per run. Per-host delay and concurrency come
-        from ``knowledge.source_hosts``.
+        ``run_id`` shares robots.txt decisions between all the run's fetchers, in this process and
+        in every other one through PostgreSQL (read once per host per run); ``spent`` is what the
+        run already used of its budget (requests, bytes, seconds since it started), so the budget is
+        per run. Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
         settings = self.settings.with_(**overrides) if overrides else self.settings
         if self.fetcher_factory is not None:
@@ -114,8 +114,12 @@ class Deps:
                            max_seconds=settings.run_max_seconds, spent=spent or _Spent())
         robots = None
         if run_id is not None:
+            from gleaner.store.runrobots import RunRobots
+
             with self._lock:
-                robots = self._robots_by_run.setdefault(run_id, {})
+                robots = self._robots_by_run.get(run_id)
+                if robots is None:
+                    robots = self._robots_by_run[run_id] = RunRobots(self.metadata, run_id)
                 while len(self._robots_by_run) > 32:  # a long-lived function instance sees many runs
                     self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher

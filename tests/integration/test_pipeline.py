@@ -215,3 +215,28 @@ def test_a_scrape_task_redelivered_after_a_lost_hand_off_announces_its_pages_aga
         assert len(site.log) == requests_before  # nothing fetched twice
     final = deps.metadata.run_summary(summary["run_id"])
     assert final["status"] == "finished" and final["snapshots"]["new"] == 13
+
+
+def test_robots_txt_is_read_once_per_host_per_run_even_across_processes(make_deps):
+    """Two Deps on one database stand for two Cloud Functions instances serving one run's stages."""
+    from gleaner.messages import ScrapeBatch
+
+    first, second = make_deps(), make_deps()
+    batches: list[ScrapeBatch] = []
+    with demo_site() as site:
+        request = new_request(site.url + "/", site_domain=SITE)
+        from gleaner.stages import wire
+
+        wire(first.bus, first)
+        first.bus.handlers[ScrapeBatch.topic] = [batches.append]  # the scrape tasks go elsewhere
+        dispatch(request, first)
+        first.bus.drain()
+        assert site.requested("/robots.txt") == 1 and batches
+        wire(second.bus, second)
+        for batch in batches:  # another instance scrapes, snapshots and ingests
+            dispatch(batch, second)
+        second.bus.drain()
+        assert site.requested("/robots.txt") == 1
+        assert site.requested("/private/roadmap") == 0
+    summary = second.metadata.run_summary(request.run_id)
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == 13

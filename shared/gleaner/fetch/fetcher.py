@@ -27,7 +27,7 @@ import http.cookiejar
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, MutableMapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -103,7 +103,7 @@ class Fetcher:
         respect_robots: bool = True,
         budget: RunBudget | None = None,
         host_politeness: HostPoliteness | None = None,
-        robots_cache: dict[str, RobotsRules] | None = None,
+        robots_cache: MutableMapping[str, RobotsRules] | None = None,
         hosts: HostTable | None = None,
         verify: ssl.SSLContext | bool = True,
     ) -> None:
@@ -126,7 +126,7 @@ class Fetcher:
         )
         self._hosts = hosts if hosts is not None else HostTable(host_politeness)
         # Shared by the fetchers of one run in one process, so robots.txt is read once per host per run.
-        self._robots: dict[str, RobotsRules] = {} if robots_cache is None else robots_cache
+        self._robots: MutableMapping[str, RobotsRules] = {} if robots_cache is None else robots_cache
         self._robots_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 

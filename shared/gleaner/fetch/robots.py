@@ -221,11 +221,14 @@ class RobotsRules:
     policy: RobotsPolicy = field(default_factory=RobotsPolicy, repr=False)
     # The run's budget ran out before robots.txt could be read: not the site's answer, never cached.
     exhausted: bool = False
+    # The bytes the rules were parsed from, so another process of the run can rebuild the same rules.
+    body: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, body: bytes, token: str = ROBOTS_TOKEN) -> RobotsRules:
         policy = parse_robots(decode_robots(body), token)
-        return cls(state="rules", sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy)
+        return cls(state="rules", sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy,
+                   body=body)
 
     @classmethod
     def allow_all(cls, reason: str = "") -> RobotsRules:

@@ -168,6 +168,28 @@ class MetadataStore:
             ).first()
         return (int(row[0]), int(row[1]), float(row[2])) if row else (0, 0, 0.0)
 
+    def run_robots(self, run_id: str, origin: str) -> tuple[str, str, bytes | None] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text("SELECT state, reason, body FROM knowledge.crawl_run_robots WHERE run_id = :r AND origin = :o"),
+                {"r": run_id, "o": origin},
+            ).first()
+        return (str(row[0]), str(row[1]), bytes(row[2]) if row[2] is not None else None) if row else None
+
+    def save_run_robots(self, run_id: str, origin: str, state: str, reason: str,
+                        body: bytes | None) -> tuple[str, str, bytes | None]:
+        """Store the run's decision for origin unless one exists; return the decision that stands."""
+        with self._tx() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO knowledge.crawl_run_robots (run_id, origin, state, reason, body)"
+                    " VALUES (:r, :o, :s, :why, :b) ON CONFLICT (run_id, origin) DO NOTHING"
+                ),
+                {"r": run_id, "o": origin, "s": state, "why": reason, "b": body},
+            )
+        stored = self.run_robots(run_id, origin)
+        return stored if stored is not None else (state, reason, body)
+
     def create_run(self, run_id: str, site: str, source_host_id: str, target_url: str, options: dict[str, Any],
                    mode: str, triggered_by: str) -> bool:
         """True if this call created the run; False if it existed (a redelivered request)."""
