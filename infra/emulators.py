@@ -199,7 +199,6 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
             "topic": f"projects/{project}/topics/{route.topic}",
             "push_config": push,
             "ack_deadline_seconds": ack_deadline,
-            "enable_message_ordering": True,
             "retry_policy": {"minimum_backoff": duration_pb2.Duration(seconds=int(min_backoff),
                                                                       nanos=int(min_backoff % 1 * 1e9)),
                              "maximum_backoff": duration_pb2.Duration(seconds=int(max_backoff))},
@@ -245,6 +244,8 @@ class Stack:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     max_attempts: int = 5
     min_backoff: float = 1.0
+    max_backoff: float = 10.0
+    ack_deadline: int = 60
     processes: list[Process] = field(default_factory=list)
     urls: dict[tuple[str, str], str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -255,10 +256,15 @@ class Stack:
         self.processes += [pubsub, gcs]
         gcs.start()
         pubsub.start(timeout=90)
+        return self.use_emulators(f"127.0.0.1:{pubsub.port}", f"http://127.0.0.1:{gcs.port}")
+
+    def use_emulators(self, pubsub_host: str, gcs_url: str) -> Stack:
+        """Use emulators that are already running (the tests' session emulators)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.env = {
             "GOOGLE_CLOUD_PROJECT": self.project,
-            "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{pubsub.port}",
-            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{gcs.port}",
+            "PUBSUB_EMULATOR_HOST": pubsub_host,
+            "STORAGE_EMULATOR_HOST": gcs_url,
             "GLEANER_BUS": "gcp",
             "GLEANER_TASKS_BACKEND": "pubsub",
             "GLEANER_BLOB_URL": f"gs://{self.bucket}",
@@ -292,7 +298,7 @@ class Stack:
         for proc in started:  # launched together, awaited together: their imports overlap
             proc.wait_ready(90.0)
         declare(self.project, self.env["PUBSUB_EMULATOR_HOST"], self.urls, max_attempts=self.max_attempts,
-                min_backoff=self.min_backoff)
+                min_backoff=self.min_backoff, max_backoff=self.max_backoff, ack_deadline=self.ack_deadline)
         return self
 
     def stop(self) -> None:
