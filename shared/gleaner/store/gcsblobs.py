@@ -18,10 +18,12 @@ Errors are translated at this boundary::
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from gleaner.config import Settings
 from gleaner.errors import BlobConflict, ConfigError, InvalidInput, RetryableError
+from gleaner.store.blobs import is_run_artefact
 
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, OSError)
 
@@ -57,6 +59,10 @@ class GcsBlobStore:
         from google.api_core import exceptions as gexc
 
         blob = self.bucket.blob(self._name(key))
+        if is_run_artefact(key):
+            # The bucket's lifecycle rule deletes by Custom-Time: a literal matches_prefix cannot say
+            # domains/*/runs/, so run artefacts are stamped and snapshots are not (terraform/storage.tf).
+            blob.custom_time = datetime.now(UTC)
         try:
             blob.upload_from_string(data, content_type=content_type, if_generation_match=0)
         except gexc.PreconditionFailed:
