@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import shutil
 import signal
@@ -179,14 +180,13 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
     from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
     from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
 
-    publisher = pubsub_v1.PublisherClient(transport=PublisherGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
+    publisher = pubsub_v1.PublisherClient(
+        transport=PublisherGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
     subscriber = pubsub_v1.SubscriberClient(
         transport=SubscriberGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
     for topic in topics():
-        try:
+        with contextlib.suppress(gexc.AlreadyExists):
             publisher.create_topic(name=f"projects/{project}/topics/{topic}")
-        except gexc.AlreadyExists:
-            pass
     for route in push_routes():
         url = urls.get((route.stage, route.entry_point))
         if url is None:
@@ -206,17 +206,13 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
         if route.dead_letter:
             request["dead_letter_policy"] = {"dead_letter_topic": f"projects/{project}/topics/{DEAD_LETTER_TOPIC}",
                                              "max_delivery_attempts": max_attempts}
-        try:
+        with contextlib.suppress(gexc.AlreadyExists):
             subscriber.create_subscription(request=request)
-        except gexc.AlreadyExists:
-            pass
     # A pull subscription keeps dead letters for an operator to inspect / replay, as in Terraform.
-    try:
+    with contextlib.suppress(gexc.AlreadyExists):
         subscriber.create_subscription(request={
             "name": f"projects/{project}/subscriptions/{DEAD_LETTER_TOPIC}-hold",
             "topic": f"projects/{project}/topics/{DEAD_LETTER_TOPIC}"})
-    except gexc.AlreadyExists:
-        pass
 
 
 def create_bucket(gcs_url: str, bucket: str, project: str) -> None:
@@ -226,10 +222,8 @@ def create_bucket(gcs_url: str, bucket: str, project: str) -> None:
 
     client = storage.Client(project=project, credentials=AnonymousCredentials(),
                             client_options={"api_endpoint": gcs_url})
-    try:
+    with contextlib.suppress(gexc.Conflict):
         client.create_bucket(bucket)
-    except gexc.Conflict:
-        pass
 
 
 @dataclass

@@ -25,8 +25,8 @@ import hmac
 import json
 import logging
 import uuid
-from dataclasses import fields
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from gleaner.app import Deps, process_deps

@@ -148,7 +148,7 @@ def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) 
 
 
 def _new_publisher(settings: Settings) -> Any:
-    from google.cloud import pubsub_v1
+    import google.cloud.pubsub_v1 as pubsub_v1
 
     batch = pubsub_v1.types.BatchSettings(max_messages=BATCH_MAX_MESSAGES, max_latency=BATCH_MAX_LATENCY)
     options = pubsub_v1.types.PublisherOptions(enable_message_ordering=True)

@@ -75,7 +75,7 @@ def embedded_url(data_dir: Path) -> str:
 def create_engine(settings: Settings) -> Engine:
     """One pooled engine per process."""
     if settings.cloudsql_instance:
-        engine = _cloudsql_engine(settings)
+        engine = cloudsql_engine(settings)
     else:
         url = settings.database_url or embedded_url(settings.data_dir)
         sa_url, connect_args = _pg8000_url(url)
@@ -99,14 +99,20 @@ def _set_role_on_connect(engine: Engine, role: str) -> None:
         dbapi_connection.commit()
 
 
-def _cloudsql_engine(settings: Settings) -> Engine:
+def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
+    """A pooled engine over the Cloud SQL connector (IAM database authentication, pg8000).
+
+    The connector (built here unless given: tests point one at a recording Admin API) is created
+    once with the engine, so certificates and tokens are refreshed once per instance, not per call.
+    """
     try:
         from google.cloud.sql.connector import Connector, IPTypes
     except ImportError as exc:
         raise ConfigError("Cloud SQL needs the 'cloud' extra (cloud-sql-python-connector)") from exc
     if not settings.cloudsql_user:
         raise ConfigError("GLEANER_CLOUDSQL_USER is required with GLEANER_CLOUDSQL_INSTANCE")
-    connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
+    if connector is None:
+        connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
 
     def connect() -> Any:
         return connector.connect(
