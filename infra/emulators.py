@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -301,6 +302,39 @@ class Stack:
         self.processes.clear()
 
 
+def demo_crawl(stack: Stack, database_url: str, timeout: float = 300.0) -> dict[str, Any]:
+    """Serve the demo site, POST one crawl to map's on_http, wait for the run to settle: its summary."""
+    import urllib.request
+
+    from gleaner.config import Settings
+    from gleaner.demo import demo_pages
+    from gleaner.store import db
+    from gleaner.store.metadata import MetadataStore
+    from gleaner.testsite import TestSite
+
+    pages: dict[str, Any] = {}
+    site = TestSite(pages, max_seconds=timeout + 600).start()
+    pages.update(demo_pages(site.url))
+    body = json.dumps({"url": site.url + "/", "site_domain": "demo.test"}).encode()
+    request = urllib.request.Request(stack.urls[("map", "on_http")], data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {stack.webhook_secret}",
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        run_id = json.loads(response.read())["run_id"]
+    print(f"demo site at {site.url}; crawl accepted as run {run_id}", flush=True)
+    engine = db.create_engine(Settings(database_url=database_url))
+    meta = MetadataStore(engine)
+    deadline = time.monotonic() + timeout
+    summary: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        summary = meta.run_summary(run_id)
+        if summary and summary["status"] in ("finished", "partial", "failed"):
+            break
+        time.sleep(0.5)
+    engine.dispose()
+    return summary or {"run_id": run_id, "status": "not settled"}
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -312,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None, help="logs and emulator data (default: a temp dir)")
     parser.add_argument("--allow-networks", default="127.0.0.0/8",
                         help="GLEANER_ALLOW_NETWORKS for the functions (loopback, for the demo site)")
+    parser.add_argument("--demo", action="store_true",
+                        help="also serve the bundled demo site on 127.0.0.1 and send it one crawl")
+    parser.add_argument("--exit-after-demo", action="store_true", help="stop once the demo crawl settled")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "shared"))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gleaner-emulators-"))
@@ -320,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
         from gleaner.store.db import embedded_url
 
         database_url = embedded_url(ROOT / ".gleaner")
+    from gleaner.config import Settings
+    from gleaner.store import db
+
+    engine = db.create_engine(Settings(database_url=database_url))
+    db.ensure_schema(engine)  # once here, rather than by the first function a request reaches
+    engine.dispose()
     stack = Stack(workdir, database_url, extra_env={"GLEANER_ALLOW_NETWORKS": args.allow_networks,
                                                     "GLEANER_DATA_DIR": str(ROOT / ".gleaner")})
     try:
@@ -332,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         map_url = stack.urls[("map", "on_http")]
         print(f"\ncurl -sS -X POST {map_url} -H 'Authorization: Bearer {stack.webhook_secret}' "
               "-d '{\"url\": \"http://127.0.0.1:PORT/\"}'   # then watch the logs; Ctrl-C stops everything")
+        if args.demo:
+            print(json.dumps(demo_crawl(stack, database_url), indent=1), flush=True)
+            if args.exit_after_demo:
+                return 0
         signal.signal(signal.SIGTERM, _interrupt)
         while True:
             time.sleep(3600)
