@@ -75,6 +75,7 @@ class GcpBus:
 
     def publish(self, message: Message, *, ordering_key: str | None = None) -> None:
         from google.api_core import exceptions as gexc
+        from google.cloud.pubsub_v1.publisher.exceptions import PublishToPausedOrderingKeyException
 
         topic = self.topic_path(message.topic)
         key = ordering_key or ""
@@ -82,7 +83,7 @@ class GcpBus:
             future = self.publisher.publish(topic, encode(message), ordering_key=key,
                                             type=type(message).__name__)
             future.result(timeout=self.settings.publish_timeout)
-        except (gexc.GoogleAPIError, TimeoutError, OSError) as exc:
+        except (gexc.GoogleAPIError, PublishToPausedOrderingKeyException, TimeoutError, OSError) as exc:
             if key:
                 # An ordered publish that failed pauses its key until resumed; the redelivered
                 # handler publishes again, so resume now.
