@@ -171,7 +171,7 @@ def test_every_message_published_twice_more_changes_nothing(cloud, crawled):
     tapped: list[Message] = []
     for topic in emulators.topics():
         subscription = f"projects/{cloud.stack.project}/subscriptions/{topic}-tap"
-        tapped += [decode(m.data) for m in pull_all(host, subscription, expect=10_000, timeout=2)]
+        tapped += [decode(m.data) for m in pull_all(host, subscription, expect=10_000, timeout=1.5)]
     kinds = {type(m).__name__ for m in tapped}
     assert kinds == {"CrawlRequested", "CrawlMapped", "ScrapeBatch", "PagesFetched", "SnapshotsWritten"}
     start = cloud.deliveries()
