@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -179,14 +181,13 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
     from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
     from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
 
-    publisher = pubsub_v1.PublisherClient(transport=PublisherGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
+    publisher = pubsub_v1.PublisherClient(
+        transport=PublisherGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
     subscriber = pubsub_v1.SubscriberClient(
         transport=SubscriberGrpcTransport(channel=grpc.insecure_channel(emulator_host)))
     for topic in topics():
-        try:
+        with contextlib.suppress(gexc.AlreadyExists):
             publisher.create_topic(name=f"projects/{project}/topics/{topic}")
-        except gexc.AlreadyExists:
-            pass
     for route in push_routes():
         url = urls.get((route.stage, route.entry_point))
         if url is None:
@@ -199,7 +200,6 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
             "topic": f"projects/{project}/topics/{route.topic}",
             "push_config": push,
             "ack_deadline_seconds": ack_deadline,
-            "enable_message_ordering": True,
             "retry_policy": {"minimum_backoff": duration_pb2.Duration(seconds=int(min_backoff),
                                                                       nanos=int(min_backoff % 1 * 1e9)),
                              "maximum_backoff": duration_pb2.Duration(seconds=int(max_backoff))},
@@ -207,17 +207,13 @@ def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str
         if route.dead_letter:
             request["dead_letter_policy"] = {"dead_letter_topic": f"projects/{project}/topics/{DEAD_LETTER_TOPIC}",
                                              "max_delivery_attempts": max_attempts}
-        try:
+        with contextlib.suppress(gexc.AlreadyExists):
             subscriber.create_subscription(request=request)
-        except gexc.AlreadyExists:
-            pass
     # A pull subscription keeps dead letters for an operator to inspect / replay, as in Terraform.
-    try:
+    with contextlib.suppress(gexc.AlreadyExists):
         subscriber.create_subscription(request={
             "name": f"projects/{project}/subscriptions/{DEAD_LETTER_TOPIC}-hold",
             "topic": f"projects/{project}/topics/{DEAD_LETTER_TOPIC}"})
-    except gexc.AlreadyExists:
-        pass
 
 
 def create_bucket(gcs_url: str, bucket: str, project: str) -> None:
@@ -227,10 +223,8 @@ def create_bucket(gcs_url: str, bucket: str, project: str) -> None:
 
     client = storage.Client(project=project, credentials=AnonymousCredentials(),
                             client_options={"api_endpoint": gcs_url})
-    try:
+    with contextlib.suppress(gexc.Conflict):
         client.create_bucket(bucket)
-    except gexc.Conflict:
-        pass
 
 
 @dataclass
@@ -245,6 +239,8 @@ class Stack:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     max_attempts: int = 5
     min_backoff: float = 1.0
+    max_backoff: float = 10.0
+    ack_deadline: int = 60
     processes: list[Process] = field(default_factory=list)
     urls: dict[tuple[str, str], str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -255,10 +251,15 @@ class Stack:
         self.processes += [pubsub, gcs]
         gcs.start()
         pubsub.start(timeout=90)
+        return self.use_emulators(f"127.0.0.1:{pubsub.port}", f"http://127.0.0.1:{gcs.port}")
+
+    def use_emulators(self, pubsub_host: str, gcs_url: str) -> Stack:
+        """Use emulators that are already running (the tests' session emulators)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.env = {
             "GOOGLE_CLOUD_PROJECT": self.project,
-            "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{pubsub.port}",
-            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{gcs.port}",
+            "PUBSUB_EMULATOR_HOST": pubsub_host,
+            "STORAGE_EMULATOR_HOST": gcs_url,
             "GLEANER_BUS": "gcp",
             "GLEANER_TASKS_BACKEND": "pubsub",
             "GLEANER_BLOB_URL": f"gs://{self.bucket}",
@@ -292,13 +293,46 @@ class Stack:
         for proc in started:  # launched together, awaited together: their imports overlap
             proc.wait_ready(90.0)
         declare(self.project, self.env["PUBSUB_EMULATOR_HOST"], self.urls, max_attempts=self.max_attempts,
-                min_backoff=self.min_backoff)
+                min_backoff=self.min_backoff, max_backoff=self.max_backoff, ack_deadline=self.ack_deadline)
         return self
 
     def stop(self) -> None:
         for proc in reversed(self.processes):
             proc.stop()
         self.processes.clear()
+
+
+def demo_crawl(stack: Stack, database_url: str, timeout: float = 300.0) -> dict[str, Any]:
+    """Serve the demo site, POST one crawl to map's on_http, wait for the run to settle: its summary."""
+    import urllib.request
+
+    from gleaner.config import Settings
+    from gleaner.demo import demo_pages
+    from gleaner.store import db
+    from gleaner.store.metadata import MetadataStore
+    from gleaner.testsite import TestSite
+
+    pages: dict[str, Any] = {}
+    site = TestSite(pages, max_seconds=timeout + 600).start()
+    pages.update(demo_pages(site.url))
+    body = json.dumps({"url": site.url + "/", "site_domain": "demo.test"}).encode()
+    request = urllib.request.Request(stack.urls[("map", "on_http")], data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {stack.webhook_secret}",
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        run_id = json.loads(response.read())["run_id"]
+    print(f"demo site at {site.url}; crawl accepted as run {run_id}", flush=True)
+    engine = db.create_engine(Settings(database_url=database_url))
+    meta = MetadataStore(engine)
+    deadline = time.monotonic() + timeout
+    summary: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        summary = meta.run_summary(run_id)
+        if summary and summary["status"] in ("finished", "partial", "failed"):
+            break
+        time.sleep(0.5)
+    engine.dispose()
+    return summary or {"run_id": run_id, "status": "not settled"}
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -312,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None, help="logs and emulator data (default: a temp dir)")
     parser.add_argument("--allow-networks", default="127.0.0.0/8",
                         help="GLEANER_ALLOW_NETWORKS for the functions (loopback, for the demo site)")
+    parser.add_argument("--demo", action="store_true",
+                        help="also serve the bundled demo site on 127.0.0.1 and send it one crawl")
+    parser.add_argument("--exit-after-demo", action="store_true", help="stop once the demo crawl settled")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "shared"))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gleaner-emulators-"))
@@ -320,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
         from gleaner.store.db import embedded_url
 
         database_url = embedded_url(ROOT / ".gleaner")
+    from gleaner.config import Settings
+    from gleaner.store import db
+
+    engine = db.create_engine(Settings(database_url=database_url))
+    db.ensure_schema(engine)  # once here, rather than by the first function a request reaches
+    engine.dispose()
     stack = Stack(workdir, database_url, extra_env={"GLEANER_ALLOW_NETWORKS": args.allow_networks,
                                                     "GLEANER_DATA_DIR": str(ROOT / ".gleaner")})
     try:
@@ -332,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         map_url = stack.urls[("map", "on_http")]
         print(f"\ncurl -sS -X POST {map_url} -H 'Authorization: Bearer {stack.webhook_secret}' "
               "-d '{\"url\": \"http://127.0.0.1:PORT/\"}'   # then watch the logs; Ctrl-C stops everything")
+        if args.demo:
+            print(json.dumps(demo_crawl(stack, database_url), indent=1), flush=True)
+            if args.exit_after_demo:
+                return 0
         signal.signal(signal.SIGTERM, _interrupt)
         while True:
             time.sleep(3600)

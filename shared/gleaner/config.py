@@ -101,6 +101,9 @@ class Settings:
     # Private IP when the functions reach Cloud SQL through a VPC connector; public IP (still TLS
     # and IAM-authenticated by the connector) otherwise.
     cloudsql_private_ip: bool = False
+    # A NOLOGIN role every connection switches to (SET ROLE), so that the tables the first function
+    # creates are owned by a role all functions' IAM database users share (terraform: db_bootstrap_sql).
+    database_role: str | None = None
 
     user_agent: str = f"Gleaner/{__version__} (+{PROJECT_URL})"
     # Refuse rather than truncate: a 10 MiB page is far past any article (DESIGN.md).
@@ -167,6 +170,7 @@ class Settings:
             max_delivery_attempts=_int(env, "GLEANER_MAX_DELIVERY_ATTEMPTS", d.max_delivery_attempts, 1),
             publish_timeout=_float(env, "GLEANER_PUBLISH_TIMEOUT", d.publish_timeout, 1.0),
             cloudsql_instance=env.get("GLEANER_CLOUDSQL_INSTANCE", "").strip() or None,
+            database_role=env.get("GLEANER_DATABASE_ROLE", "").strip() or None,
             cloudsql_private_ip=env.get("GLEANER_CLOUDSQL_PRIVATE_IP", "").strip().lower() in ("1", "true", "yes"),
             cloudsql_user=env.get("GLEANER_CLOUDSQL_USER", "").strip() or None,
             cloudsql_database=env.get("GLEANER_CLOUDSQL_DATABASE", "").strip() or "gleaner",

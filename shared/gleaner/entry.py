@@ -91,21 +91,25 @@ def run_event(cloud_event: Any, expect: type[Message], deps: Deps | None = None)
         source = attributes.get(DEAD_LETTER_ATTRIBUTE, "?")
         count = attributes.get("CloudPubSubDeadLetterSourceDeliveryCount", "?")
         record_failure(message, deps, f"dead-lettered by {source} after {count} deliveries")
+        log.info("recorded dead letter %s run=%s", type(message).__name__, getattr(message, "run_id", None))
         return "dead-letter"
     return _dispatch(message, deps)
 
 
 def _dispatch(message: Message, deps: Deps) -> str:
+    """Run the stage; "done" or "acked" (permanent error, logged). Anything else propagates (redeliver)."""
     from gleaner.stages import dispatch
 
+    name, run = type(message).__name__, getattr(message, "run_id", None)
     try:
         dispatch(message, deps)
     except PermanentError as exc:
-        log.warning("acknowledging %s after a permanent error: %s", type(message).__name__, exc)
+        log.warning("acknowledging %s run=%s after a permanent error: %s", name, run, exc)
         return "acked"
-    except RetryableError as exc:
-        log.warning("%s will be redelivered: %s", type(message).__name__, exc)
+    except Exception as exc:
+        log.warning("%s run=%s failed and will be redelivered: %r", name, run, exc)
         raise
+    log.info("handled %s run=%s", name, run)
     return "done"
 
 

@@ -108,3 +108,13 @@ def test_gcs_addresses_objects_by_bucket_and_prefix(gcs_bucket, gcs_url):
     store = GcsBlobStore.from_url(f"gs://{gcs_bucket}/tenant",
                                   Settings(storage_emulator_host=gcs_url, project="gleaner-test"))
     assert store.uri(KEY) == f"gs://{gcs_bucket}/tenant/{KEY}"
+
+
+def test_gcs_stamps_run_artefacts_for_the_lifecycle_rule_and_never_snapshots(gcs_bucket, gcs_url):
+    settings = Settings(storage_emulator_host=gcs_url, project="gleaner-test")
+    store = GcsBlobStore.from_url(f"gs://{gcs_bucket}", settings)
+    run_key = "domains/example.com/runs/r1/raw/abc.md"
+    store.put(run_key, b"run")
+    store.put(KEY, b"snapshot")
+    assert store.bucket.get_blob(run_key).custom_time is not None
+    assert store.bucket.get_blob(KEY).custom_time is None

@@ -174,3 +174,34 @@ def test_the_deployment_topology_declares_a_push_route_for_every_consumed_topic(
     routes = {r.topic: r for r in emulators.push_routes()}
     assert set(STAGES) <= set(routes)
     assert routes[ScrapeBatch.topic].entry_point == "on_http" and routes[ScrapeBatch.topic].unwrapped
+
+
+# -- one contract for every Bus ------------------------------------------------------------------
+
+
+@pytest.fixture(params=["local", "pubsub"])
+def bus_and_inbox(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
+    """(bus, inbox): inbox(n) returns the first n messages delivered to the topic's consumer."""
+    if request.param == "local":
+        bus = LocalBus()
+        seen: list[Any] = []
+        bus.subscribe(CrawlMapped.topic, seen.append)
+
+        def local_inbox(n: int) -> list[Any]:
+            bus.drain()
+            return seen[:n]
+
+        yield bus, local_inbox
+        return
+    host, project = request.getfixturevalue("pubsub_host"), request.getfixturevalue("pubsub_project")
+    subscription = _topic_with_subscription(host, project, CrawlMapped.topic)
+    gcp = GcpBus(Settings(bus="gcp", project=project, pubsub_emulator_host=host))
+    yield gcp, lambda n: [decode(m.data) for m in pull_all(host, subscription, expect=n)]
+    gcp.close()
+
+
+def test_a_published_message_reaches_its_topic_as_it_was_sent(bus_and_inbox):
+    bus, inbox = bus_and_inbox
+    message = CrawlMapped(run_id="6f1c0e1e-0000-4000-8000-0000000000aa", site_domain="example.com")
+    bus.publish(message, ordering_key="example.com")
+    assert inbox(1) == [message]

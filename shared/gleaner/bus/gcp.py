@@ -75,6 +75,7 @@ class GcpBus:
 
     def publish(self, message: Message, *, ordering_key: str | None = None) -> None:
         from google.api_core import exceptions as gexc
+        from google.cloud.pubsub_v1.publisher.exceptions import PublishToPausedOrderingKeyException
 
         topic = self.topic_path(message.topic)
         key = ordering_key or ""
@@ -82,7 +83,7 @@ class GcpBus:
             future = self.publisher.publish(topic, encode(message), ordering_key=key,
                                             type=type(message).__name__)
             future.result(timeout=self.settings.publish_timeout)
-        except (gexc.GoogleAPIError, TimeoutError, OSError) as exc:
+        except (gexc.GoogleAPIError, PublishToPausedOrderingKeyException, TimeoutError, OSError) as exc:
             if key:
                 # An ordered publish that failed pauses its key until resumed; the redelivered
                 # handler publishes again, so resume now.
@@ -148,7 +149,7 @@ def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) 
 
 
 def _new_publisher(settings: Settings) -> Any:
-    from google.cloud import pubsub_v1
+    import google.cloud.pubsub_v1 as pubsub_v1
 
     batch = pubsub_v1.types.BatchSettings(max_messages=BATCH_MAX_MESSAGES, max_latency=BATCH_MAX_LATENCY)
     options = pubsub_v1.types.PublisherOptions(enable_message_ordering=True)

@@ -61,6 +61,12 @@ def run_content_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/content/{page_id}.md"
 
 
+def is_run_artefact(key: str) -> bool:
+    """Run-scoped artefacts (domains/{site}/runs/…) may expire; snapshots never do."""
+    parts = key.split("/")
+    return len(parts) > 3 and parts[0] == "domains" and parts[2] == "runs"
+
+
 def snapshot_prefix(site: str, document_id: str, content_hash: str) -> str:
     return f"domains/{site}/document-snapshots/{document_id}/{content_hash}"
 

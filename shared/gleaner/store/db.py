@@ -16,6 +16,7 @@ so concurrent cold starts do not race.
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -74,14 +75,36 @@ def embedded_url(data_dir: Path) -> str:
 def create_engine(settings: Settings) -> Engine:
     """One pooled engine per process."""
     if settings.cloudsql_instance:
-        return _cloudsql_engine(settings)
-    url = settings.database_url or embedded_url(settings.data_dir)
-    sa_url, connect_args = _pg8000_url(url)
-    return sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
-                            max_overflow=10, future=True)
+        engine = cloudsql_engine(settings)
+    else:
+        url = settings.database_url or embedded_url(settings.data_dir)
+        sa_url, connect_args = _pg8000_url(url)
+        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
+                                  max_overflow=10, future=True)
+    if settings.database_role:
+        _set_role_on_connect(engine, settings.database_role)
+    return engine
 
 
-def _cloudsql_engine(settings: Settings) -> Engine:
+def _set_role_on_connect(engine: Engine, role: str) -> None:
+    """Every pooled connection acts as the shared role (objects it creates belong to that role)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", role):
+        raise ConfigError(f"GLEANER_DATABASE_ROLE must be a plain identifier, got {role!r}")
+
+    @sa.event.listens_for(engine, "connect")
+    def _set_role(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f'SET ROLE "{role}"')
+        cursor.close()
+        dbapi_connection.commit()
+
+
+def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
+    """A pooled engine over the Cloud SQL connector (IAM database authentication, pg8000).
+
+    The connector (built here unless given: tests point one at a recording Admin API) is created
+    once with the engine, so certificates and tokens are refreshed once per instance, not per call.
+    """
     try:
         from google.cloud.sql.connector import Connector, IPTypes
     except ImportError as exc:
@@ -89,7 +112,8 @@ def _cloudsql_engine(settings: Settings) -> Engine:
     instance = settings.cloudsql_instance
     if not instance or not settings.cloudsql_user:
         raise ConfigError("GLEANER_CLOUDSQL_USER is required with GLEANER_CLOUDSQL_INSTANCE")
-    connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
+    if connector is None:
+        connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
 
     def connect() -> Any:
         return connector.connect(

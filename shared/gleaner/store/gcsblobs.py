@@ -18,18 +18,20 @@ Errors are translated at this boundary::
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from gleaner.config import Settings
 from gleaner.errors import BlobConflict, ConfigError, InvalidInput, RetryableError
+from gleaner.store.blobs import is_run_artefact
 
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, OSError)
 
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
+def _transient() -> tuple[type[BaseException], ...]:
+    """What a call to GCS may raise that another attempt could cure (API errors, transport failures)."""
     import requests
+    from google.api_core import exceptions as gexc
 
-    return (*_TRANSPORT_ERRORS, requests.RequestException)
+    return (gexc.GoogleAPIError, requests.RequestException, ConnectionError, TimeoutError, OSError)
 
 
 class GcsBlobStore:
@@ -57,6 +59,10 @@ class GcsBlobStore:
         from google.api_core import exceptions as gexc
 
         blob = self.bucket.blob(self._name(key))
+        if is_run_artefact(key):
+            # The bucket's lifecycle rule deletes by Custom-Time: a literal matches_prefix cannot say
+            # domains/*/runs/, so run artefacts are stamped and snapshots are not (terraform/storage.tf).
+            blob.custom_time = datetime.now(UTC)
         try:
             blob.upload_from_string(data, content_type=content_type, if_generation_match=0)
         except gexc.PreconditionFailed:
@@ -65,7 +71,7 @@ class GcsBlobStore:
             return False
         except gexc.BadRequest as exc:
             raise InvalidInput(f"GCS refused blob {key}: {exc}") from exc
-        except (gexc.GoogleAPIError, *_transport_errors()) as exc:
+        except _transient() as exc:
             raise RetryableError(f"cannot write blob {key}: {exc}") from exc
         return True
 
@@ -76,24 +82,22 @@ class GcsBlobStore:
             data: bytes = self.bucket.blob(self._name(key)).download_as_bytes()
         except gexc.NotFound:
             raise KeyError(key) from None
-        except (gexc.GoogleAPIError, *_transport_errors()) as exc:
+        except _transient() as exc:
             raise RetryableError(f"cannot read blob {key}: {exc}") from exc
         return data
 
     def exists(self, key: str) -> bool:
-        from google.api_core import exceptions as gexc
 
         try:
             return bool(self.bucket.blob(self._name(key)).exists())
-        except (gexc.GoogleAPIError, *_transport_errors()) as exc:
+        except _transient() as exc:
             raise RetryableError(f"cannot stat blob {key}: {exc}") from exc
 
     def list(self, prefix: str) -> list[str]:
-        from google.api_core import exceptions as gexc
 
         try:
             names = [b.name for b in self.client.list_blobs(self.bucket_name, prefix=self.prefix + prefix)]
-        except (gexc.GoogleAPIError, *_transport_errors()) as exc:
+        except _transient() as exc:
             raise RetryableError(f"cannot list blobs under {prefix}: {exc}") from exc
         return sorted(n[len(self.prefix):] for n in names)
 
@@ -102,7 +106,7 @@ class GcsBlobStore:
 
 
 def new_client(settings: Settings) -> Any:
-    from google.cloud import storage
+    import google.cloud.storage as storage
 
     host = settings.storage_emulator_host
     if host:

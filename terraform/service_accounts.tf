@@ -1,0 +1,77 @@
+# One service account per function, plus the identities Pub/Sub push and Cloud Tasks present.
+
+locals {
+  # Topics each function publishes to (its stage's output), and whether it needs the database.
+  publishes = {
+    "map-http"       = ["crawl-requests"]
+    "map"            = ["crawl-mapped"]
+    "sample"         = []
+    "scrape"         = ["pages-fetched"]
+    "snapshot"       = ["snapshots-written"]
+    "ingest"         = []
+    "ingest-webhook" = ["articles-accepted"]
+  }
+  # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
+  writes_blobs = ["map", "sample", "scrape", "snapshot"]
+  reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook"]
+  db_functions = [for k in keys(local.all_functions) : k if !contains(local.no_db_functions, k)]
+}
+
+resource "google_service_account" "fn" {
+  for_each     = local.all_functions
+  account_id   = "gl-${each.key}"
+  display_name = "Gleaner ${each.key} function"
+}
+
+resource "google_service_account" "pubsub_push" {
+  account_id   = "gl-pubsub-push"
+  display_name = "Gleaner: identity of Pub/Sub push deliveries"
+}
+
+resource "google_service_account" "tasks_invoker" {
+  account_id   = "gl-tasks-invoker"
+  display_name = "Gleaner: identity of scrape tasks (Cloud Tasks OIDC)"
+}
+
+resource "google_pubsub_topic_iam_member" "publish" {
+  for_each = { for pair in flatten([for fn, topics in local.publishes : [for t in topics : { fn = fn, topic = t }]]) : "${pair.fn}/${pair.topic}" => pair }
+  topic    = google_pubsub_topic.topic[each.value.topic].id
+  role     = "roles/pubsub.publisher"
+  member   = "serviceAccount:${google_service_account.fn[each.value.fn].email}"
+}
+
+resource "google_storage_bucket_iam_member" "create_blobs" {
+  for_each = toset(local.writes_blobs)
+  bucket   = google_storage_bucket.blobs.name
+  role     = "roles/storage.objectCreator"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}
+
+resource "google_storage_bucket_iam_member" "read_blobs" {
+  for_each = toset(local.reads_blobs)
+  bucket   = google_storage_bucket.blobs.name
+  role     = "roles/storage.objectViewer"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}
+
+# Cloud SQL: connect through the connector and log in as the function's IAM database user.
+resource "google_project_iam_member" "sql_client" {
+  for_each = toset(local.db_functions)
+  project  = var.project_id
+  role     = "roles/cloudsql.client"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}
+
+resource "google_project_iam_member" "sql_instance_user" {
+  for_each = toset(local.db_functions)
+  project  = var.project_id
+  role     = "roles/cloudsql.instanceUser"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}
+
+# sample attaches the tasks identity to the scrape tasks it creates (OIDC token "act as").
+resource "google_service_account_iam_member" "sample_acts_as_tasks_invoker" {
+  service_account_id = google_service_account.tasks_invoker.name
+  role               = "roles/iam.serviceAccountUser"
+  member             = "serviceAccount:${google_service_account.fn["sample"].email}"
+}

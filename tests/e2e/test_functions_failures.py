@@ -1,0 +1,80 @@
+"""Failures that will not be retried again are recorded on the run and its URLs, once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from werkzeug.test import EnvironBuilder
+
+from gleaner import entry
+from gleaner.app import Deps
+from gleaner.bus.local import LocalBus
+from gleaner.demo import demo_pages
+from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch, encode
+from gleaner.stages import dispatch
+from gleaner.testsite import TestSite
+from tests.cloud_fixtures import cloud_event
+from tests.conftest import test_settings
+
+DEAD = {"CloudPubSubDeadLetterSourceSubscription": "crawl-mapped-sample",
+        "CloudPubSubDeadLetterSourceDeliveryCount": "5"}
+
+
+def _task(batch: ScrapeBatch, retries: int) -> object:
+    return EnvironBuilder(method="POST", data=encode(batch),
+                          headers={"X-CloudTasks-TaskRetryCount": str(retries)}).get_request()
+
+
+def _sampled(deps: Deps, site: TestSite) -> tuple[CrawlRequested, list[Message]]:
+    """Map and sample the demo site; the scrape batches sample scheduled."""
+    request = CrawlRequested(request_id="fail-1", target_url=site.url + "/", site_domain="demo.test")
+    bus = deps.bus
+    assert isinstance(bus, LocalBus)
+    scheduled: list[Message] = []
+    dispatch(request, deps)
+    bus.subscribe(CrawlMapped.topic, lambda m: dispatch(m, deps))
+    bus.subscribe(ScrapeBatch.topic, scheduled.append)
+    bus.drain()
+    return request, scheduled
+
+
+def test_a_scrape_task_that_keeps_failing_records_its_urls_on_the_last_attempt(tmp_path: Path, database_url):
+    pages: dict = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(demo_pages(site.url))
+        deps = Deps(test_settings(tmp_path / "ok", database_url), bus_override=LocalBus())
+        request, (batch,) = _sampled(deps, site)
+        # Blobs cannot be written (their directory is a file): every attempt fails retryably.
+        (tmp_path / "broken").write_text("not a directory")
+        broken = Deps(test_settings(tmp_path / "x", database_url, blob_url=f"file://{tmp_path / 'broken'}"),
+                      bus_override=LocalBus())
+        assert isinstance(batch, ScrapeBatch)
+        body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
+        assert status == 503  # Cloud Tasks retries
+        assert deps.metadata.run_summary(request.run_id)["status"] == "scraping"
+        body, status, _ = entry.run_task(_task(batch, retries=4), ScrapeBatch, broken)  # attempt 5 of 5
+        assert status == 200 and '"gave-up"' in body
+    summary = deps.metadata.run_summary(request.run_id)
+    breakdown = deps.metadata.outcome_breakdown(request.run_id)
+    assert summary["status"] == "finished" and summary["fetched"] == 0
+    assert breakdown.get("unavailable") == summary["included"]
+    deps.close()
+    broken.close()
+
+
+def test_a_dead_lettered_message_fails_its_run_once_and_is_not_run_again(tmp_path: Path, database_url):
+    pages: dict = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(demo_pages(site.url))
+        deps = Deps(test_settings(tmp_path, database_url), bus_override=LocalBus())
+        request = CrawlRequested(request_id="dead-1", target_url=site.url + "/", site_domain="demo.test")
+        dispatch(request, deps)  # mapped; the sample message then dead-letters
+        mapped = CrawlMapped(run_id=request.run_id, site_domain="demo.test")
+        fetched_before = len(site.log)
+        for _ in range(2):  # dead-letter topics may deliver twice
+            assert entry.run_event(cloud_event(encode(mapped), DEAD), CrawlRequested, deps) == "dead-letter"
+        assert len(site.log) == fetched_before  # recorded, not sampled
+    summary = deps.metadata.run_summary(request.run_id)
+    assert summary["status"] == "failed"
+    assert "dead-lettered by crawl-mapped-sample after 5 deliveries" in summary["error"]
+    deps.close()
