@@ -1,6 +1,8 @@
 """ingest: canonical text and spans for new snapshots (`snapshots-written`); the feed-poller webhook."""
 
+import flask
 import functions_framework
+from cloudevents.http import CloudEvent
 
 from gleaner import entry
 from gleaner.messages import SnapshotsWritten
@@ -9,7 +11,7 @@ entry.setup_logging()
 
 
 @functions_framework.cloud_event
-def on_event(cloud_event):  # type: ignore[no-untyped-def]
+def on_event(cloud_event: CloudEvent) -> None:
     entry.run_event(cloud_event, SnapshotsWritten)
 
 
@@ -17,5 +19,5 @@ def on_event(cloud_event):  # type: ignore[no-untyped-def]
 # `return webhook.handle(request)` from gleaner.webhook. Until then the deployed endpoint
 # answers 501, so Terraform, Cloud Scheduler's walk nudge and this file already agree.
 @functions_framework.http
-def on_http(request):  # type: ignore[no-untyped-def]
+def on_http(request: flask.Request) -> entry.HttpResponse:
     return entry.not_implemented(request, "the feed-poller webhook")
