@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from gleaner.app import Deps
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
-from gleaner.errors import InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
@@ -110,7 +110,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "depth": d, "via": v} for u, (d, v) in found.urls.items()],
              "problems": found.problems}
-    deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
+    try:
+        deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
+    except BlobConflict:
+        # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
+        # stands (blobs are create-only), and the run must still move on rather than stay mapping.
+        log.info("run %s: keeping the map JSON of the first delivery", run_id)
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
