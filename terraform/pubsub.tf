@@ -10,6 +10,7 @@ locals {
     "crawl-mapped"      = "sample"
     "pages-fetched"     = "snapshot"
     "snapshots-written" = "ingest"
+    "articles-accepted" = "ingest"
   }
   # Dead letters are pushed to map's on_event, which records the failure on the run / URLs.
   dead_letter_handler = "map"

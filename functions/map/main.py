@@ -5,7 +5,9 @@
 receives the dead-letter topic, whose messages are recorded as failures rather than run again.
 """
 
+import flask
 import functions_framework
+from cloudevents.http import CloudEvent
 
 from gleaner import entry
 from gleaner.messages import CrawlRequested
@@ -14,10 +16,10 @@ entry.setup_logging()
 
 
 @functions_framework.http
-def on_http(request):  # type: ignore[no-untyped-def]
+def on_http(request: flask.Request) -> entry.HttpResponse:
     return entry.run_crawl_request(request)
 
 
 @functions_framework.cloud_event
-def on_event(cloud_event):  # type: ignore[no-untyped-def]
+def on_event(cloud_event: CloudEvent) -> None:
     entry.run_event(cloud_event, CrawlRequested)

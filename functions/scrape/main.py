@@ -1,5 +1,6 @@
 """scrape: the Cloud Tasks target; the body is one encoded ScrapeBatch (at most 100 URLs)."""
 
+import flask
 import functions_framework
 
 from gleaner import entry
@@ -9,5 +10,5 @@ entry.setup_logging()
 
 
 @functions_framework.http
-def on_http(request):  # type: ignore[no-untyped-def]
+def on_http(request: flask.Request) -> entry.HttpResponse:
     return entry.run_task(request, ScrapeBatch)

@@ -1,6 +1,7 @@
 """snapshot: version the pages a scrape batch fetched (`pages-fetched`)."""
 
 import functions_framework
+from cloudevents.http import CloudEvent
 
 from gleaner import entry
 from gleaner.messages import PagesFetched
@@ -9,5 +10,5 @@ entry.setup_logging()
 
 
 @functions_framework.cloud_event
-def on_event(cloud_event):  # type: ignore[no-untyped-def]
+def on_event(cloud_event: CloudEvent) -> None:
     entry.run_event(cloud_event, PagesFetched)

@@ -12,8 +12,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from gleaner.config import Settings
 
@@ -34,6 +33,32 @@ if TYPE_CHECKING:
     from gleaner.store.references import ReferenceStore
 
 
+T = TypeVar("T")
+
+
+class _built_once(Generic[T]):
+    """functools.cached_property, but built under the Deps lock: a function serving concurrent
+    requests must not build two engines or two Pub/Sub publishers on its first requests.
+    (cached_property locked until Python 3.11 and no longer does from 3.12 on.)"""
+
+    def __init__(self, build: Callable[[Any], T]) -> None:
+        self.build = build
+        self.name = build.__name__
+        self.__doc__ = build.__doc__
+
+    def __get__(self, deps: Any, owner: type | None = None) -> T:
+        if deps is None:
+            return self  # type: ignore[return-value]  # class access, as cached_property does
+        try:
+            return deps.__dict__[self.name]
+        except KeyError:
+            pass
+        with deps._lock:  # re-entrant: building metadata builds the engine
+            if self.name not in deps.__dict__:
+                deps.__dict__[self.name] = self.build(deps)
+            return deps.__dict__[self.name]
+
+
 @dataclass
 class Deps:
     settings: Settings
@@ -41,10 +66,10 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
 
-    @cached_property
+    @_built_once
     def engine(self) -> Engine:
         if self.engine_override is not None:
             return self.engine_override
@@ -54,25 +79,25 @@ class Deps:
         db.ensure_schema(engine)
         return engine
 
-    @cached_property
+    @_built_once
     def metadata(self) -> MetadataStore:
         from gleaner.store.metadata import MetadataStore
 
         return MetadataStore(self.engine)
 
-    @cached_property
+    @_built_once
     def references(self) -> ReferenceStore:
         from gleaner.store.references import ReferenceStore
 
         return ReferenceStore(self.engine)
 
-    @cached_property
+    @_built_once
     def blobs(self) -> BlobStore:
         from gleaner.store.blobs import open_blob_store
 
         return open_blob_store(self.settings)
 
-    @cached_property
+    @_built_once
     def bus(self) -> Bus:
         if self.bus_override is not None:
             return self.bus_override
@@ -84,13 +109,13 @@ class Deps:
 
         return LocalBus()
 
-    @cached_property
+    @_built_once
     def decider(self) -> Decider:
         from gleaner.decide.rules import RuleDecider
 
         return RuleDecider()
 
-    @cached_property
+    @_built_once
     def extract_pool(self) -> ExtractPool:
         from gleaner.extract.pool import ExtractPool
 
@@ -126,7 +151,7 @@ class Deps:
 
         return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots)
 
-    @cached_property
+    @_built_once
     def host_table(self) -> HostTable:
         """Per-host politeness shared by every fetcher of this process (concurrent stages take turns)."""
         from gleaner.fetch.politeness import HostTable

@@ -70,8 +70,11 @@ def pubsub_message(cloud_event: Any) -> tuple[bytes, dict[str, str]]:
     return raw, {str(k): str(v) for k, v in attributes.items()}
 
 
-def run_event(cloud_event: Any, expect: type[Message], deps: Deps | None = None) -> str:
+def run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ...], deps: Deps | None = None) -> str:
     """Handle one Pub/Sub delivery; returns the outcome ("done", "acked", "rejected", "dead-letter").
+
+    ``expect`` names the message type(s) this function consumes: several push subscriptions may
+    deliver to one function (ingest takes both snapshots-written and articles-accepted).
 
     Raising makes the function answer 500, so Pub/Sub redelivers with backoff and dead-letters
     after the subscription's max delivery attempts.
@@ -79,10 +82,13 @@ def run_event(cloud_event: Any, expect: type[Message], deps: Deps | None = None)
     try:
         raw, attributes = pubsub_message(cloud_event)
         dead = DEAD_LETTER_ATTRIBUTE in attributes
-        message = decode(raw, None if dead else expect)
+        expected = expect if isinstance(expect, tuple) else (expect,)
+        message = decode(raw)
+        if not dead and not isinstance(message, expected):
+            raise InvalidInput(f"expected {' or '.join(c.__name__ for c in expected)}, got {type(message).__name__}")
     except InvalidInput as exc:
         # Redelivering a malformed message cannot help: log it for the operator and ack.
-        log.error("rejecting malformed %s event: %s", expect.__name__, exc)
+        log.error("rejecting malformed event: %s", exc)
         return "rejected"
     deps = deps if deps is not None else process_deps()
     if dead:

@@ -412,7 +412,7 @@ def test_retrieval_ranks_references_and_returns_one_verbatim(make_client, site, 
 
 
 def test_the_articles_accepted_event_target_lands_rows_once_however_often_delivered(make_client, site, engine):
-    """Deployed, the webhook publishes to Pub/Sub and on_articles (the articles-accepted trigger) lands."""
+    """Deployed, the webhook publishes to Pub/Sub; ingest's on_event (articles-accepted push) lands the rows."""
     import base64
 
     from gleaner.messages import ArticlesAccepted, encode
@@ -422,7 +422,7 @@ def test_the_articles_accepted_event_target_lands_rows_once_however_often_delive
     make_client()  # sets the function's environment
     row = parse_article(article(site, "/articles/solar-cells"))
     (row_id,) = ReferenceStore(engine).record_articles([row])
-    events = functions_framework.create_app(target="on_articles",
+    events = functions_framework.create_app(target="on_event",
                                             source=str(ROOT / "functions/ingest/main.py")).test_client()
     push = {"subscription": "projects/p/subscriptions/articles",
             "message": {"data": base64.b64encode(encode(ArticlesAccepted(article_ids=(row_id,)))).decode(),

@@ -125,3 +125,71 @@ def test_a_second_delivery_after_the_crawl_changes_nothing(tmp_path: Path, make_
         deps.bus.drain()  # what the late deliveries re-emitted is delivered too
         after = crawl_state(deps.engine, deps.blobs, request.run_id)
     assert after == before
+
+
+def test_a_map_redelivered_after_a_crash_still_opens_the_run_when_the_site_changed_meanwhile(make_deps):
+    """The first delivery wrote links.json and died before committing; the site then gained a page.
+
+    The redelivery discovers a different map: the first map JSON stands (blobs are create-only) and
+    the run must still move on to sampling instead of staying in `mapping` for ever.
+    """
+    from gleaner.demo import article
+    from gleaner.testsite import Page
+
+    deps = make_deps()
+    pages: dict = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(demo_pages(site.url))
+        request = new_request(site.url + "/", site_domain="demo.test")
+        assert deliver(request, deps) == "done"
+        deps.metadata.set_run_status(request.run_id, "mapping")  # the crash: finish_map never committed
+        pages["/about"] = Page(article("About us", "/about", links=("/careers",)))
+        pages["/careers"] = Page(article("Careers", "/careers"))
+        assert deliver(request, deps) == "done"
+    assert deps.metadata.run_status(request.run_id) == "mapped"
+
+
+def test_content_that_returns_to_an_earlier_version_with_other_raw_markup_still_settles(make_deps):
+    """X -> Y -> X again, the third fetch's raw.md differing from the first's: the run must finish.
+
+    Snapshot bodies are keyed by content hash, so the earlier version's raw.md already sits at the
+    key; the stage must keep it (create-only) rather than fail the batch for ever.
+    """
+    import hashlib
+
+    from gleaner.messages import FetchedPage, PagesFetched
+    from gleaner.store.blobs import run_content_key, run_raw_key, snapshot_content_key
+    from gleaner.store.metadata import Decision, FetchRecord
+
+    deps = make_deps()
+    pages: dict = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(demo_pages(site.url))
+        first = crawl(deps, new_request(site.url + "/", site_domain="demo.test"))
+        pages.update(demo_pages(site.url, changed=("/about",)))
+        crawl(deps, new_request(site.url + "/", site_domain="demo.test"))
+    about = deps.metadata.document_by_url(site.url + "/about")
+    assert about is not None
+    v1 = deps.metadata.snapshots_of(about["id"])[-1]
+    content = deps.blobs.get(snapshot_content_key("demo.test", about["id"], v1["content_hash"]))
+    # A third run fetched /about again: the first content, but the raw page around it changed.
+    meta, run = deps.metadata, "9a1c0e1e-0000-4000-8000-0000000000c3"
+    host = meta.upsert_source_host("demo.test", "127.0.0.1", own_site=True)
+    meta.create_run(run, "demo.test", host, site.url + "/", {}, "website_mapping", "api")
+    meta.add_run_pages(run, [(about["id"], 1, "link")])
+    meta.record_decisions(run, [Decision(about["id"], "include", "system", "test", 1.0, {})])
+    meta.set_run_status(run, "mapped")
+    meta.start_scrape(run, [[about["id"]]])
+    meta.record_fetches(run, [FetchRecord(about["id"], "fetched", "", 200, 1, 10, None, None)])
+    url_hash = hashlib.sha1((site.url + "/about").encode()).hexdigest()
+    raw = b"# About us\n\nthe same article, new navigation around it\n"
+    deps.blobs.put(run_content_key("demo.test", run, url_hash), content)
+    deps.blobs.put(run_raw_key("demo.test", run, url_hash), raw)
+    message = PagesFetched(run_id=run, site_domain="demo.test", batch_no=0, pages=(FetchedPage(
+        document_id=about["id"], content_hash=v1["content_hash"], raw_hash=hashlib.sha1(raw).hexdigest(),
+        content_key=run_content_key("demo.test", run, url_hash), raw_key=run_raw_key("demo.test", run, url_hash),
+        fetch_status=200, fetch_time_ms=1, byte_size=len(raw)),))
+    assert deliver(message, deps) == "done"
+    assert meta.run_summary(run)["status"] == "finished"
+    assert deps.metadata.document_by_url(site.url + "/about")["current_snapshot_id"] == v1["id"]
+    assert first["status"] == "finished"

@@ -140,3 +140,27 @@ def test_every_connection_acts_as_the_shared_role(database_url):
 def test_a_role_name_that_is_not_an_identifier_is_refused(database_url):
     with pytest.raises(ConfigError):
         db.create_engine(Settings(database_url=database_url, database_role='x"; DROP TABLE y; --'))
+
+
+def test_concurrent_first_requests_of_a_function_share_one_engine(database_url, tmp_path):
+    """A function instance serving several requests at once builds its engine (and clients) once."""
+    import threading
+
+    from gleaner.app import Deps
+
+    deps = Deps(Settings(database_url=database_url, data_dir=tmp_path))
+    barrier = threading.Barrier(8)
+    seen: list[object] = []
+
+    def first_request() -> None:
+        barrier.wait()
+        seen.append(deps.metadata)
+
+    threads = [threading.Thread(target=first_request) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(m) for m in seen}) == 1
+    assert seen[0].engine is deps.engine  # type: ignore[attr-defined]
+    deps.close()

@@ -15,7 +15,6 @@ finds its run; a run already past mapping just re-emits CrawlMapped.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections import deque
@@ -126,9 +125,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
              "problems": found.problems}
-    # Two racing deliveries may discover in a different order: the first map written stands.
-    with contextlib.suppress(BlobConflict):
+    try:
         deps.blobs.put(key, json.dumps(links, indent=1, sort_keys=True).encode("utf-8"), "application/json")
+    except BlobConflict:
+        # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
+        # stands (blobs are create-only), and the run must still move on rather than stay mapping.
+        log.info("run %s: keeping the map JSON of the first delivery", run_id)
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)

@@ -11,10 +11,12 @@ metadata second, publish last: the order that survives a crash at any point.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.errors import BlobConflict
 from gleaner.messages import PagesFetched, SnapshotsWritten
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
 from gleaner.store.metadata import SnapshotInput, SnapshotResult
@@ -34,7 +36,10 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             blobs.put(content_key, blobs.get(page.content_key))
             if page.raw_key is not None:
                 raw_key = snapshot_raw_key(site, page.document_id, page.content_hash)
-                blobs.put(raw_key, blobs.get(page.raw_key))
+                # The content may have gone back to an earlier version whose page around it differed:
+                # that version's raw.md stands (bodies are keyed by content hash, never rewritten).
+                with contextlib.suppress(BlobConflict):
+                    blobs.put(raw_key, blobs.get(page.raw_key))
         inputs.append(SnapshotInput(
             document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,

@@ -611,6 +611,10 @@ class MetadataStore:
 
     def refresh_counters(self, run_id: str) -> None:
         with self._tx() as conn:
+            # Lock the run first, so the counting statement below starts after every concurrent refresh
+            # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
+            # its start and, if it then waits for the row lock, would write that stale count last.
+            conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
             conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
