@@ -8,11 +8,11 @@ locals {
     "sample"         = []
     "scrape"         = ["pages-fetched"]
     "snapshot"       = ["snapshots-written"]
-    "ingest"         = []
+    "ingest"         = ["snapshots-written"] # landing feed articles versions their bodies
     "ingest-webhook" = ["articles-accepted"]
   }
   # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
-  writes_blobs = ["map", "sample", "scrape", "snapshot"]
+  writes_blobs = ["map", "sample", "scrape", "snapshot", "ingest"]
   reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook"]
   db_functions = [for k in keys(local.all_functions) : k if !contains(local.no_db_functions, k)]
 }
