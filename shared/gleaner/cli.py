@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
+import sqlalchemy.exc
 
 from gleaner import __version__
 from gleaner.app import Deps
@@ -114,6 +115,12 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             _fail(str(exc))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            # The database is outside Gleaner's control (down, full, a schema someone changed): say so
+            # in one line; the traceback is there with -vv.
+            log.debug("database error", exc_info=True)
+            detail = getattr(exc, "orig", None) or exc
+            _fail(f"database error: {str(detail).splitlines()[0][:500]} (run with -vv for details)")
 
     return wrapper
 

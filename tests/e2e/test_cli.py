@@ -159,3 +159,10 @@ def test_verify_finds_a_quote_and_reports_drift_after_the_page_changes(cli_env):
     later = json.loads(drifted.stdout)
     assert drifted.returncode == 3 and later["drifted"] and later["version"] == 1
     assert missing.returncode == 4
+
+
+def test_an_unreachable_database_is_one_clear_line_not_a_traceback(cli_env):
+    env = {**cli_env, "GLEANER_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{_unused_port()}/gleaner"}
+    result = gleaner(env, "runs")
+    assert result.returncode != 0
+    assert "database error" in result.stderr and "Traceback" not in result.stderr
