@@ -41,6 +41,8 @@ import corpus  # noqa: E402
 import server  # noqa: E402
 
 CONCURRENCY = 16
+# The smoke test points Gleaner at its own PostgreSQL instead of starting an embedded one per crawl.
+DATABASE_URL: str | None = None
 
 
 def log(text: str) -> None:
@@ -139,6 +141,7 @@ def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str
         "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
+        **({"GLEANER_DATABASE_URL": DATABASE_URL} if DATABASE_URL else {}),
         "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
     })
     return env
@@ -337,7 +340,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--results", type=Path, default=HERE / "results")
     parser.add_argument("--workdir", type=Path, default=None, help="corpora and data (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
+    parser.add_argument("--database-url", help="a PostgreSQL for Gleaner instead of the embedded one (tests)")
     args = parser.parse_args(argv)
+    global DATABASE_URL
+    DATABASE_URL = args.database_url
     if args.quick:
         args.pages = min(args.pages, 200)
         args.no_real = True

@@ -23,10 +23,11 @@ def _load_bench():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.timeout(240)
-def test_the_quick_benchmark_on_a_tiny_corpus_reports_every_figure(tmp_path: Path) -> None:
+def test_the_quick_benchmark_on_a_tiny_corpus_reports_every_figure(tmp_path: Path, database_url: str) -> None:
     bench = _load_bench()
     report = bench.main(["--quick", "--pages", "30", "--server", "testsite", "--name", "smoke",
-                         "--results", str(tmp_path / "results"), "--workdir", str(tmp_path / "work")])
+                         "--results", str(tmp_path / "results"), "--workdir", str(tmp_path / "work"),
+                         "--database-url", database_url])
 
     written = (tmp_path / "results" / "smoke.json").read_text()
     assert '"gleaner_first"' in written
