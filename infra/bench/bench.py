@@ -18,6 +18,7 @@ summed, and apart from it the embedded PostgreSQL's processes, summed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -100,10 +101,8 @@ class RssSampler:
 def _rss(procs: list[psutil.Process]) -> int:
     total = 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -232,7 +231,7 @@ def machine() -> dict[str, Any]:
     for mod in ("trafilatura", "scrapy", "httpx", "lxml"):
         try:
             versions[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - a version string is informative only
+        except Exception:
             versions[mod] = None
     nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True) if shutil.which("nginx") else None
     return {"cpus": os.cpu_count(), "cpu_model": cpu, "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
@@ -328,7 +327,8 @@ def print_table(report: dict[str, Any]) -> None:
             if "time_fraction_of_first" in d:
                 extra += f", {d['time_fraction_of_first']:.1%} of first crawl time"
             if "exactly_mutated_pages_versioned" in d:
-                extra += f", exactly the {d['mutated_pages']} mutated pages versioned: {d['exactly_mutated_pages_versioned']}"
+                extra += (f", exactly the {d['mutated_pages']} mutated pages versioned:"
+                          f" {d['exactly_mutated_pages_versioned']}")
             rss = f"  peak RSS {d['peak_rss_mb']} MB" + (f" (+PostgreSQL {d['peak_rss_postgres_mb']} MB)"
                                                         if "peak_rss_postgres_mb" in d else "")
             rate = r["median_pages_per_second"].get(key, d.get("pages_per_second", 0))
@@ -343,7 +343,8 @@ def print_table(report: dict[str, Any]) -> None:
     if report.get("memory"):
         m = report["memory"]
         print(f"\n== memory: peak RSS {m['small_pages']} pages {m['small_rss_mb']} MB, {m['large_pages']} pages"
-              f" {m['large_rss_mb']} MB: growth {m['growth']}x (PostgreSQL {m['small_pg_mb']} -> {m['large_pg_mb']} MB),"
+              f" {m['large_rss_mb']} MB: growth {m['growth']}x"
+              f" (PostgreSQL {m['small_pg_mb']} -> {m['large_pg_mb']} MB),"
               f" {m['large_pages_per_second']:.1f} pages/s ==")
 
 
@@ -380,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     corpora: dict[str, tuple[Path, str, int]] = {}
     try:
         root = work / "synthetic"
-        port, base = servers.add(root)
+        _, base = servers.add(root)
         log(f"generating {args.pages} synthetic pages")
         manifest = corpus.generate_synthetic(root, base, args.pages, args.seed)
         corpora["synthetic"] = (root, base, args.pages)

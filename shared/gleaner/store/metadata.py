@@ -706,7 +706,8 @@ class MetadataStore:
             inserted = conn.execute(
                 sa.text(
                     "INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
-                    " SELECT t.h, t.b, octet_length(t.b) FROM json_to_recordset(CAST(:rows AS json)) AS t(h text, b text)"
+                    " SELECT t.h, t.b, octet_length(t.b)"
+                    " FROM json_to_recordset(CAST(:rows AS json)) AS t(h text, b text)"
                     " ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
                 ),
                 {"rows": _json_rows([{"h": h, "b": item[3]} for h, item in unique.items()])},
