@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 import trafilatura
+from ceiling import OPTIONS
 from scrapy import signals
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiders import SitemapSpider
-
-from ceiling import OPTIONS
 
 T_PROCESS = time.monotonic()
 
@@ -68,8 +67,9 @@ def main() -> None:
     process.start()
     spider = crawler.spider
     seconds = times["close"] - times["open"]
-    args.out.write_text(json.dumps({"pages": spider.pages, "seconds": seconds, "pages_per_second": spider.pages / seconds,
-                                    "markdown_chars": spider.chars, "process_seconds": time.monotonic() - T_PROCESS}))
+    args.out.write_text(json.dumps({"pages": spider.pages, "seconds": seconds,
+                                    "pages_per_second": spider.pages / seconds, "markdown_chars": spider.chars,
+                                    "process_seconds": time.monotonic() - T_PROCESS}))
 
 
 if __name__ == "__main__":

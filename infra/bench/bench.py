@@ -18,10 +18,12 @@ summed, and apart from it the embedded PostgreSQL's processes, summed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,8 @@ import corpus  # noqa: E402
 import server  # noqa: E402
 
 CONCURRENCY = 16
+# The smoke test points Gleaner at its own PostgreSQL instead of starting an embedded one per crawl.
+DATABASE_URL: str | None = None
 
 
 def log(text: str) -> None:
@@ -97,10 +101,8 @@ class RssSampler:
 def _rss(procs: list[psutil.Process]) -> int:
     total = 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -139,6 +141,7 @@ def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str
         "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
+        **({"GLEANER_DATABASE_URL": DATABASE_URL} if DATABASE_URL else {}),
         "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
     })
     return env
@@ -228,7 +231,7 @@ def machine() -> dict[str, Any]:
     for mod in ("trafilatura", "scrapy", "httpx", "lxml"):
         try:
             versions[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - a version string is informative only
+        except Exception:
             versions[mod] = None
     nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True) if shutil.which("nginx") else None
     return {"cpus": os.cpu_count(), "cpu_model": cpu, "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
@@ -249,18 +252,29 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def bench_corpus(name: str, root: Path, base: str, pages: int, servers: Servers, work: Path, *,
-                 recrawl: bool, mutate_percent: float, skip_baseline: bool) -> dict[str, Any]:
+                 recrawl: bool, mutate_percent: float, skip_baseline: bool, repeat: int) -> dict[str, Any]:
+    """Ceiling, baseline and Gleaner's first crawl, repeated in turn; recrawls after the last round.
+
+    Ratios are the median over rounds of the ratio within a round, so a slow minute on a shared
+    machine weighs on both sides of a ratio rather than on one figure.
+    """
     limit = pages * 2 + 100
-    result: dict[str, Any] = {"pages": pages}
-    log(f"[{name}] extraction ceiling, 1 and 2 processes")
-    result["ceiling_1"] = ceiling(root, 1, work / f"{name}-ceiling1.json")
-    result["ceiling_2"] = ceiling(root, 2, work / f"{name}-ceiling2.json")
-    if not skip_baseline:
-        log(f"[{name}] baseline: Scrapy + trafilatura")
-        result["baseline"] = baseline(base, work / f"{name}-baseline.json")
+    result: dict[str, Any] = {"pages": pages, "repeat": repeat, "rounds": []}
+    parts = ["ceiling_1", "ceiling_2", *([] if skip_baseline else ["baseline"]), "gleaner_first"]
     data_dir = work / f"{name}-gleaner"
-    log(f"[{name}] Gleaner first crawl")
-    first = result["gleaner_first"] = gleaner_crawl(base, data_dir, work / f"{name}-first.json", limit)
+    for r in range(repeat):
+        shutil.rmtree(data_dir, ignore_errors=True)
+        log(f"[{name}] round {r + 1}/{repeat}: extraction ceiling (1 and 2 processes), baseline, Gleaner first crawl")
+        runs = {
+            "ceiling_1": lambda: ceiling(root, 1, work / f"{name}-ceiling1.json"),
+            "ceiling_2": lambda: ceiling(root, 2, work / f"{name}-ceiling2.json"),
+            "baseline": lambda: baseline(base, work / f"{name}-baseline.json"),
+            "gleaner_first": lambda: gleaner_crawl(base, data_dir, work / f"{name}-first.json", limit),
+        }
+        for part in parts:
+            result[part] = runs[part]()
+        result["rounds"].append({part: round(result[part]["pages_per_second"], 2) for part in parts})
+    first = result["gleaner_first"]
     if recrawl:
         log(f"[{name}] Gleaner unchanged recrawl")
         same = result["gleaner_recrawl_unchanged"] = gleaner_crawl(base, data_dir, work / f"{name}-same.json", limit)
@@ -272,28 +286,37 @@ def bench_corpus(name: str, root: Path, base: str, pages: int, servers: Servers,
         changed["exactly_mutated_pages_versioned"] = sorted(changed["changed_paths"]) == sorted(mutated)
         for run in (same, changed):
             run["time_fraction_of_first"] = ratio(run["crawl_seconds"], first["crawl_seconds"])
-            run.pop("changed_paths", None) if run is same else None
+        same.pop("changed_paths", None)
         changed["changed_paths"] = changed["changed_paths"][:20]
     first.pop("changed_paths", None)
-    g = first["pages_per_second"]
+
+    def median_ratio(a: str, b: str) -> float | None:
+        pairs = [x[a] / x[b] for x in result["rounds"] if x.get(a) and x.get(b)]
+        return round(statistics.median(pairs), 3) if pairs else None
+
+    result["median_pages_per_second"] = {part: round(statistics.median(x[part] for x in result["rounds"]), 2)
+                                         for part in parts}
     result["ratios"] = {
-        "gleaner_over_baseline": ratio(g, result.get("baseline", {}).get("pages_per_second")),
-        "gleaner_over_ceiling_2": ratio(g, result["ceiling_2"]["pages_per_second"]),
-        "gleaner_over_ceiling_1": ratio(g, result["ceiling_1"]["pages_per_second"]),
-        "baseline_over_ceiling_1": ratio(result.get("baseline", {}).get("pages_per_second"),
-                                         result["ceiling_1"]["pages_per_second"]),
+        "gleaner_over_baseline": median_ratio("gleaner_first", "baseline"),
+        "gleaner_over_ceiling_2": median_ratio("gleaner_first", "ceiling_2"),
+        "gleaner_over_ceiling_1": median_ratio("gleaner_first", "ceiling_1"),
+        "baseline_over_ceiling_1": median_ratio("baseline", "ceiling_1"),
+        # How much of the second core the runs got: 2.0 on an idle machine with perfectly even work.
+        "ceiling_2_over_ceiling_1": median_ratio("ceiling_2", "ceiling_1"),
     }
     return result
 
 
 def print_table(report: dict[str, Any]) -> None:
     for name, r in report["corpora"].items():
-        print(f"\n== {name}: {r['pages']} pages ==")
-        rows = [("extraction ceiling, 1 process", r["ceiling_1"]), ("extraction ceiling, 2 processes", r["ceiling_2"]),
-                ("baseline Scrapy + trafilatura", r.get("baseline")), ("Gleaner first crawl", r["gleaner_first"]),
-                ("Gleaner unchanged recrawl", r.get("gleaner_recrawl_unchanged")),
-                ("Gleaner 5% mutated recrawl", r.get("gleaner_recrawl_mutated"))]
-        for label, d in rows:
+        print(f"\n== {name}: {r['pages']} pages; pages/s are medians of {r['repeat']} rounds, other figures"
+              " from the last ==")
+        rows = [("extraction ceiling, 1 process", "ceiling_1"), ("extraction ceiling, 2 processes", "ceiling_2"),
+                ("baseline Scrapy + trafilatura", "baseline"), ("Gleaner first crawl", "gleaner_first"),
+                ("Gleaner unchanged recrawl", "gleaner_recrawl_unchanged"),
+                ("Gleaner 5% mutated recrawl", "gleaner_recrawl_mutated")]
+        for label, key in rows:
+            d = r.get(key)
             if not d:
                 continue
             secs = d.get("crawl_seconds", d.get("seconds"))
@@ -304,12 +327,14 @@ def print_table(report: dict[str, Any]) -> None:
             if "time_fraction_of_first" in d:
                 extra += f", {d['time_fraction_of_first']:.1%} of first crawl time"
             if "exactly_mutated_pages_versioned" in d:
-                extra += f", exactly the {d['mutated_pages']} mutated pages versioned: {d['exactly_mutated_pages_versioned']}"
+                extra += (f", exactly the {d['mutated_pages']} mutated pages versioned:"
+                          f" {d['exactly_mutated_pages_versioned']}")
             rss = f"  peak RSS {d['peak_rss_mb']} MB" + (f" (+PostgreSQL {d['peak_rss_postgres_mb']} MB)"
                                                         if "peak_rss_postgres_mb" in d else "")
+            rate = r["median_pages_per_second"].get(key, d.get("pages_per_second", 0))
             cpu = d.get("cpu_seconds", {})
             cpu_text = f"  cpu main {cpu.get('main', 0):.1f} s + children {cpu.get('children', 0):.1f} s"
-            print(f"  {label:<34} {d.get('pages_per_second', 0):8.1f} pages/s  {secs:7.2f} s{rss}{cpu_text}{extra}")
+            print(f"  {label:<34} {rate:8.1f} pages/s  {secs:7.2f} s{rss}{cpu_text}{extra}")
         print("  ratios: " + ", ".join(f"{k} {v}" for k, v in r["ratios"].items()))
         print("  Gleaner first-crawl stage shares: " + ", ".join(
             f"{k} {v:.0%}" for k, v in r["gleaner_first"]["stage_shares"].items()))
@@ -318,7 +343,8 @@ def print_table(report: dict[str, Any]) -> None:
     if report.get("memory"):
         m = report["memory"]
         print(f"\n== memory: peak RSS {m['small_pages']} pages {m['small_rss_mb']} MB, {m['large_pages']} pages"
-              f" {m['large_rss_mb']} MB: growth {m['growth']}x (PostgreSQL {m['small_pg_mb']} -> {m['large_pg_mb']} MB),"
+              f" {m['large_rss_mb']} MB: growth {m['growth']}x"
+              f" (PostgreSQL {m['small_pg_mb']} -> {m['large_pg_mb']} MB),"
               f" {m['large_pages_per_second']:.1f} pages/s ==")
 
 
@@ -331,17 +357,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--real-limit", type=int, default=0, help="at most this many real pages (0: all)")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--mutate", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of ceiling, baseline and first crawl")
     parser.add_argument("--server", choices=("nginx", "testsite"), default="nginx")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--name", default=None, help="results/NAME.json (default: a timestamp)")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     parser.add_argument("--workdir", type=Path, default=None, help="corpora and data (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
+    parser.add_argument("--database-url", help="a PostgreSQL for Gleaner instead of the embedded one (tests)")
     args = parser.parse_args(argv)
+    global DATABASE_URL
+    DATABASE_URL = args.database_url
     if args.quick:
         args.pages = min(args.pages, 200)
         args.no_real = True
         args.memory_pages = 0
+        args.repeat = 1
     started = time.monotonic()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="gleaner-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -350,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     corpora: dict[str, tuple[Path, str, int]] = {}
     try:
         root = work / "synthetic"
-        port, base = servers.add(root)
+        _, base = servers.add(root)
         log(f"generating {args.pages} synthetic pages")
         manifest = corpus.generate_synthetic(root, base, args.pages, args.seed)
         corpora["synthetic"] = (root, base, args.pages)
@@ -381,7 +412,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             check = server_check(base, json.loads((root / "manifest.json").read_text())["paths"][0]) \
                 if args.server == "nginx" else {"tool": None, "note": "TestSite (smoke mode): not a benchmark server"}
             r = bench_corpus(name, root, base, pages, servers, work, recrawl=(name == "synthetic"),
-                             mutate_percent=args.mutate, skip_baseline=args.no_baseline)
+                             mutate_percent=args.mutate, skip_baseline=args.no_baseline, repeat=args.repeat)
             r["server"] = check
             report["corpora"][name] = r
         if "large" in corpora:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench  # noqa: E402
-import corpus  # noqa: E402
+import bench
+import corpus
 
 
 def export_shared(ref: str, into: Path) -> Path:
@@ -72,7 +72,8 @@ def main() -> None:
                 shutil.rmtree(data, ignore_errors=True)
     finally:
         servers.stop()
-    result = {"ref": args.ref, "new": args.new or "working tree", "pages": args.pages, "rounds": args.rounds, "seconds": rows, "ratio_new_over_ref": {}}
+    result = {"ref": args.ref, "new": args.new or "working tree", "pages": args.pages, "rounds": args.rounds,
+              "seconds": rows, "ratio_new_over_ref": {}}
     for key in ("first", "recrawl"):
         pairs = [n / o for n, o in zip(rows["new"][key], rows["ref"][key], strict=True) if o]
         if pairs:
