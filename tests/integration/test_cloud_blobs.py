@@ -118,3 +118,25 @@ def test_gcs_stamps_run_artefacts_for_the_lifecycle_rule_and_never_snapshots(gcs
     store.put(KEY, b"snapshot")
     assert store.bucket.get_blob(run_key).custom_time is not None
     assert store.bucket.get_blob(KEY).custom_time is None
+
+
+def test_a_copy_is_create_only_like_a_put(store):
+    source = "domains/example.com/runs/r1/content/abc.md"
+    store.put(source, b"body")
+    assert store.copy(source, KEY) is True
+    assert store.get(KEY) == b"body"
+    assert store.copy(source, KEY) is False  # a redelivered snapshot writes nothing
+    other = "domains/example.com/runs/r2/content/abc.md"
+    store.put(other, b"other body")
+    with pytest.raises(BlobConflict):
+        store.copy(other, KEY)
+    with pytest.raises(KeyError):
+        store.copy("domains/example.com/runs/r9/content/missing.md", KEY + ".x")
+
+
+def test_gcs_copies_a_run_artefact_into_a_snapshot_without_its_expiry(gcs_bucket, gcs_url):
+    store = GcsBlobStore.from_url(f"gs://{gcs_bucket}", Settings(storage_emulator_host=gcs_url, project="gleaner-test"))
+    run_key = "domains/example.com/runs/r1/content/abc.md"
+    store.put(run_key, b"body")
+    store.copy(run_key, KEY)
+    assert store.bucket.get_blob(KEY).custom_time is None

@@ -33,13 +33,13 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
         content_key = raw_key = None
         if page.content_key is not None:
             content_key = snapshot_content_key(site, page.document_id, page.content_hash)
-            blobs.put(content_key, blobs.get(page.content_key))
+            blobs.copy(page.content_key, content_key)
             if page.raw_key is not None:
                 raw_key = snapshot_raw_key(site, page.document_id, page.content_hash)
                 # The content may have gone back to an earlier version whose page around it differed:
                 # that version's raw.md stands (bodies are keyed by content hash, never rewritten).
                 with contextlib.suppress(BlobConflict):
-                    blobs.put(raw_key, blobs.get(page.raw_key))
+                    blobs.copy(page.raw_key, raw_key)
         inputs.append(SnapshotInput(
             document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,

@@ -32,6 +32,10 @@ class BlobStore(Protocol):
 
     def exists(self, key: str) -> bool: ...
 
+    def copy(self, source: str, target: str) -> bool:
+        """Create target with source's bytes (create-only, like put); True if written."""
+        ...
+
     def list(self, prefix: str) -> list[str]:
         """Keys under prefix, sorted."""
         ...

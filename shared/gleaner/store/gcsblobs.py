@@ -75,6 +75,11 @@ class GcsBlobStore:
             raise RetryableError(f"cannot write blob {key}: {exc}") from exc
         return True
 
+    def copy(self, source: str, target: str) -> bool:
+        # Not a server-side copy: that would carry a run artefact's Custom-Time over to the target,
+        # and the lifecycle rule would then delete a snapshot body. Through put, target is unstamped.
+        return self.put(target, self.get(source))
+
     def get(self, key: str) -> bytes:
         from google.api_core import exceptions as gexc
 

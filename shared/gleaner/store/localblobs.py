@@ -40,6 +40,21 @@ class LocalBlobStore:
             raise RetryableError(f"cannot write blob {key}: {exc}") from exc
         return True
 
+    def copy(self, source: str, target: str) -> bool:
+        """A hard link: no bytes are read or written, and the target stays create-only."""
+        src, dst = self._path(source), self._path(target)
+        try:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except FileExistsError:
+                return self._same(dst, target, src.read_bytes())
+            except FileNotFoundError:
+                raise KeyError(source) from None
+        except OSError as exc:
+            raise RetryableError(f"cannot copy blob {source} to {target}: {exc}") from exc
+        return True
+
     @staticmethod
     def _same(path: Path, key: str, data: bytes) -> bool:
         if path.read_bytes() != data:
