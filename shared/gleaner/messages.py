@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from gleaner.errors import InvalidInput
@@ -126,6 +126,8 @@ class FetchedPage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:
+        if not isinstance(data, dict):
+            raise InvalidInput(f"FetchedPage: expected an object, got {type(data).__name__}")
         try:
             return cls(**data)
         except TypeError as exc:
@@ -142,12 +144,13 @@ class PagesFetched(Message):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PagesFetched:
-        base = Message.from_dict.__func__(cls, {**data, "pages": []})  # type: ignore[attr-defined]
+        # Two-argument super: slots=True recreates the class, which breaks the zero-argument form.
+        base = super(PagesFetched, cls).from_dict({**data, "pages": ()})
         raw_pages = data.get("pages") or []
         if not isinstance(raw_pages, list | tuple):
             raise InvalidInput("PagesFetched.pages must be a list")
         pages = tuple(p if isinstance(p, FetchedPage) else FetchedPage.from_dict(p) for p in raw_pages)
-        return cls(run_id=base.run_id, site_domain=base.site_domain, batch_no=base.batch_no, pages=pages)
+        return replace(base, pages=pages)
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,12 +172,6 @@ def absolutize(base: str, href: str) -> str | None:
         return None
 
 
-def resolve(base: str, href: str) -> str | None:
-    """Resolve a link against its page into its canonical URL; None for unusable links."""
-    absolute = absolutize(base, href)
-    return canonicalize(absolute) if absolute else None
-
-
 def validate_glob(pattern: str) -> str:
     """A path glob: must start with '/' or '*'; brackets must balance."""
     if not pattern or not pattern.strip():

@@ -6,7 +6,6 @@ With one worker (Cloud Functions, tests) it runs in-process and starts nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 from gleaner.extract.html import Extracted, extract_html
@@ -31,13 +30,6 @@ class ExtractPool:
             ctx = multiprocessing.get_context("forkserver")
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         return self._executor
-
-    def extract(self, items: Sequence[tuple[str, str]]) -> list[Extracted]:
-        """items: (html, url) pairs, results in the same order."""
-        pool = self._pool()
-        if pool is None or len(items) < 2:
-            return [_extract_one(item) for item in items]
-        return list(pool.map(_extract_one, items, chunksize=max(1, len(items) // (self.workers * 4))))
 
     def submit(self, html: str, url: str) -> Future[Extracted]:
         """A future for one page (the scrape stage overlaps extraction with fetching)."""

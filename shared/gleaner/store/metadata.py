@@ -19,8 +19,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from gleaner.errors import RetryableError
-
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
@@ -129,17 +127,6 @@ class MetadataStore:
                 {"s": site, "h": host, "k": kind},
             ).one()
         return str(row[0])
-
-    def host_politeness(self, site: str, host: str) -> tuple[float | None, int | None]:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT host_delay_seconds, host_concurrency FROM knowledge.source_hosts"
-                    " WHERE site_domain = :s AND host = :h"
-                ),
-                {"s": site, "h": host},
-            ).first()
-        return (row[0], row[1]) if row else (None, None)
 
     def host_politeness_for(self, host: str) -> tuple[float | None, int | None]:
         """The strictest delay and concurrency any tenant configured for a host (it is one server)."""
@@ -852,6 +839,3 @@ class MetadataStore:
             ).all()
         return str(body), [(int(s), int(e), str(k)) for s, e, k in spans]
 
-
-def wrap_db_errors(exc: Exception) -> RetryableError:
-    return RetryableError(f"database error: {exc}")
