@@ -67,7 +67,8 @@ def main() -> None:
                     again = bench.gleaner_crawl(base, data, work / f"{name}-{r}-again.json", args.pages * 2 + 100,
                                                 shared)
                     rows[name]["recrawl"].append(again["crawl_seconds"])
-                    line += f"; recrawl {again['crawl_seconds']:.2f} s, 304s {again['not_modified']}"
+                    line += (f"; recrawl {again['crawl_seconds']:.2f} s, 304s {again['not_modified']}, "
+                             f"cpu {again['cpu_seconds']}, stages {again['stage_seconds']}")
                 print(line, flush=True)
                 shutil.rmtree(data, ignore_errors=True)
     finally:

@@ -91,14 +91,26 @@ def test_there_are_at_least_thirty_spellings() -> None:
     assert len(SPELLINGS) >= 30
 
 
-@pytest.mark.parametrize("spelling", ["http://127.1:{p}/", "http://2130706433:{p}/", "http://0x7f.0.0.1:{p}/",
-                                      "http://localhost.:{p}/"])
+@pytest.mark.parametrize("spelling", ["http://0x7f.0.0.1:{p}/", "http://0x7f000001:{p}/", "http://localhost.:{p}/",
+                                      "http://[::ffff:127.0.0.1]:{p}/"])
 def test_odd_spellings_are_resolved_and_checked_not_just_read(site: TestSite, spelling: str) -> None:
     # Control: with loopback allowed the same URLs do reach the site, so the refusals above are the policy's.
     with Fetcher(_settings("127.0.0.0/8")) as fetcher:
         result = fetcher.fetch(spelling.format(p=site.port))
     assert result.outcome is FetchOutcome.FETCHED, result
     assert site.paths() == ["/robots.txt", "/"]
+
+
+@pytest.mark.parametrize("spelling", ["http://127.1:{p}/", "http://2130706433:{p}/", "http://017700000001:{p}/",
+                                      "http://127.0.1:{p}/"])
+def test_legacy_numeric_ipv4_spellings_are_refused_as_urls_even_where_the_address_is_allowed(
+        site: TestSite, spelling: str) -> None:
+    # getaddrinfo reads these as addresses while aiohttp refuses them: no parser may disagree with another.
+    with Fetcher(_settings("127.0.0.0/8")) as fetcher:
+        result = fetcher.fetch(spelling.format(p=site.port))
+    assert result.outcome is FetchOutcome.UNAVAILABLE
+    assert result.reason.startswith("refused-url: legacy numeric IPv4 spelling"), result.reason
+    assert site.log == []
 
 
 def _redirect(location: str) -> Page:

@@ -126,9 +126,10 @@ def test_a_spent_budget_ends_the_run_partial_with_every_remaining_url_exhausted(
     assert len(fetched) == 4 and len(exhausted) == 5
     assert all(recorded[p][1] and "budget" in (recorded[p][1] or "") for p in exhausted)
     assert all(outcome is not None for outcome, _ in recorded.values())  # nothing silently dropped
-    # An exhausted page was requested at most once, by the sample stage, never by scrape.
-    samples = {"/", "/docs/p0"}
-    assert all(site.requested(p) == (1 if p in samples else 0) for p in exhausted)
+    # An exhausted page was never requested by scrape: only by map (the start page, whose links it
+    # walks) and by the sample stage (one page per section). Which four pages scrape got is order.
+    before_scrape = {"/": 2, "/docs/p0": 1}
+    assert all(site.requested(p) == before_scrape.get(p, 0) for p in exhausted)
 
 
 def test_a_second_run_asks_conditionally_and_settles_unchanged_pages_without_a_body(make_deps: Any) -> None:

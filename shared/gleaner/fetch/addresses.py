@@ -19,8 +19,10 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import httpx
+import yarl
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -130,10 +132,26 @@ class UrlRefused(ValueError):
 
 
 _UNSAFE_URL = re.compile(r"[\x00-\x20\x7f\\]")
+_NUMERIC_HOST = re.compile(r"[0-9.]+")
 
 
-def check_url(url: str) -> httpx.URL:
-    """Parse ``url`` as httpx will and refuse what could make parsers disagree; the parsed URL."""
+@dataclass(frozen=True, slots=True)
+class CheckedUrl:
+    """A URL that passed :func:`check_url`: its text, the parsed form the client sends, host and port."""
+
+    text: str  # as the caller spelled it (results report this)
+    wire: yarl.URL  # what aiohttp is handed: never re-parsed from text
+    scheme: str
+    host: str  # the ASCII (IDNA) host the connection is made to, lower case, IPv6 without brackets
+    port: int  # explicit or the scheme's default
+
+
+def check_url(url: str) -> CheckedUrl:
+    """Parse ``url`` and refuse what could make parsers disagree; the checked URL.
+
+    httpx's parser is the strict one (it refuses octal-looking and full-width hosts outright);
+    aiohttp sends what yarl parses. Both must see the same host and port, or the URL is refused.
+    """
     if _UNSAFE_URL.search(url):
         raise UrlRefused("URL contains whitespace, control characters or a backslash")
     try:
@@ -144,12 +162,22 @@ def check_url(url: str) -> httpx.URL:
         raise UrlRefused(f"scheme {parsed.scheme!r} is not http(s)")
     if parsed.userinfo:
         raise UrlRefused("URL carries credentials (userinfo)")
-    host = parsed.raw_host.decode("ascii", "replace")  # the IDNA form httpcore will connect to
+    host = parsed.raw_host.decode("ascii", "replace")  # the IDNA form the connection is made to
     if not host:
         raise UrlRefused("URL has no host")
     if "%" in host:
         raise UrlRefused("URL host carries a zone id")
-    return parsed
+    if _NUMERIC_HOST.fullmatch(host) and parse_address(host) is None:
+        # 127.1, 2130706433, 017700000001: getaddrinfo reads them as addresses, aiohttp refuses them.
+        raise UrlRefused(f"legacy numeric IPv4 spelling {host!r} (only dotted quads are accepted)")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        wire = yarl.URL(str(parsed).partition("#")[0], encoded=True)  # the fragment is never sent
+    except (TypeError, ValueError) as exc:
+        raise UrlRefused(f"unparseable URL: {exc}") from exc
+    if (wire.raw_host or "").lower() != host.lower() or wire.port != port:
+        raise UrlRefused(f"URL parsers disagree about its host ({host!r} vs {wire.raw_host!r})")
+    return CheckedUrl(url, wire, parsed.scheme, host.lower(), port)
 
 
 Resolver = Callable[[str, int], list[str]]

@@ -94,35 +94,51 @@ class _Decoder:
         return tail
 
 
-def read_body(raw_chunks: Iterable[bytes], *, coding: str, max_wire: int, max_decoded: int,
-              on_wire: Callable[[int], None] | None = None) -> tuple[bytes, int]:
-    """Read and decode a body; (decoded body, wire bytes). Raises BodyRefused on any limit.
+class BodyReader:
+    """Feed a body's wire chunks as they arrive; :meth:`finish` gives (decoded body, wire bytes).
 
-    ``on_wire`` is told of every chunk's wire size first (the run's byte budget), so a
-    chunk that overruns the budget ends the run even if it would also be oversized.
+    Raises BodyRefused as soon as a limit breaks. ``on_wire`` is told of every chunk's wire size
+    first (the run's byte budget), so a chunk that overruns the budget ends the run even if it
+    would also be oversized.
     """
-    decoder = _Decoder(coding)
-    parts: list[bytes] = []
-    wire = decoded = 0
-    for chunk in raw_chunks:
-        wire += len(chunk)
-        if on_wire is not None:
-            on_wire(len(chunk))
-        if wire > max_wire:
-            raise BodyRefused("size", f"body exceeds {max_wire} bytes on the wire")
+
+    def __init__(self, *, coding: str, max_wire: int, max_decoded: int,
+                 on_wire: Callable[[int], None] | None = None) -> None:
+        self._decoder = _Decoder(coding)
+        self._max_wire = max_wire
+        self._max_decoded = max_decoded
+        self._on_wire = on_wire
+        self._parts: list[bytes] = []
+        self.wire = 0
+        self._decoded = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.wire += len(chunk)
+        if self._on_wire is not None:
+            self._on_wire(len(chunk))
+        if self.wire > self._max_wire:
+            raise BodyRefused("size", f"body exceeds {self._max_wire} bytes on the wire")
+        out = self._decode(self._decoder.feed, chunk)
+        self._decoded += len(out)
+        self._parts.append(out)
+
+    def finish(self) -> tuple[bytes, int]:
+        self._parts.append(self._decode(lambda _data, allowed: self._decoder.finish(allowed), b""))
+        return b"".join(self._parts), self.wire
+
+    def _decode(self, step: Callable[[bytes, int], bytes], chunk: bytes) -> bytes:
         try:
-            out = decoder.feed(chunk, max_decoded - decoded)
+            return step(chunk, self._max_decoded - self._decoded)
         except BodyRefused as exc:
             if exc.kind == "size":
-                raise BodyRefused("size", f"decoded body exceeds {max_decoded} bytes") from None
+                raise BodyRefused("size", f"decoded body exceeds {self._max_decoded} bytes") from None
             raise
-        decoded += len(out)
-        parts.append(out)
-    try:
-        tail = decoder.finish(max_decoded - decoded)
-    except BodyRefused as exc:
-        if exc.kind == "size":
-            raise BodyRefused("size", f"decoded body exceeds {max_decoded} bytes") from None
-        raise
-    parts.append(tail)
-    return b"".join(parts), wire
+
+
+def read_body(raw_chunks: Iterable[bytes], *, coding: str, max_wire: int, max_decoded: int,
+              on_wire: Callable[[int], None] | None = None) -> tuple[bytes, int]:
+    """Read and decode a whole body; (decoded body, wire bytes). Raises BodyRefused on any limit."""
+    reader = BodyReader(coding=coding, max_wire=max_wire, max_decoded=max_decoded, on_wire=on_wire)
+    for chunk in raw_chunks:
+        reader.feed(chunk)
+    return reader.finish()

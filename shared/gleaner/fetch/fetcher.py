@@ -4,18 +4,19 @@ For each URL, in order: the URL is checked as httpx parses it (http(s) only, no
 userinfo, zone id, backslash or control character); robots.txt of its origin is
 read first (once per Fetcher, i.e. per run or batch) and obeyed; its host is
 resolved once and every address must be public or inside
-``GLEANER_ALLOW_NETWORKS``; the transport connects to that checked address and
-nothing else; the host's politeness (concurrency, delay, Crawl-delay, 429/503
+``GLEANER_ALLOW_NETWORKS``; the transport (aiohttp, on the process's fetch loop)
+connects to that checked address and nothing else; the host's politeness (concurrency, delay, Crawl-delay, 429/503
 backoff) and the run's budget are respected; the body is read under wire and
 decoded caps and a total deadline. Redirects are followed up to
 ``max_redirects`` hops, each hop checked again from the start.
 
-Every call returns a :class:`FetchResult` with exactly one
-:class:`FetchOutcome`; nothing raises for a URL's failure. Library exceptions
-are translated here::
+The public methods are synchronous (the stages are); each request runs as a
+coroutine on :mod:`gleaner.fetch.loop`. Every call returns a :class:`FetchResult`
+with exactly one :class:`FetchOutcome`; nothing raises for a URL's failure.
+Library exceptions are translated here::
 
-    httpx.TimeoutException   -> unavailable (timeout), or exhausted when the run's deadline cut it
-    httpx.HTTPError          -> unavailable (network: ...)
+    TimeoutError (the deadline) -> unavailable (timeout), or exhausted when the run's deadline cut it
+    aiohttp.ClientError, OSError -> unavailable (network: ...)
     UrlRefused               -> unavailable (refused-url: ...)
     AddressRefused           -> unavailable (non-public address / cannot resolve)
     BodyRefused              -> refused-size | refused-content | exhausted
@@ -23,27 +24,34 @@ are translated here::
 
 from __future__ import annotations
 
-import http.cookiejar
+import asyncio
 import ssl
-import threading
 import time
 from collections.abc import Iterable, Iterator, MutableMapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager, nullcontext
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from gleaner.config import Settings
 from gleaner.errors import InvalidInput
-from gleaner.fetch.addresses import AddressBook, AddressRefused, Resolver, UrlRefused, check_url, system_resolver
-from gleaner.fetch.body import ACCEPT_ENCODING, BodyRefused, coding_of, read_body
+from gleaner.fetch import loop
+from gleaner.fetch.addresses import (
+    AddressBook,
+    AddressRefused,
+    CheckedUrl,
+    Resolver,
+    UrlRefused,
+    check_url,
+    system_resolver,
+)
+from gleaner.fetch.body import ACCEPT_ENCODING, BodyReader, BodyRefused, coding_of
 from gleaner.fetch.budget import RunBudget, Spent
 from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable
 from gleaner.fetch.robots import RobotsRules
-from gleaner.fetch.transport import PinnedTransport
+from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.urls import absolutize, fetchable
 
@@ -71,34 +79,21 @@ _DENIED = frozenset({401, 403, 407, 451})
 _BACKOFF = frozenset({429, 503})
 
 
-class _NoCookies(http.cookiejar.DefaultCookiePolicy):
-    """A cookie policy that stores and returns nothing: Gleaner never sends cookies."""
-
-    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
-        return False
-
-    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
-        return False
-
-
 class Fetcher:
     """Polite, safe HTTP fetching. One instance per stage of a run: DNS pins and the budget live on it.
 
-    ``transport`` replaces the pinned network transport (tests of pure HTTP behaviour only: the
-    address policy still decides, but an injected transport does its own connecting). ``resolver``
-    replaces getaddrinfo (tests that need a name to answer something chosen). ``budget`` is the
-    run's budget (by default one built from the settings); ``host_politeness`` gives per-host
-    overrides of delay and concurrency; ``robots_cache`` is the run's robots decisions by origin
-    (shared between the fetchers of one run); ``hosts`` is the process's per-host politeness state
-    (shared by every fetcher, so concurrent stages take turns on a host; it carries its own
-    ``host_politeness``); ``verify`` is the TLS trust (default: the system's CAs).
+    ``resolver`` replaces getaddrinfo (tests that need a name to answer something chosen).
+    ``budget`` is the run's budget (by default one built from the settings); ``host_politeness``
+    gives per-host overrides of delay and concurrency; ``robots_cache`` is the run's robots
+    decisions by origin (shared between the fetchers of one run); ``hosts`` is the process's
+    per-host politeness state (shared by every fetcher, so concurrent stages take turns on a host;
+    it carries its own ``host_politeness``); ``verify`` is the TLS trust (default: the system's CAs).
     """
 
     def __init__(
         self,
         settings: Settings,
         *,
-        transport: httpx.BaseTransport | None = None,
         resolver: Resolver | None = None,
         respect_robots: bool = True,
         budget: RunBudget | None = None,
@@ -109,26 +104,17 @@ class Fetcher:
     ) -> None:
         self.settings = settings
         self._book = AddressBook(resolver or system_resolver, settings.allow_networks)
-        self._pinned: PinnedTransport | None = None
-        if transport is None:
-            self._pinned = PinnedTransport(self._book, verify=verify)
-            transport = self._pinned
+        self._verify = verify
+        self._session: aiohttp.ClientSession | None = None  # created on the fetch loop at first use
         self._respect_robots = respect_robots
         self.budget = budget or RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
                                           max_seconds=settings.run_max_seconds)
-        self._client = httpx.Client(
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,  # no proxy (it would defeat pinning), no .netrc credentials
-            timeout=httpx.Timeout(settings.fetch_timeout),
-            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            headers={"User-Agent": settings.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
-        )
         self._hosts = hosts if hosts is not None else HostTable(host_politeness)
         # Shared by the fetchers of one run in one process, so robots.txt is read once per host per run.
         self._robots: MutableMapping[str, RobotsRules] = {} if robots_cache is None else robots_cache
-        self._robots_locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
+        self._robots_seen: dict[str, RobotsRules] = {}  # this fetcher's answers, read without the loop's help
+        self._robots_locks: dict[str, asyncio.Lock] = {}
+        self._in_flight: asyncio.Semaphore | None = None
 
     @classmethod
     def for_run(cls, settings: Settings, spent: Spent, **kw: object) -> Fetcher:
@@ -138,7 +124,9 @@ class Fetcher:
         return cls(settings, budget=budget, **kw)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        self._client.close()
+        if self._session is not None:
+            session, self._session = self._session, None
+            loop.run(session.close())
 
     def __enter__(self) -> Fetcher:
         return self
@@ -146,57 +134,79 @@ class Fetcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- public API ---------------------------------------------------------------------------
+    # -- public API (synchronous; the work runs on the fetch loop) -----------------------------
 
     def fetch(self, request: FetchRequest | str) -> FetchResult:
         """Fetch one URL (robots first, redirects followed and re-checked); one outcome, never raises."""
+        return loop.run(self._fetch(request))
+
+    def fetch_many(self, requests: Iterable[FetchRequest]) -> Iterator[FetchResult]:
+        """Fetch concurrently (bounded overall and per host); yield results as they complete."""
+        queue_depth = self.settings.fetch_concurrency * 2  # refill while the caller handles a result
+        pending: set[Future[FetchResult]] = set()
+        for request in requests:
+            pending.add(loop.submit(self._fetch(request, bounded=True)))
+            if len(pending) >= queue_depth:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+    def robots(self, url: str) -> RobotsRules:
+        """The robots decision for the URL's origin, read once per Fetcher before any page there."""
+        return loop.run(self._robots_for(url))
+
+    # -- robots, redirects --------------------------------------------------------------------
+
+    async def _fetch(self, request: FetchRequest | str, *, bounded: bool = False) -> FetchResult:
         if isinstance(request, str):
             request = FetchRequest(request)
         try:
             url = fetchable(request.url)  # as the site spells it; the canonical URL is only identity
         except InvalidInput as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}", key=request.key)
-        return self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
+        if not bounded:
+            return await self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
+        if self._in_flight is None:
+            self._in_flight = asyncio.Semaphore(self.settings.fetch_concurrency)
+        async with self._in_flight:
+            return await self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
 
-    def fetch_many(self, requests: Iterable[FetchRequest]) -> Iterator[FetchResult]:
-        """Fetch concurrently (bounded overall and per host); yield results as they complete."""
-        pending: set[Future[FetchResult]] = set()
-        with ThreadPoolExecutor(max_workers=self.settings.fetch_concurrency,
-                                thread_name_prefix="gleaner-fetch") as pool:
-            for request in requests:
-                pending.add(pool.submit(self.fetch, request))
-                if len(pending) >= self.settings.fetch_concurrency * 4:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        yield future.result()
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-
-    def robots(self, url: str) -> RobotsRules:
-        """The robots decision for the URL's origin, read once per Fetcher before any page there."""
+    async def _robots_for(self, url: str) -> RobotsRules:
         parts = urlsplit(url)
         origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-        with self._lock:
-            lock = self._robots_locks.setdefault(origin, threading.Lock())
-        with lock:
-            rules = self._robots.get(origin)
-            if rules is None:
-                rules = self._load_robots(origin)
-                if not rules.exhausted:  # a spent budget is not the site's answer: never cached
-                    self._robots[origin] = rules
+        rules = self._robots_seen.get(origin)
+        if rules is None:
+            lock = self._robots_locks.setdefault(origin, asyncio.Lock())
+            async with lock:
+                rules = self._robots_seen.get(origin)
+                if rules is None:
+                    rules = await self._remembered_or_loaded(origin)
+                    if not rules.exhausted:
+                        self._robots_seen[origin] = rules
         if rules.crawl_delay:
-            host = self._host(parts.hostname or "")
+            host = await self._host(parts.hostname or "")
             host.crawl_delay = max(host.crawl_delay, rules.crawl_delay)
         return rules
 
-    # -- robots, redirects --------------------------------------------------------------------
+    async def _remembered_or_loaded(self, origin: str) -> RobotsRules:
+        # The run's cache may be a database table (another process of the run may have read it): off the loop.
+        rules = await loop.in_thread(self._robots.get, origin)
+        if rules is not None:
+            return rules
+        rules = await self._load_robots(origin)
+        if rules.exhausted:  # a spent budget is not the site's answer: never cached
+            return rules
+        await loop.in_thread(self._robots.__setitem__, origin, rules)
+        return await loop.in_thread(self._robots.get, origin) or rules  # a racing process's answer wins
 
-    def _load_robots(self, origin: str) -> RobotsRules:
+    async def _load_robots(self, origin: str) -> RobotsRules:
         url = origin + "/robots.txt"
-        result = self._follow(FetchRequest(url, accept=(ContentKind.ANY,)), url, check_robots=False,
-                              max_bytes=self.settings.robots_max_bytes, robots=True)
+        result = await self._follow(FetchRequest(url, accept=(ContentKind.ANY,)), url, check_robots=False,
+                                    max_bytes=self.settings.robots_max_bytes, robots=True)
         if result.outcome is FetchOutcome.FETCHED:
             return RobotsRules.parse(result.body or b"")
         if result.outcome is FetchOutcome.EXHAUSTED:
@@ -209,8 +219,8 @@ class Fetcher:
             return RobotsRules.unknown(f"robots.txt oversized ({result.reason})")
         return RobotsRules.unknown(f"robots.txt unavailable: {result.outcome} {result.reason}".strip())
 
-    def _robots_verdict(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
-        rules = self.robots(url)
+    async def _robots_verdict(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
+        rules = await self._robots_for(url)
         via = f" (redirect target {url})" if hop else ""
         if rules.exhausted:
             return FetchResult(request.url, FetchOutcome.EXHAUSTED, rules.reason, final_url=url, key=request.key)
@@ -222,20 +232,20 @@ class Fetcher:
                                final_url=url, key=request.key)
         return None
 
-    def _follow(self, request: FetchRequest, url: str, *, check_robots: bool, max_bytes: int | None,
-                robots: bool = False) -> FetchResult:
+    async def _follow(self, request: FetchRequest, url: str, *, check_robots: bool, max_bytes: int | None,
+                      robots: bool = False) -> FetchResult:
         started = time.monotonic()
         current = url
         seen = {url}
         for hop in range(self.settings.max_redirects + 1):
-            refused = self._admit(request, current, hop)
-            if refused is not None:
-                return _elapsed(refused, started)
+            admitted = await self._admit(request, current, hop)
+            if isinstance(admitted, FetchResult):
+                return _elapsed(admitted, started)
             if check_robots:
-                verdict = self._robots_verdict(request, current, hop)
+                verdict = await self._robots_verdict(request, current, hop)
                 if verdict is not None:
                     return _elapsed(verdict, started)
-            result = self._exchange(request, current, max_bytes=max_bytes, robots=robots)
+            result = await self._exchange(request, admitted, max_bytes=max_bytes, robots=robots)
             if result.status not in _REDIRECTS or result.outcome is not FetchOutcome.REDIRECT_REFUSED:
                 return _elapsed(result, started)
             location = result.headers.get("location", "").strip()
@@ -261,46 +271,51 @@ class Fetcher:
 
     # -- one exchange: address policy, politeness, budget, backoff ------------------------------
 
-    def _host(self, hostname: str) -> HostState:
-        return self._hosts.get(hostname, default_delay=self.settings.host_delay,
-                               default_concurrency=self.settings.host_concurrency)
+    async def _host(self, hostname: str) -> HostState:
+        state = self._hosts.peek(hostname)
+        if state is None:  # first sight: the operator's per-host settings may come from the database
+            state = await loop.in_thread(lambda: self._hosts.get(
+                hostname, default_delay=self.settings.host_delay, default_concurrency=self.settings.host_concurrency))
+        return state
 
-    def _admit(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
-        """The address policy for one hop: None if the URL may be requested, else the refusal.
+    async def _admit(self, request: FetchRequest, url: str, hop: int) -> CheckedUrl | FetchResult:
+        """The address policy for one hop: the checked URL if it may be requested, else the refusal.
 
         Checked before robots.txt, so a host the policy refuses gets no request at all.
         """
         via = f" (redirect target {url})" if hop else ""
         try:
-            parsed = check_url(url)
-            self._book.pin(parsed.raw_host.decode("ascii"), parsed.port or (443 if parsed.scheme == "https" else 80))
+            checked = check_url(url)
+            if not self._book.pinned(checked.host, checked.port):  # resolving blocks: off the loop
+                await loop.in_thread(self._book.pin, checked.host, checked.port)
         except UrlRefused as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
                                key=request.key)
         except AddressRefused as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key)
-        return None
+        return checked
 
-    def _exchange(self, request: FetchRequest, url: str, *, max_bytes: int | None, robots: bool) -> FetchResult:
+    async def _exchange(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,
+                        robots: bool) -> FetchResult:
         def done(outcome: FetchOutcome, reason: str) -> FetchResult:
-            return FetchResult(request.url, outcome, reason, final_url=url, key=request.key)
+            return FetchResult(request.url, outcome, reason, final_url=target.text, key=request.key)
 
-        host = self._host(check_url(url).raw_host.decode("ascii"))  # admitted by _admit just before
+        host = await self._host(target.host)
         retries = 0
         while True:
-            with host.slots:
+            async with host.slots:
                 wait_for = host.next_at - time.monotonic()
                 run_deadline = self.budget.deadline
                 if wait_for > 0:
                     if run_deadline is not None and time.monotonic() + wait_for >= run_deadline:
                         return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s "
                                     "would pass while waiting for the host's delay")
-                    time.sleep(wait_for)
+                    await asyncio.sleep(wait_for)
                 spent = self.budget.claim_request()
                 if spent is not None:
                     return done(FetchOutcome.EXHAUSTED, spent)
                 try:
-                    result = self._send(request, url, max_bytes=max_bytes, robots=robots)
+                    result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
                 finally:
                     host.next_at = time.monotonic() + max(host.delay, host.crawl_delay)
                 if result.status not in _BACKOFF:
@@ -312,7 +327,14 @@ class Fetcher:
                                  f"Retry-After {pause:g}s")
                 retries += 1
 
-    def _send(self, request: FetchRequest, url: str, *, max_bytes: int | None, robots: bool) -> FetchResult:
+    def _open_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = open_session(self._book, verify=self._verify, user_agent=self.settings.user_agent,
+                                         accept_encoding=ACCEPT_ENCODING)
+        return self._session
+
+    async def _send(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,
+                    robots: bool) -> FetchResult:
         started = time.monotonic()
         fetch_deadline = started + self.settings.fetch_timeout
         run_deadline = self.budget.deadline
@@ -323,57 +345,55 @@ class Fetcher:
             headers["If-None-Match"] = request.etag
         if request.last_modified:
             headers["If-Modified-Since"] = request.last_modified
-        meta: dict[str, object] = {"final_url": url, "key": request.key}
+        meta: dict[str, object] = {"final_url": target.text, "key": request.key}
 
         def done(outcome: FetchOutcome, reason: str, **kw: object) -> FetchResult:
             values = {**meta, **kw, "elapsed_ms": int((time.monotonic() - started) * 1000)}
             return FetchResult(request.url, outcome, reason, **values)  # type: ignore[arg-type]
 
-        def timed_out(where: str) -> FetchResult:
+        where = "before the response"
+        session = self._open_session()
+        try:
+            # One total deadline for connect, TLS, headers and body: a server dripping a byte a second
+            # never resets it (a per-read timeout would restart with every chunk).
+            async with asyncio.timeout_at(deadline):  # the loop's clock is time.monotonic
+                async with session.get(target.wire, headers=headers, allow_redirects=False) as response:
+                    where = "while reading the body"
+                    response_headers = _lowered(response)
+                    meta.update(status=response.status, headers=response_headers,
+                                etag=response_headers.get("etag"), last_modified=response_headers.get("last-modified"))
+                    outcome = _judge(request, response.status, robots)
+                    if outcome is not None:
+                        return done(*outcome)
+                    limit = max_bytes or self.settings.max_body_bytes
+                    declared = response_headers.get("content-length", "")
+                    if declared.strip().isdigit() and int(declared) > limit:
+                        return done(FetchOutcome.REFUSED_SIZE,
+                                    f"Content-Length {declared.strip()} exceeds {limit} bytes")
+                    content_type, charset = _parse_content_type(response_headers.get("content-type", ""))
+                    kind = ContentKind.ANY if robots else _kind_of(content_type, target.text, request.accept)
+                    sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
+                    if kind is None and not sniff:
+                        return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} "
+                                    f"not accepted (wanted {', '.join(request.accept)})", content_type=content_type)
+                    reader = BodyReader(coding=coding_of(response_headers.get("content-encoding")), max_wire=limit,
+                                        max_decoded=limit if robots else self.settings.max_decompressed_bytes,
+                                        on_wire=self._charge_bytes)
+                    async for chunk in response.content.iter_any():
+                        reader.feed(chunk)
+                    body, wire = reader.finish()
+        except BodyRefused as exc:
+            outcome_for = {"size": FetchOutcome.REFUSED_SIZE, "content": FetchOutcome.REFUSED_CONTENT,
+                           "budget": FetchOutcome.EXHAUSTED}
+            return done(outcome_for[exc.kind], exc.reason)
+        except TimeoutError:
             if run_cut and time.monotonic() >= deadline - 0.01:
                 return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s spent "
                                                     f"{where}")
             return done(FetchOutcome.UNAVAILABLE, f"timeout {where} (limit {self.settings.fetch_timeout:g}s)")
-
-        with self._deadline(deadline):
-            try:
-                req = self._client.build_request("GET", url, headers=headers)
-                req.headers.pop("Cookie", None)
-                response = self._client.send(req, stream=True)
-            except httpx.TimeoutException:
-                return timed_out("before the response")
-            except httpx.HTTPError as exc:
-                return done(FetchOutcome.UNAVAILABLE, f"network: {exc.__class__.__name__}: {exc}")
-            try:
-                meta.update(status=response.status_code, headers={k.lower(): v for k, v in response.headers.items()},
-                            etag=response.headers.get("etag"), last_modified=response.headers.get("last-modified"))
-                outcome = self._judge(request, response, robots)
-                if outcome is not None:
-                    return done(*outcome)
-                limit = max_bytes or self.settings.max_body_bytes
-                declared = response.headers.get("content-length", "")
-                if declared.strip().isdigit() and int(declared) > limit:
-                    return done(FetchOutcome.REFUSED_SIZE, f"Content-Length {declared.strip()} exceeds {limit} bytes")
-                content_type, charset = _parse_content_type(response.headers.get("content-type", ""))
-                kind = ContentKind.ANY if robots else _kind_of(content_type, url, request.accept)
-                sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
-                if kind is None and not sniff:
-                    return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} "
-                                f"not accepted (wanted {', '.join(request.accept)})", content_type=content_type)
-                coding = coding_of(response.headers.get("content-encoding"))
-                body, wire = read_body(response.iter_raw(), coding=coding, max_wire=limit,
-                                       max_decoded=limit if robots else self.settings.max_decompressed_bytes,
-                                       on_wire=self._charge_bytes)
-            except BodyRefused as exc:
-                outcome_for = {"size": FetchOutcome.REFUSED_SIZE, "content": FetchOutcome.REFUSED_CONTENT,
-                               "budget": FetchOutcome.EXHAUSTED}
-                return done(outcome_for[exc.kind], exc.reason)
-            except httpx.TimeoutException:
-                return timed_out("while reading the body")
-            except httpx.HTTPError as exc:
-                return done(FetchOutcome.UNAVAILABLE, f"network: error while reading the body: {exc}")
-            finally:
-                response.close()
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            detail = "error while reading the body: " if where != "before the response" else ""
+            return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{exc.__class__.__name__}: {exc}")
         if sniff:
             if not _looks_like_html(body):
                 return done(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")
@@ -381,32 +401,36 @@ class Fetcher:
         return done(FetchOutcome.FETCHED, "", content_type=content_type, charset=charset, kind=kind, body=body,
                     wire_bytes=wire)
 
-    def _judge(self, request: FetchRequest, response: httpx.Response, robots: bool) -> tuple[FetchOutcome, str] | None:
-        """The outcome a status alone decides, or None when the body should be read."""
-        status = response.status_code
-        if status in _REDIRECTS:
-            return FetchOutcome.REDIRECT_REFUSED, f"HTTP {status} redirect"  # _follow decides what happens next
-        if status == 304:
-            if request.etag or request.last_modified:
-                return FetchOutcome.NOT_MODIFIED, "304 not modified"
-            return FetchOutcome.UNAVAILABLE, "unexpected 304 to an unconditional request"
-        if robots:
-            return None if 200 <= status < 300 else (FetchOutcome.UNAVAILABLE, f"HTTP {status}")
-        if status in _DENIED:
-            return FetchOutcome.DENIED, f"HTTP {status}"
-        if status not in (200, 203):
-            return FetchOutcome.UNAVAILABLE, f"HTTP {status}"
-        return None
-
     def _charge_bytes(self, count: int) -> None:
         reason = self.budget.add_bytes(count)
         if reason is not None:
             raise BodyRefused("budget", reason)
 
-    def _deadline(self, at: float) -> AbstractContextManager[None]:
-        if self._pinned is not None:
-            return self._pinned.deadline(at)
-        return nullcontext()  # an injected transport: the deadline is checked between chunks only
+
+def _judge(request: FetchRequest, status: int, robots: bool) -> tuple[FetchOutcome, str] | None:
+    """The outcome a status alone decides, or None when the body should be read."""
+    if status in _REDIRECTS:
+        return FetchOutcome.REDIRECT_REFUSED, f"HTTP {status} redirect"  # _follow decides what happens next
+    if status == 304:
+        if request.etag or request.last_modified:
+            return FetchOutcome.NOT_MODIFIED, "304 not modified"
+        return FetchOutcome.UNAVAILABLE, "unexpected 304 to an unconditional request"
+    if robots:
+        return None if 200 <= status < 300 else (FetchOutcome.UNAVAILABLE, f"HTTP {status}")
+    if status in _DENIED:
+        return FetchOutcome.DENIED, f"HTTP {status}"
+    if status not in (200, 203):
+        return FetchOutcome.UNAVAILABLE, f"HTTP {status}"
+    return None
+
+
+def _lowered(response: aiohttp.ClientResponse) -> dict[str, str]:
+    """Response headers by lower-case name; a repeated header's values joined as RFC 9110 allows."""
+    headers: dict[str, str] = {}
+    for name, value in response.headers.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
 
 
 def _elapsed(result: FetchResult, started: float) -> FetchResult:

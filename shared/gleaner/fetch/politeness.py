@@ -3,11 +3,13 @@
 One :class:`HostTable` is shared by every fetcher a process builds (the composition root keeps
 it), so two stages or two runs fetching from one host at once still take turns: politeness is a
 property of the server, not of a run. Across processes (several function instances) each keeps
-its own table.
+its own table. The concurrency slots are asyncio semaphores: every fetch of the process runs on
+the one fetch loop (:mod:`gleaner.fetch.loop`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ HostPoliteness = Callable[[str], tuple[float | None, int | None]]
 class HostState:
     """Politeness for one host name."""
 
-    slots: threading.Semaphore
+    slots: asyncio.Semaphore
     delay: float
     concurrency: int
     next_at: float = 0.0  # time.monotonic() before which no request may start
@@ -35,6 +37,10 @@ class HostTable:
         self._hosts: dict[str, HostState] = {}
         self._lock = threading.Lock()
 
+    def peek(self, hostname: str) -> HostState | None:
+        """The host's state if it was seen before (no lookup of the operator's settings)."""
+        return self._hosts.get(hostname.lower())
+
     def get(self, hostname: str, *, default_delay: float, default_concurrency: int) -> HostState:
         hostname = hostname.lower()
         with self._lock:
@@ -43,6 +49,6 @@ class HostTable:
                 delay, concurrency = self._politeness(hostname) if self._politeness is not None else (None, None)
                 delay = default_delay if delay is None else max(0.0, float(delay))
                 concurrency = default_concurrency if not concurrency else max(1, int(concurrency))
-                state = HostState(threading.Semaphore(concurrency), delay, concurrency)
+                state = HostState(asyncio.Semaphore(concurrency), delay, concurrency)
                 self._hosts[hostname] = state
             return state

@@ -1,137 +1,73 @@
-"""The network edge: an httpx transport that connects only to pinned addresses, within a deadline.
+"""The network edge: an aiohttp session that connects only to addresses the policy checked.
 
-Two guarantees live here because only the socket layer can give them:
+**Pinning.** aiohttp asks its resolver for a host's addresses at connect time. The session here
+uses :class:`PinnedResolver`, which never looks anything up: it answers with the addresses the
+:class:`~gleaner.fetch.addresses.AddressBook` already resolved and checked for that host and
+port, and refuses a host it has no pin for (fail closed), so a second lookup (DNS rebinding)
+cannot happen. An IP-literal host skips the resolver inside aiohttp; the fetcher checked that
+literal before the request, and the URL it sends is the very object it checked. The URL keeps its
+host name, so the Host header, SNI and certificate verification use the name, not the IP.
 
-* **Pinning.** httpx/httpcore would resolve the URL's host again at connect time
-  (a second lookup, which DNS rebinding exploits). :class:`PinnedBackend` replaces
-  httpcore's resolver-calling backend: it connects to the address the
-  :class:`~gleaner.fetch.addresses.AddressBook` checked for that host and port,
-  and refuses a host it has no pin for. The URL keeps its host name, so the Host
-  header, SNI and TLS certificate verification all use the name, not the IP.
-* **A total deadline.** httpx's read timeout restarts with every chunk, so a server
-  dripping one byte a second never times out. Every socket operation here is
-  bounded by the time left before the current fetch's deadline (per thread, set
-  with :meth:`PinnedTransport.deadline`), covering connect, TLS, headers and body.
+**No ambient behaviour.** No proxy from the environment (it would defeat pinning), no cookies,
+no transparent decompression (the body is decoded under limits by :mod:`gleaner.fetch.body`),
+no redirects followed by the library (each hop is checked again by the fetcher), no timeouts of
+its own (the fetcher bounds each exchange with one total deadline).
 """
 
 from __future__ import annotations
 
+import socket
 import ssl
-import threading
-import time
-import typing
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import httpcore
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gleaner.fetch.addresses import AddressBook
 
-
-class _Deadline(threading.local):
-    at: float | None = None
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose every read and write ends by the fetch deadline."""
-
-    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def _left(self, timeout: float | None, exc: type[Exception]) -> float | None:
-        at = self._deadline.at
-        if at is None:
-            return timeout
-        left = at - time.monotonic()
-        if left <= 0:
-            raise exc("the fetch deadline passed")
-        return left if timeout is None else min(timeout, left)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        inner = self._inner.start_tls(ssl_context, server_hostname, self._left(timeout, httpcore.ConnectTimeout))
-        return _DeadlineStream(inner, self._deadline)
-
-    def get_extra_info(self, info: str) -> typing.Any:
-        return self._inner.get_extra_info(info)
+# Headers of real sites (long Content-Security-Policy, many Set-Cookie) pass aiohttp's 8 KiB default.
+MAX_HEADER_FIELD = 64 * 1024
+MAX_HEADERS = 256
 
 
-class PinnedBackend(httpcore.NetworkBackend):
-    """httpcore's sync backend, but host names map to pinned addresses instead of DNS."""
+class PinnedResolver(AbstractResolver):
+    """Answers only with checked addresses; never performs a lookup."""
 
-    def __init__(self, book: AddressBook, deadline: _Deadline) -> None:
+    def __init__(self, book: AddressBook) -> None:
         self._book = book
-        self._deadline = deadline
-        self._inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
         addresses = self._book.pinned(host, port)
         if not addresses:
-            # Fail closed: nothing reaches a socket without having passed the address policy.
-            raise httpcore.ConnectError(f"{host}:{port} was not checked by the address policy")
-        failure: Exception | None = None
-        for address in addresses:  # every one of them was checked; the next only if one is unreachable
-            at = self._deadline.at
-            if at is not None:
-                left = at - time.monotonic()
-                if left <= 0:
-                    raise httpcore.ConnectTimeout("the fetch deadline passed")
-                timeout = left if timeout is None else min(timeout, left)
-            try:
-                stream = self._inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except httpcore.ConnectError as exc:
-                failure = exc
-                continue
-            return _DeadlineStream(stream, self._deadline)
-        assert failure is not None
-        raise failure
+            raise OSError(f"{host}:{port} was not checked by the address policy")
+        return [ResolveResult(hostname=host, host=str(address), port=port,
+                              family=socket.AF_INET6 if address.version == 6 else socket.AF_INET,
+                              proto=0, flags=socket.AI_NUMERICHOST)
+                for address in addresses]
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("unix sockets are never used by the fetcher")
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
+    async def close(self) -> None:
+        return None
 
 
-class PinnedTransport(httpx.HTTPTransport):
-    """httpx's own transport (request/response mapping, error translation) over :class:`PinnedBackend`."""
-
-    def __init__(self, book: AddressBook, *, verify: ssl.SSLContext | bool = True,
-                 limits: httpx.Limits | None = None) -> None:
-        limits = limits or httpx.Limits(max_connections=64, max_keepalive_connections=16)
-        super().__init__(verify=verify, trust_env=False, retries=0, limits=limits)
-        self._deadline = _Deadline()
-        ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
-        # httpx exposes no network_backend argument, so its pool is rebuilt with ours. The DNS-rebinding
-        # test (tests/integration/test_fetcher_addresses.py) fails if a later httpx stops using _pool.
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            retries=0,
-            network_backend=PinnedBackend(book, self._deadline),
-        )
-
-    @contextmanager
-    def deadline(self, at: float) -> Iterator[None]:
-        """Bound every socket operation of this thread by ``at`` (time.monotonic) until exit."""
-        previous = self._deadline.at
-        self._deadline.at = at
-        try:
-            yield
-        finally:
-            self._deadline.at = previous
+def open_session(book: AddressBook, *, verify: ssl.SSLContext | bool, user_agent: str, accept_encoding: str,
+                 max_connections: int = 64) -> aiohttp.ClientSession:
+    """A session for one fetcher; create it on the fetch loop and close it there."""
+    connector = aiohttp.TCPConnector(
+        resolver=PinnedResolver(book),
+        use_dns_cache=False,  # the book is the cache; aiohttp's would outlive a fetcher's pins
+        ssl=verify,  # a context (the process's shared one), True (system CAs) or False (tests only)
+        limit=max_connections,
+        limit_per_host=0,  # per-host concurrency is the fetcher's politeness, not the pool's
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers={"User-Agent": user_agent, "Accept-Encoding": accept_encoding},
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_read=None, sock_connect=None),
+        requote_redirect_url=False,
+        max_field_size=MAX_HEADER_FIELD,
+        max_line_size=MAX_HEADER_FIELD,
+        max_headers=MAX_HEADERS,
+    )

@@ -33,7 +33,7 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
         parsed = check_url(url.strip())  # parsed as the HTTP client will parse it (FACTS.md: parsers disagree)
     except (InvalidInput, UrlRefused) as exc:
         return str(exc)
-    host = parsed.raw_host.decode("ascii", "replace").lower().rstrip(".")
+    host = parsed.host.rstrip(".")
     if host in ("localhost", "metadata", "metadata.google.internal") or host.endswith(".localhost"):
         # Names that mean "this machine" or the cloud metadata server, whatever DNS says today.
         addresses = ["127.0.0.1"] if "localhost" in host else ["169.254.169.254"]
@@ -43,7 +43,7 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
             addresses = [str(literal)]
         else:
             try:
-                addresses = resolver(host, parsed.port or (443 if parsed.scheme == "https" else 80))
+                addresses = resolver(host, parsed.port)
             except (OSError, UnicodeError):
                 return None
     networks = tuple(allow_networks)
