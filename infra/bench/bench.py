@@ -59,6 +59,7 @@ class RssSampler:
         self.peak_tree = 0
         self.peak_other = 0
         self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, user+system seconds when last sampled)
+        self._pg_first: dict[int, float] = {}  # database pid -> its CPU seconds when first seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -68,7 +69,7 @@ class RssSampler:
         except psutil.NoSuchProcess:
             return
         others: list[psutil.Process] = []
-        last_scan = 0.0
+        last_scan = last_pg = 0.0
         while not self._stop.is_set():
             try:
                 tree = [root, *root.children(recursive=True)]
@@ -87,7 +88,27 @@ class RssSampler:
                 last_scan = time.monotonic()
             if others:
                 self.peak_other = max(self.peak_other, _rss(others))
+                if time.monotonic() - last_pg > 0.25:
+                    self._sample_postgres(others)
+                    last_pg = time.monotonic()
             self._stop.wait(self.interval)
+
+    def _sample_postgres(self, servers: list[psutil.Process]) -> None:
+        """The database's CPU during the run (its server and backends, which are not our children):
+        on two cores it is taken from extraction too. Counted from when each process is first seen."""
+        for postmaster in servers:
+            try:
+                procs = [postmaster, *postmaster.children(recursive=True)]
+            except psutil.Error:
+                continue
+            for p in procs:
+                try:
+                    t = p.cpu_times()
+                except psutil.Error:
+                    continue
+                now = t.user + t.system
+                first = self._pg_first.setdefault(p.pid, now)
+                self.cpu[-p.pid] = ("postgres", now - first)
 
     def __enter__(self) -> RssSampler:
         self._thread.start()
@@ -127,7 +148,7 @@ def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_a
     data["peak_rss_mb"] = round(rss.peak_tree / 2**20, 1)
     # CPU seconds as last sampled (a child's last 50 ms may be missed): where the two cores went.
     data["cpu_seconds"] = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
-                           for role in ("main", "children")}
+                           for role in ("main", "children", "postgres")}
     if rss_also:
         data["peak_rss_postgres_mb"] = round(rss.peak_other / 2**20, 1)
     return data
