@@ -29,12 +29,18 @@ if TYPE_CHECKING:
     from gleaner.fetch.fetcher import Fetcher
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
+    from gleaner.provenance.handover import CanonicalHandover
     from gleaner.store.blobs import BlobStore
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.references import ReferenceStore
+    from gleaner.store.texts import TextStore
 
 
 T = TypeVar("T")
+
+# Canonical texts kept between scrape and ingest in one process: a few scrape batches' worth
+# (100 pages of ~16 KB each); the oldest go first, and ingest recomputes what is gone.
+CANONICAL_HANDOVER_BYTES = 32 * 2**20
 
 
 class _built_once(Generic[T]):
@@ -91,6 +97,23 @@ class Deps:
         from gleaner.store.references import ReferenceStore
 
         return ReferenceStore(self.engine)
+
+    @_built_once
+    def texts(self) -> TextStore:
+        from gleaner.store.texts import TextStore
+
+        return TextStore(self.engine)
+
+    @_built_once
+    def canonical_handover(self) -> CanonicalHandover:
+        """Scrape leaves the extraction processes' canonical texts here for ingest, when ingest runs
+        in this process (the in-process bus); elsewhere it keeps nothing (ingest recomputes)."""
+        from gleaner.bus.local import LocalBus
+        from gleaner.provenance.handover import CanonicalHandover
+
+        bus = self.bus_override
+        in_process = isinstance(bus, LocalBus) if bus is not None else self.settings.bus == "local"
+        return CanonicalHandover(CANONICAL_HANDOVER_BYTES if in_process else 0)
 
     @_built_once
     def blobs(self) -> BlobStore:

@@ -22,6 +22,15 @@ _SKIP = {"script", "style", "noscript", "template", "svg", "iframe", "head", "fo
 _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
           "figure", "figcaption", "dd", "dt", "address", "details", "summary", "body"}
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+_COLLAPSED = ("\t", "\r", "\f", "\v", "\u00a0")  # what _SPACES matches besides a space
+# What the walker does with each tag (one dict lookup instead of a chain of set tests).
+_SKIPPED, _HEADING, _ITEM, _CODE, _TABLE, _CONTAINER, _INLINE = range(7)
+_KINDS = {
+    **{tag: _SKIPPED for tag in _SKIP},
+    **{f"h{level}": _HEADING for level in range(1, 7)},
+    "li": _ITEM, "pre": _CODE, "table": _TABLE,
+    **{tag: _CONTAINER for tag in ("ul", "ol", "dl", "html", *_BLOCK)},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,56 +42,63 @@ class Extracted:
     extractor: str = EXTRACTOR
 
 
+def _normalise(text: str) -> str:
+    """Runs of spaces, tabs and no-break spaces become one space; the ends are stripped."""
+    text = text.strip()
+    # Most text has no run to collapse: C substring scans instead of a regex pass over every piece
+    # (the regex, called ~200 times a page, was most of raw.md's cost).
+    if "  " in text or (not text.isprintable() and any(c in text for c in _COLLAPSED)):
+        return _SPACES.sub(" ", text)
+    return text
+
+
 def _text(node: lxml_html.HtmlElement) -> str:
-    return _SPACES.sub(" ", node.text_content()).strip()
+    return _normalise(node.text_content())
 
 
 def whole_page_markdown(tree: lxml_html.HtmlElement) -> str:
     """Every visible block of the page as markdown: recall over precision."""
     out: list[str] = []
+    append = out.append
 
     def walk(node: lxml_html.HtmlElement) -> None:
-        tag = node.tag if isinstance(node.tag, str) else ""
-        if tag in _SKIP:
-            return
-        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+        tag = node.tag
+        # Comments and processing instructions (tag is not a string) are walked like blocks.
+        kind = _KINDS.get(tag, _INLINE) if isinstance(tag, str) else _CONTAINER
+        if kind == _CONTAINER:
+            own = node.text
+            if own and not own.isspace():
+                append(_normalise(own))
+            for child in node:
+                walk(child)
+                tail = child.tail
+                if tail and not tail.isspace():
+                    append(_normalise(tail))
+        elif kind == _INLINE:
             text = _text(node)
             if text:
-                out.append("#" * int(tag[1]) + " " + text)
-            return
-        if tag == "li":
+                append(text)
+        elif kind == _HEADING:
             text = _text(node)
             if text:
-                out.append("- " + text)
-            return
-        if tag == "pre":
+                append("#" * int(tag[1]) + " " + text)
+        elif kind == _ITEM:
+            text = _text(node)
+            if text:
+                append("- " + text)
+        elif kind == _CODE:
             code = node.text_content().strip("\n")
             if code.strip():
-                out.append("```\n" + code + "\n```")
-            return
-        if tag == "table":
+                append("```\n" + code + "\n```")
+        elif kind == _TABLE:
             rows = []
             for tr in node.iter("tr"):
-                cells = [_text(c).replace("|", "\\|") for c in tr if isinstance(c.tag, str) and c.tag in ("td", "th")]
+                cells = [_text(c).replace("|", "\\|") for c in tr if c.tag in ("td", "th")]
                 if cells:
                     rows.append("| " + " | ".join(cells) + " |")
             if rows:
                 width = rows[0].count(" | ") + 1
-                out.append("\n".join([rows[0], "|" + " --- |" * width, *rows[1:]]))
-            return
-        if tag in ("ul", "ol", "dl") or tag in _BLOCK or tag in ("html", ""):
-            own = _SPACES.sub(" ", node.text or "").strip()
-            if own:
-                out.append(own)
-            for child in node:
-                walk(child)
-                tail = _SPACES.sub(" ", child.tail or "").strip()
-                if tail:
-                    out.append(tail)
-            return
-        text = _text(node)
-        if text:
-            out.append(text)
+                append("\n".join([rows[0], "|" + " --- |" * width, *rows[1:]]))
 
     body = tree.find("body")
     walk(body if body is not None else tree)

@@ -8,11 +8,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
-from gleaner.extract.html import Extracted, extract_html
-
-
-def _extract_one(item: tuple[str, str]) -> Extracted:
-    return extract_html(item[0], item[1])
+from gleaner.extract.page import ExtractedPage, extract_page
 
 
 class ExtractPool:
@@ -31,14 +27,14 @@ class ExtractPool:
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         return self._executor
 
-    def submit(self, html: str, url: str) -> Future[Extracted]:
-        """A future for one page (the scrape stage overlaps extraction with fetching)."""
+    def submit(self, body: bytes, charset: str | None, url: str) -> Future[ExtractedPage]:
+        """A future for one fetched page (the scrape stage overlaps extraction with fetching)."""
         pool = self._pool()
         if pool is None:
-            future: Future[Extracted] = Future()
-            future.set_result(extract_html(html, url))
+            future: Future[ExtractedPage] = Future()
+            future.set_result(extract_page(body, charset, url))
             return future
-        return pool.submit(_extract_one, (html, url))
+        return pool.submit(extract_page, body, charset, url)
 
     def close(self) -> None:
         if self._executor is not None:

@@ -8,6 +8,7 @@ code block), with its kind. Bytes are forever; tokens and lines are not.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -24,6 +25,35 @@ class Span:
     start: int
     end: int
     kind: str  # heading | paragraph | list_item | table | code
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalText:
+    """What ingest stores for one body: its canonical text, both BLAKE3 hashes and the span ledger."""
+
+    source_blake3: str  # BLAKE3 of the body's bytes (content.md)
+    text_hash: str  # BLAKE3 of the canonical text's UTF-8 bytes
+    text: bytes  # the canonical text, UTF-8 (the body itself when canonicalising changed nothing)
+    spans_json: str  # the spans as a JSON array of [start, end, kind]: the form the database takes
+
+    def spans(self) -> list[Span]:
+        return [Span(start, end, kind) for start, end, kind in json.loads(self.spans_json)]
+
+
+def canonicalise(source: bytes, decoded: str | None = None) -> CanonicalText:
+    """Canonical text, hashes and spans of a body.
+
+    ``decoded``, when the caller has it, is ``source`` as text (``source == decoded.encode()``):
+    a body already canonical is then not encoded again, and pickles once with the body.
+    """
+    text = canonical_text(source.decode("utf-8", errors="replace") if decoded is None else decoded)
+    encoded = source if decoded is not None and text == decoded else text.encode("utf-8")
+    return CanonicalText(
+        source_blake3=bytes_hash(source),
+        text_hash=bytes_hash(encoded),
+        text=encoded,
+        spans_json=json.dumps([[s.start, s.end, s.kind] for s in spans_of(text)], separators=(",", ":")),
+    )
 
 
 def canonical_text(markdown: str) -> str:

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 from gleaner.app import Deps
 from gleaner.errors import BlobConflict
-from gleaner.extract.html import Extracted
+from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
@@ -45,12 +45,13 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for p in pages.values()
     ]
     records: list[FetchRecord] = []
-    pending: list[tuple[RunPage, FetchResult, Future[Extracted]]] = []
+    pending: list[tuple[RunPage, FetchResult, Future[ExtractedPage]]] = []
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in fetcher.fetch_many(requests):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
-                future = deps.extract_pool.submit(result.text(), result.final_url or page.fetch_url)
+                future = deps.extract_pool.submit(result.body or b"", result.charset,
+                                                  result.final_url or page.fetch_url)
                 pending.append((page, result, future))
             else:
                 records.append(_record(page, result, None))
@@ -97,19 +98,22 @@ def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
 
 
 def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResult,
-              extracted: Extracted) -> FetchedPage:
-    # A page where the main-content extractor finds nothing still has a body: the whole page.
-    content = (extracted.content_md or extracted.raw_md).encode("utf-8")
-    raw = extracted.raw_md.encode("utf-8")
-    content_hash = sha1(content)
+              extracted: ExtractedPage) -> FetchedPage:
+    content_hash, raw_hash = extracted.content_hash, extracted.raw_hash
     content_key = raw_key = None
     if content_hash != page.current_hash:
-        content = _put_run_blob(deps, run_content_key(message.site_domain, message.run_id, page.url_hash), content)
-        raw = _put_run_blob(deps, run_raw_key(message.site_domain, message.run_id, page.url_hash), raw)
-        content_hash = sha1(content)
         content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
         raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
-    return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=sha1(raw),
+        content = _put_run_blob(deps, content_key, extracted.content)
+        raw = _put_run_blob(deps, raw_key, extracted.raw)
+        # The extraction processes hashed what they made; only bytes an earlier delivery left are hashed here.
+        if content is not extracted.content:
+            content_hash = sha1(content)
+        if raw is not extracted.raw:
+            raw_hash = sha1(raw)
+        if content_hash == extracted.content_hash:
+            deps.canonical_handover.put(content_hash, extracted.canonical)
+    return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=raw_hash,
                        content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
                        fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
                        extractor=extracted.extractor)

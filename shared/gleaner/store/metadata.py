@@ -745,72 +745,20 @@ class MetadataStore:
                          strict=True)) for r in rows]
 
     def snapshots_for_ingest(self, snapshot_ids: Iterable[str]) -> list[tuple[str, str, str]]:
-        """(snapshot_id, site_domain, processed_markdown_ref) for snapshots not yet ingested."""
+        """(snapshot_id, processed_markdown_ref, content_hash) for snapshots not yet ingested."""
         ids = list(snapshot_ids)
         if not ids:
             return []
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.text(
-                    "SELECT s.id, d.site_domain, s.processed_markdown_ref FROM knowledge.document_snapshots s"
-                    " JOIN knowledge.documents d ON d.id = s.document_id"
+                    "SELECT s.id, s.processed_markdown_ref, s.content_hash FROM knowledge.document_snapshots s"
                     " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
                     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL ORDER BY s.id"
                 ),
                 {"ids": ids},
             ).all()
         return [(str(r[0]), r[1], r[2]) for r in rows]
-
-    def store_canonical(self, items: Sequence[tuple[str, str, str, str, Sequence[tuple[int, int, str]]]]) -> int:
-        """items: (snapshot_id, source_blake3, text_hash, text, spans). Identical text is stored once.
-
-        Returns how many canonical texts were new. Bodies and spans travel as one JSON document per
-        statement: pg8000 escapes ``text[]`` parameters character by character in Python, which cost
-        more than all the rest of ingest (profile in infra/docs/bench.md); ``json.dumps`` is C.
-        """
-        if not items:
-            return 0
-        new_texts = 0
-        with self._tx() as conn:
-            unique = {item[2]: item for item in items}
-            inserted = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
-                    " SELECT t.h, t.b, octet_length(t.b)"
-                    " FROM json_to_recordset(CAST(:rows AS json)) AS t(h text, b text)"
-                    " ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
-                ),
-                {"rows": _json_rows([{"h": h, "b": item[3]} for h, item in unique.items()])},
-            ).scalars().all()
-            new_texts = len(inserted)
-            spans = [{"h": text_hash, "o": ordinal, "s": start, "e": end, "k": kind}
-                     for text_hash in inserted
-                     for ordinal, (start, end, kind) in enumerate(unique[text_hash][4])]
-            if spans:
-                conn.execute(
-                    sa.text(
-                        "INSERT INTO knowledge.text_spans (text_hash, ordinal, span_start, span_end, kind)"
-                        " SELECT t.h, t.o, t.s, t.e, t.k FROM json_to_recordset(CAST(:rows AS json))"
-                        " AS t(h text, o int, s int, e int, k text) ON CONFLICT DO NOTHING"
-                    ),
-                    {"rows": _json_rows(spans)},
-                )
-            conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
-                    " SELECT * FROM unnest(CAST(:s AS uuid[]), CAST(:b AS text[]), CAST(:h AS text[]))"
-                    " ON CONFLICT (snapshot_id) DO NOTHING"
-                ),
-                {"s": [i[0] for i in items], "b": [i[1] for i in items], "h": [i[2] for i in items]},
-            )
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.documents d SET last_processed_at = now() FROM knowledge.document_snapshots s"
-                    " WHERE s.id = ANY(CAST(:s AS uuid[])) AND d.id = s.document_id"
-                ),
-                {"s": [i[0] for i in items]},
-            )
-        return new_texts
 
     def texts_of_document(self, document_id: str) -> list[tuple[int, str, str, bool]]:
         """(version, snapshot_id, text_hash, is_current) of every ingested version, newest first."""

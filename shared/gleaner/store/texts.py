@@ -1,0 +1,69 @@
+"""The ingest stage's writes: canonical texts by BLAKE3, their span ledger, the snapshot links.
+
+One statement per message, whatever its size. The bodies travel as one ``bytea``
+parameter, sliced by byte offsets in SQL: pg8000 sends ``bytes`` as hex made by
+``bytes.hex`` (C), where a JSON document of bodies cost an escaping pass over every
+character and ``text[]`` parameters a Python loop per character (README, profile
+evidence). Everything else travels as JSON built from strings the extraction
+processes already encoded (the spans of each text).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from gleaner.provenance.canonical import CanonicalText
+
+# Data-modifying CTEs all run, to completion, whether or not the final SELECT reads them.
+_STORE = sa.text(
+    "WITH texts AS ("
+    "  SELECT * FROM json_to_recordset(CAST(:texts AS json)) AS t(h text, o int, n int, s json)"
+    "), links AS ("
+    "  SELECT * FROM json_to_recordset(CAST(:links AS json)) AS l(i uuid, b text, h text)"
+    "), inserted AS ("
+    "  INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
+    "  SELECT h, convert_from(substring(CAST(:bodies AS bytea) FROM o + 1 FOR n), 'UTF8'), n FROM texts"
+    "  ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
+    "), spans AS ("
+    "  INSERT INTO knowledge.text_spans (text_hash, ordinal, span_start, span_end, kind)"
+    "  SELECT t.h, e.ordinal - 1, (e.span->>0)::int, (e.span->>1)::int, e.span->>2"
+    "  FROM inserted JOIN texts t ON t.h = inserted.text_hash,"
+    "  json_array_elements(t.s) WITH ORDINALITY AS e(span, ordinal)"
+    "  ON CONFLICT DO NOTHING"
+    "), linked AS ("
+    "  INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
+    "  SELECT i, b, h FROM links ON CONFLICT (snapshot_id) DO NOTHING"
+    "), touched AS ("
+    "  UPDATE knowledge.documents d SET last_processed_at = now() FROM knowledge.document_snapshots s, links l"
+    "  WHERE s.id = l.i AND d.id = s.document_id"
+    ") SELECT count(*) FROM inserted"
+)
+
+
+class TextStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def store(self, items: Sequence[tuple[str, CanonicalText]]) -> int:
+        """items: (snapshot_id, its canonical text). Identical text is stored once; returns how many were new."""
+        if not items:
+            return 0
+        bodies = bytearray()
+        texts: list[str] = []
+        seen: set[str] = set()
+        for _snapshot_id, text in items:
+            if text.text_hash in seen:
+                continue
+            seen.add(text.text_hash)
+            # Hex hashes and integers need no escaping; spans_json is JSON already.
+            texts.append(f'{{"h":"{text.text_hash}","o":{len(bodies)},"n":{len(text.text)},"s":{text.spans_json}}}')
+            bodies += text.text
+        links = [{"i": snapshot_id, "b": text.source_blake3, "h": text.text_hash} for snapshot_id, text in items]
+        with self.engine.begin() as conn:
+            new = conn.execute(_STORE, {"texts": "[" + ",".join(texts) + "]", "links": json.dumps(links),
+                                        "bodies": bytes(bodies)}).scalar_one()
+        return int(new)
