@@ -19,6 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from gleaner.store.decisions import record_decisions as store_decisions
+
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
@@ -298,52 +300,7 @@ class MetadataStore:
 
     def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
         """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
-        if not decisions:
-            return
-        cols: dict[str, list[Any]] = {k: [] for k in ("d", "dec", "src", "why", "conf", "meta", "uri", "err")}
-        for d in decisions:
-            for key, value in zip(
-                cols,
-                (d.document_id, d.decision, d.source, d.reason, d.confidence, _json(d.metadata), d.sample_uri,
-                 d.sample_error),
-                strict=True,
-            ):
-                cols[key].append(value)
-        with self._tx() as conn:
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_page_decisions c SET decision = CAST(t.dec AS knowledge.page_decision),"
-                    " decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
-                    " decision_confidence = t.conf, decision_metadata = CAST(t.meta AS jsonb),"
-                    " sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
-                    " sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
-                    " FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[]), CAST(:src AS text[]),"
-                    " CAST(:why AS text[]), CAST(:conf AS float8[]), CAST(:meta AS text[]), CAST(:uri AS text[]),"
-                    " CAST(:err AS text[])) AS t(d, dec, src, why, conf, meta, uri, err)"
-                    " WHERE c.run_id = :r AND c.document_id = t.d"
-                ),
-                {"r": run_id, **cols},
-            )
-            # Rule decisions are re-made every run; only rule-made skips are lifted by a later include.
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.documents d SET scrape_policy = 'skip', skip_reason = 'rule: ' || t.why,"
-                    " updated_at = now()"
-                    " FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[]), CAST(:why AS text[])) AS t(d, dec, why)"
-                    " WHERE d.id = t.d AND t.dec = 'exclude'"
-                    " AND (d.scrape_policy = 'scrape' OR d.skip_reason LIKE 'rule: %')"
-                ),
-                cols,
-            )
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.documents d SET scrape_policy = 'scrape', skip_reason = NULL,"
-                    " updated_at = now() FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[])) AS t(d, dec)"
-                    " WHERE d.id = t.d AND t.dec = 'include' AND d.scrape_policy = 'skip'"
-                    " AND d.skip_reason LIKE 'rule: %'"
-                ),
-                cols,
-            )
+        store_decisions(self.engine, run_id, decisions)
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:
         """Assign batch numbers and move the run to scraping; False if already done (redelivery)."""
@@ -361,16 +318,16 @@ class MetadataStore:
             ).first()
             if row is None:
                 return False
-            ids = [doc for batch in batches for doc in batch]
-            numbers = [no for no, batch in enumerate(batches) for _ in batch]
-            if ids:
+            if any(batches):
+                # One JSON parameter: pg8000 escapes a uuid[] of a whole run's ids character by character.
                 conn.execute(
                     sa.text(
-                        "UPDATE knowledge.crawl_page_decisions c SET batch_no = t.n"
-                        " FROM unnest(CAST(:d AS uuid[]), CAST(:n AS int[])) AS t(d, n)"
-                        " WHERE c.run_id = :r AND c.document_id = t.d"
+                        "UPDATE knowledge.crawl_page_decisions c SET batch_no = b.n - 1"
+                        " FROM json_array_elements(CAST(:b AS json)) WITH ORDINALITY AS b(ids, n),"
+                        " json_array_elements_text(b.ids) AS t(d)"
+                        " WHERE c.run_id = :r AND c.document_id = CAST(t.d AS uuid)"
                     ),
-                    {"r": run_id, "d": ids, "n": numbers},
+                    {"r": run_id, "b": json.dumps([list(batch) for batch in batches])},
                 )
         return True
 
