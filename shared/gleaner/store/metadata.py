@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from gleaner.store import discovery
 from gleaner.store.decisions import record_decisions as store_decisions
 
 
@@ -224,41 +225,13 @@ class MetadataStore:
     def upsert_documents(self, site: str, source_host_id: str | None,
                          rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
         """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
-        if not rows:
-            return {}
-        canon, hashes, paths, sources = (list(col) for col in zip(*rows, strict=True))
         with self._tx() as conn:
-            result = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.documents (site_domain, source_host_id, kind, path, origin, source_url,"
-                    " canonical_url, url_hash, status)"
-                    " SELECT :s, CAST(:h AS uuid), 'page', p, 'scrape', su, cu, uh, 'discovered'"
-                    " FROM unnest(CAST(:cu AS text[]), CAST(:uh AS text[]), CAST(:p AS text[]),"
-                    " CAST(:su AS text[])) AS t(cu, uh, p, su)"
-                    " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
-                    " DO UPDATE SET updated_at = now(), source_host_id ="
-                    " COALESCE(knowledge.documents.source_host_id, EXCLUDED.source_host_id)"
-                    " RETURNING canonical_url, id"
-                ),
-                {"s": site, "h": source_host_id, "cu": canon, "uh": hashes, "p": paths, "su": sources},
-            ).all()
-        return {str(r[0]): str(r[1]) for r in result}
+            return discovery.upsert_documents(conn, site, source_host_id, rows)
 
     def add_run_pages(self, run_id: str, rows: Sequence[tuple[str, int, str]]) -> int:
         """rows: (document_id, depth, discovered_via). Existing ledger rows are kept."""
-        if not rows:
-            return 0
-        ids, depths, vias = (list(col) for col in zip(*rows, strict=True))
         with self._tx() as conn:
-            result = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth, discovered_via)"
-                    " SELECT :r, d, dp, v FROM unnest(CAST(:d AS uuid[]), CAST(:dp AS int[]), CAST(:v AS text[]))"
-                    " AS t(d, dp, v) ON CONFLICT (run_id, document_id) DO NOTHING"
-                ),
-                {"r": run_id, "d": ids, "dp": depths, "v": vias},
-            )
-        return int(result.rowcount or 0)
+            return discovery.add_run_pages(conn, run_id, rows)
 
     def finish_map(self, run_id: str, raw_map_uri: str) -> None:
         with self._tx() as conn:
