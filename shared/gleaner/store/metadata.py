@@ -528,37 +528,41 @@ class MetadataStore:
 
     def refresh_counters(self, run_id: str) -> None:
         with self._tx() as conn:
-            # Lock the run first, so the counting statement below starts after every concurrent refresh
-            # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
-            # its start and, if it then waits for the row lock, would write that stale count last.
-            conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_runs r SET"
-                    " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
-                    " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
-                    " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
-                    " FROM (SELECT count(*) AS total,"
-                    "   count(*) FILTER (WHERE decision = 'include') AS included,"
-                    "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
-                    "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
-                    "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
-                    "   FROM knowledge.crawl_page_decisions WHERE run_id = :r) a"
-                    " WHERE r.id = :r"
-                ),
-                {"r": run_id},
-            )
+            self._refresh_counters(conn, run_id)
+
+    @staticmethod
+    def _refresh_counters(conn: Connection, run_id: str) -> None:
+        # Lock the run first, so the counting statement below starts after every concurrent refresh
+        # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
+        # its start and, if it then waits for the row lock, would write that stale count last.
+        conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
+        conn.execute(
+            sa.text(
+                "UPDATE knowledge.crawl_runs r SET"
+                " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
+                " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
+                " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
+                " FROM (SELECT count(*) AS total,"
+                "   count(*) FILTER (WHERE decision = 'include') AS included,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
+                "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
+                "   FROM knowledge.crawl_page_decisions WHERE run_id = :r) a"
+                " WHERE r.id = :r"
+            ),
+            {"r": run_id},
+        )
 
     def try_finish_run(self, run_id: str) -> str | None:
         """Mark the run finished (or partial) once every included page is settled; the new status or None.
 
         The conditional UPDATE makes this exactly-once however deliveries interleave.
         """
-        self.refresh_counters(run_id)
-        with self._tx() as conn:
+        with self._tx() as conn:  # one transaction (one commit) for both: it runs after every batch
+            self._refresh_counters(conn, run_id)
             row = conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
