@@ -148,7 +148,8 @@ def test_a_second_run_asks_conditionally_and_settles_unchanged_pages_without_a_b
     assert {p: o for p, (o, _) in recorded.items()} == {"/": "not-modified", **{p: "not-modified" for p in docs}}
     assert summary["status"] == "finished" and summary["snapshots"]["unchanged"] == 4
     conditional = [r for r in later if "if-none-match" in r.headers]
-    assert sorted(r.path for r in conditional) == ["/", *sorted(docs)]  # scrape asked each page conditionally
+    # scrape asked each page conditionally, and sample asked each section's previous sample ("/", "/docs/p0")
+    assert sorted(r.path for r in conditional) == sorted(["/", *docs, "/", "/docs/p0"])
     assert all(r.headers["if-none-match"] == pages[r.path].etag for r in conditional)
 
 

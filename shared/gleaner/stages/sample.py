@@ -4,7 +4,11 @@ URL rules first (exclude globs, login/cart/search/tag/pagination/feed/asset
 patterns, an operator's skip). Then the remaining URLs are grouped by path
 section (first segment); one page per section is fetched and extracted as the
 section's sample (stored at runs/{run}/samples/{page_id}.md), and the decider's
-verdict on the sample stands for its section. Excludes are materialised as
+verdict on the sample stands for its section. On a recrawl the previous run's
+sample of a section is asked first, with a conditional GET on the validators it
+answered with: a 304 carries that run's verdict over (same decider, same exclude
+globs) and hard-links its sample blob into this run's samples, so nothing is
+extracted again. All decisions are written in one statement. Excludes are materialised as
 documents.scrape_policy='skip'. Include pages are cut into batches of at most
 100 and enqueued as scrape tasks named run id + batch number.
 """
@@ -14,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator
+from itertools import chain, islice
 from typing import Any
 
 from gleaner.app import Deps
@@ -22,9 +28,10 @@ from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
+from gleaner.store.decisions import PreviousSample, previous_samples
 from gleaner.store.metadata import Decision, RunPage
 
 log = logging.getLogger(__name__)
@@ -61,11 +68,15 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             decisions[page.document_id] = _decision(page, verdict)
         else:
             sections.setdefault(section_of(page.path), []).append(page)
+    reusable = _reusable_samples(deps, message, exclude) if sections else {}
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
-            sample, verdict, uri, error = _sample_section(deps, fetcher, message, members, exclude)
+            sample, verdict, uri, error, seen = _sample_section(deps, fetcher, message, members, exclude,
+                                                                reusable.get(section))
             for page in members:
-                if page is sample or sample is None:
+                if page is sample:
+                    decisions[page.document_id] = _decision(page, verdict, uri, error, seen)
+                elif sample is None:
                     decisions[page.document_id] = _decision(page, verdict, uri, error)
                 else:
                     inherited = PageDecision(
@@ -101,32 +112,90 @@ def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list
     return tasks
 
 
-def _decision(page: RunPage, verdict: PageDecision, uri: str | None = None, error: str | None = None) -> Decision:
+def _decision(page: RunPage, verdict: PageDecision, uri: str | None = None, error: str | None = None,
+              sample: dict[str, Any] | None = None) -> Decision:
+    metadata: dict[str, Any] = {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}
+    if sample:
+        metadata["sample"] = sample
     return Decision(page.document_id, verdict.decision, verdict.source, verdict.reason, verdict.confidence,
-                    {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}, uri, error)
+                    metadata, uri, error)
+
+
+def _decider_name(deps: Deps) -> str:
+    kind = type(deps.decider)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]) -> dict[str, PreviousSample]:
+    """Section -> the previous run's sample, where its verdict may stand again if the page is unchanged:
+    decided by the same decider under the same exclude globs, with validators to ask about it."""
+    decider = _decider_name(deps)
+    return {section_of(prev.path): prev
+            for prev in previous_samples(deps.metadata.engine, message.site_domain, message.run_id)
+            if prev.exclude == exclude and prev.metadata.get("sample", {}).get("decider") == decider
+            and (prev.etag or prev.last_modified)}
+
+
+def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: PreviousSample,
+                result: FetchResult) -> SampleOutcome | None:
+    """The previous verdict for a sample that answered 304, its blob linked into this run; None if that blob
+    is gone (run artefacts expire), so the section is sampled afresh."""
+    key = sample_key(message.site_domain, message.run_id, sample.url_hash)
+    try:
+        deps.blobs.copy(prev.sample_uri, key)
+    except KeyError:
+        return None
+    except BlobConflict:
+        pass  # a redelivery already stored this run's sample: the first one stands
+    meta = prev.metadata
+    verdict = PageDecision(prev.decision, prev.reason, prev.confidence, prev.source,
+                           str(meta.get("content_kind", "page")), tuple(meta.get("evidence", ())))
+    seen = {**meta["sample"], "etag": result.etag or prev.etag,
+            "last_modified": result.last_modified or prev.last_modified,
+            "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
+    return sample, verdict, key, None, seen
 
 
 # A section whose first pages fail to fetch is not judged on a failure: try a few before giving up.
 SAMPLE_ATTEMPTS = 3
 
 
+SampleOutcome = tuple[RunPage | None, PageDecision, str | None, str | None, dict[str, Any] | None]
+
+
+def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None) -> Iterator[RunPage]:
+    """Robots-allowed members, ``first`` first; lazily, since a section may hold thousands of pages."""
+    ordered = chain((first,), (p for p in members if p is not first)) if first is not None else iter(members)
+    return (p for p in ordered if fetcher.robots(p.fetch_url).allows(p.fetch_url))
+
+
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
-                    exclude: tuple[str, ...]) -> tuple[RunPage | None, PageDecision, str | None, str | None]:
-    """Fetch the first robots-allowed, fetchable page of a section and decide on it."""
-    candidates = [p for p in members if fetcher.robots(p.fetch_url).allows(p.fetch_url)]
+                    exclude: tuple[str, ...], prev: PreviousSample | None) -> SampleOutcome:
+    """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
+    again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []
-    for sample in candidates[:SAMPLE_ATTEMPTS]:
-        result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
+    allowed = 0
+    for sample in islice(_candidates(fetcher, members, again), SAMPLE_ATTEMPTS):
+        allowed += 1
+        conditional = prev is not None and sample is again
+        result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,),
+                                            etag=prev.etag if prev and conditional else None,
+                                            last_modified=prev.last_modified if prev and conditional else None))
+        if prev is not None and conditional and result.outcome is FetchOutcome.NOT_MODIFIED:
+            carried = _carry_over(deps, message, sample, prev, result)
+            if carried is not None:
+                return carried
+            result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
             verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
-            return None, verdict, None, f"{result.outcome}: {result.reason}"
+            return None, verdict, None, f"{result.outcome}: {result.reason}", None
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
             facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                               content_type=result.content_type, fetch_outcome=str(result.outcome))
-            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}"
+            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}", None
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
@@ -138,8 +207,11 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         # A redelivery may re-sample a page that changed meanwhile: the first sample stands.
         with contextlib.suppress(BlobConflict):
             deps.blobs.put(key, extracted.content_md.encode("utf-8"))
-        return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None
-    reason = ("no sample allowed by robots.txt" if not candidates else
+        # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
+        seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
+                "decided_in_run": message.run_id}
+        return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen
+    reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.
-    return None, PageDecision("include", reason, 0.5, content_kind="unsampled"), None, None
+    return None, PageDecision("include", reason, 0.5, content_kind="unsampled"), None, None, None

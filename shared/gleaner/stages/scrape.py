@@ -22,6 +22,7 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
 from gleaner.store.metadata import FetchRecord, RunPage
+from gleaner.store.notmodified import record_not_modified
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         handed = _hand_off(deps, message, page, result, extracted)
         fetched.append(handed)
         records.append(_record(page, result, extracted.title, handed))
-    meta.record_fetches(message.run_id, records)
+    # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
+    not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
+    record_not_modified(meta.engine, message.run_id, not_modified)
+    meta.record_fetches(message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
     if fetched:

@@ -19,6 +19,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from gleaner.store import discovery
+from gleaner.store.decisions import record_decisions as store_decisions
+
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
@@ -222,41 +225,13 @@ class MetadataStore:
     def upsert_documents(self, site: str, source_host_id: str | None,
                          rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
         """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
-        if not rows:
-            return {}
-        canon, hashes, paths, sources = (list(col) for col in zip(*rows, strict=True))
         with self._tx() as conn:
-            result = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.documents (site_domain, source_host_id, kind, path, origin, source_url,"
-                    " canonical_url, url_hash, status)"
-                    " SELECT :s, CAST(:h AS uuid), 'page', p, 'scrape', su, cu, uh, 'discovered'"
-                    " FROM unnest(CAST(:cu AS text[]), CAST(:uh AS text[]), CAST(:p AS text[]),"
-                    " CAST(:su AS text[])) AS t(cu, uh, p, su)"
-                    " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
-                    " DO UPDATE SET updated_at = now(), source_host_id ="
-                    " COALESCE(knowledge.documents.source_host_id, EXCLUDED.source_host_id)"
-                    " RETURNING canonical_url, id"
-                ),
-                {"s": site, "h": source_host_id, "cu": canon, "uh": hashes, "p": paths, "su": sources},
-            ).all()
-        return {str(r[0]): str(r[1]) for r in result}
+            return discovery.upsert_documents(conn, site, source_host_id, rows)
 
     def add_run_pages(self, run_id: str, rows: Sequence[tuple[str, int, str]]) -> int:
         """rows: (document_id, depth, discovered_via). Existing ledger rows are kept."""
-        if not rows:
-            return 0
-        ids, depths, vias = (list(col) for col in zip(*rows, strict=True))
         with self._tx() as conn:
-            result = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth, discovered_via)"
-                    " SELECT :r, d, dp, v FROM unnest(CAST(:d AS uuid[]), CAST(:dp AS int[]), CAST(:v AS text[]))"
-                    " AS t(d, dp, v) ON CONFLICT (run_id, document_id) DO NOTHING"
-                ),
-                {"r": run_id, "d": ids, "dp": depths, "v": vias},
-            )
-        return int(result.rowcount or 0)
+            return discovery.add_run_pages(conn, run_id, rows)
 
     def finish_map(self, run_id: str, raw_map_uri: str) -> None:
         with self._tx() as conn:
@@ -298,52 +273,7 @@ class MetadataStore:
 
     def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
         """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
-        if not decisions:
-            return
-        cols: dict[str, list[Any]] = {k: [] for k in ("d", "dec", "src", "why", "conf", "meta", "uri", "err")}
-        for d in decisions:
-            for key, value in zip(
-                cols,
-                (d.document_id, d.decision, d.source, d.reason, d.confidence, _json(d.metadata), d.sample_uri,
-                 d.sample_error),
-                strict=True,
-            ):
-                cols[key].append(value)
-        with self._tx() as conn:
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_page_decisions c SET decision = CAST(t.dec AS knowledge.page_decision),"
-                    " decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
-                    " decision_confidence = t.conf, decision_metadata = CAST(t.meta AS jsonb),"
-                    " sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
-                    " sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
-                    " FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[]), CAST(:src AS text[]),"
-                    " CAST(:why AS text[]), CAST(:conf AS float8[]), CAST(:meta AS text[]), CAST(:uri AS text[]),"
-                    " CAST(:err AS text[])) AS t(d, dec, src, why, conf, meta, uri, err)"
-                    " WHERE c.run_id = :r AND c.document_id = t.d"
-                ),
-                {"r": run_id, **cols},
-            )
-            # Rule decisions are re-made every run; only rule-made skips are lifted by a later include.
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.documents d SET scrape_policy = 'skip', skip_reason = 'rule: ' || t.why,"
-                    " updated_at = now()"
-                    " FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[]), CAST(:why AS text[])) AS t(d, dec, why)"
-                    " WHERE d.id = t.d AND t.dec = 'exclude'"
-                    " AND (d.scrape_policy = 'scrape' OR d.skip_reason LIKE 'rule: %')"
-                ),
-                cols,
-            )
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.documents d SET scrape_policy = 'scrape', skip_reason = NULL,"
-                    " updated_at = now() FROM unnest(CAST(:d AS uuid[]), CAST(:dec AS text[])) AS t(d, dec)"
-                    " WHERE d.id = t.d AND t.dec = 'include' AND d.scrape_policy = 'skip'"
-                    " AND d.skip_reason LIKE 'rule: %'"
-                ),
-                cols,
-            )
+        store_decisions(self.engine, run_id, decisions)
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:
         """Assign batch numbers and move the run to scraping; False if already done (redelivery)."""
@@ -361,16 +291,16 @@ class MetadataStore:
             ).first()
             if row is None:
                 return False
-            ids = [doc for batch in batches for doc in batch]
-            numbers = [no for no, batch in enumerate(batches) for _ in batch]
-            if ids:
+            if any(batches):
+                # One JSON parameter: pg8000 escapes a uuid[] of a whole run's ids character by character.
                 conn.execute(
                     sa.text(
-                        "UPDATE knowledge.crawl_page_decisions c SET batch_no = t.n"
-                        " FROM unnest(CAST(:d AS uuid[]), CAST(:n AS int[])) AS t(d, n)"
-                        " WHERE c.run_id = :r AND c.document_id = t.d"
+                        "UPDATE knowledge.crawl_page_decisions c SET batch_no = b.n - 1"
+                        " FROM json_array_elements(CAST(:b AS json)) WITH ORDINALITY AS b(ids, n),"
+                        " json_array_elements_text(b.ids) AS t(d)"
+                        " WHERE c.run_id = :r AND c.document_id = CAST(t.d AS uuid)"
                     ),
-                    {"r": run_id, "d": ids, "n": numbers},
+                    {"r": run_id, "b": json.dumps([list(batch) for batch in batches])},
                 )
         return True
 
@@ -598,37 +528,41 @@ class MetadataStore:
 
     def refresh_counters(self, run_id: str) -> None:
         with self._tx() as conn:
-            # Lock the run first, so the counting statement below starts after every concurrent refresh
-            # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
-            # its start and, if it then waits for the row lock, would write that stale count last.
-            conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_runs r SET"
-                    " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
-                    " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
-                    " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
-                    " FROM (SELECT count(*) AS total,"
-                    "   count(*) FILTER (WHERE decision = 'include') AS included,"
-                    "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
-                    "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
-                    "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
-                    "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
-                    "   FROM knowledge.crawl_page_decisions WHERE run_id = :r) a"
-                    " WHERE r.id = :r"
-                ),
-                {"r": run_id},
-            )
+            self._refresh_counters(conn, run_id)
+
+    @staticmethod
+    def _refresh_counters(conn: Connection, run_id: str) -> None:
+        # Lock the run first, so the counting statement below starts after every concurrent refresh
+        # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
+        # its start and, if it then waits for the row lock, would write that stale count last.
+        conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
+        conn.execute(
+            sa.text(
+                "UPDATE knowledge.crawl_runs r SET"
+                " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
+                " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
+                " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
+                " FROM (SELECT count(*) AS total,"
+                "   count(*) FILTER (WHERE decision = 'include') AS included,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
+                "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
+                "   FROM knowledge.crawl_page_decisions WHERE run_id = :r) a"
+                " WHERE r.id = :r"
+            ),
+            {"r": run_id},
+        )
 
     def try_finish_run(self, run_id: str) -> str | None:
         """Mark the run finished (or partial) once every included page is settled; the new status or None.
 
         The conditional UPDATE makes this exactly-once however deliveries interleave.
         """
-        self.refresh_counters(run_id)
-        with self._tx() as conn:
+        with self._tx() as conn:  # one transaction (one commit) for both: it runs after every batch
+            self._refresh_counters(conn, run_id)
             row = conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"

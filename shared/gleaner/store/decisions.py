@@ -1,0 +1,100 @@
+"""The sample stage's ledger queries: the previous run's section samples, a run's decisions in one statement.
+
+A recrawl reuses a section's decision when its sample page answers 304 to the
+validators the sample was decided on (stages/sample.py); ``previous_samples``
+finds those samples. ``record_decisions`` writes every decision of a run and
+materialises excludes onto the documents in one statement whose rows travel as
+one JSON parameter: pg8000 escapes ``text[]`` parameters character by character
+in Python, which cost more than the whole sample stage's other work on a recrawl.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+if TYPE_CHECKING:  # metadata.py imports this module; the dataclass is only a type here
+    from gleaner.store.metadata import Decision
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousSample:
+    """A section sample of an earlier run of the same site, and what was decided on it."""
+
+    run_id: str
+    document_id: str
+    path: str
+    decision: str
+    source: str
+    reason: str
+    confidence: float
+    metadata: dict[str, Any]
+    sample_uri: str
+    # Validators: those the sample answered with (recorded in the decision's metadata), else the document's.
+    etag: str | None
+    last_modified: str | None
+    exclude: tuple[str, ...]
+
+
+def previous_samples(engine: Engine, site: str, run_id: str) -> list[PreviousSample]:
+    """The stored samples of the latest earlier run of ``site`` that got past sampling (none on a first crawl)."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "WITH prev AS (SELECT p.id, p.options FROM knowledge.crawl_runs p"
+                "   WHERE p.site_domain = :s AND p.id <> :r AND p.status IN ('scraping', 'finished', 'partial')"
+                "   AND p.created_at <= (SELECT created_at FROM knowledge.crawl_runs WHERE id = :r)"
+                "   ORDER BY p.created_at DESC LIMIT 1)"
+                " SELECT prev.id, c.document_id, d.path, c.decision::text, c.decision_source::text,"
+                " c.decision_reason, c.decision_confidence, c.decision_metadata, c.sample_uri,"
+                " COALESCE(c.decision_metadata #>> '{sample,etag}', d.http_etag),"
+                " COALESCE(c.decision_metadata #>> '{sample,last_modified}', d.http_last_modified),"
+                " prev.options -> 'exclude'"
+                " FROM prev JOIN knowledge.crawl_page_decisions c ON c.run_id = prev.id"
+                " JOIN knowledge.documents d ON d.id = c.document_id"
+                " WHERE c.sample_uri IS NOT NULL AND c.decision_source IS NOT NULL"
+            ),
+            {"s": site, "r": run_id},
+        ).all()
+    return [PreviousSample(str(r[0]), str(r[1]), r[2], r[3], r[4], r[5] or "", float(r[6] or 0.0), dict(r[7] or {}),
+                           r[8], r[9], r[10], tuple(str(g) for g in (r[11] or ()))) for r in rows]
+
+
+def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision]) -> None:
+    """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip).
+
+    Rule decisions are re-made every run; only rule-made skips are lifted by a later include, and a
+    document already skipped for the same reason is not rewritten.
+    """
+    if not decisions:
+        return
+    rows = [{"d": d.document_id, "dec": d.decision, "src": d.source, "why": d.reason, "conf": d.confidence,
+             "meta": d.metadata, "uri": d.sample_uri, "err": d.sample_error} for d in decisions]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json))"
+                "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text)),"
+                " ledger AS (UPDATE knowledge.crawl_page_decisions c"
+                "   SET decision = CAST(t.dec AS knowledge.page_decision),"
+                "   decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
+                "   decision_confidence = t.conf, decision_metadata = t.meta,"
+                "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
+                "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
+                "   FROM t WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
+                " UPDATE knowledge.documents d"
+                " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
+                "   AS knowledge.scrape_policy),"
+                " skip_reason = CASE WHEN t.dec = 'exclude' THEN 'rule: ' || t.why END, updated_at = now()"
+                " FROM t WHERE d.id = t.d AND ("
+                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_reason LIKE 'rule: %')"
+                "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = 'rule: ' || t.why))"
+                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_reason LIKE 'rule: %'))"
+            ),
+            {"r": run_id, "rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)},
+        )

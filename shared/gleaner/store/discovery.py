@@ -1,0 +1,94 @@
+"""The map stage's writes: a run's discovered URLs as documents and ledger rows, in one statement.
+
+A recrawl rediscovers the same URLs: known documents are looked up, not rewritten
+(an ``ON CONFLICT DO UPDATE`` of every row wrote a new version of each document
+row every run), only new ones are inserted, and the run's ledger rows are inserted
+from the ids in the same statement, so no list of ids travels back and forth.
+Rows travel as one JSON parameter: pg8000 escapes ``text[]`` parameters character
+by character in Python (FACTS.md, infra/docs/bench.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+# Documents of :s for the rows t(cu, uh, p, su): the known ones (a source host adopted where none was
+# set, as a feed-landed document may have none), then the new ones. A row another transaction inserts
+# meanwhile meets ON CONFLICT and is returned all the same.
+_DOCUMENTS = (
+    " known AS (SELECT d.canonical_url, d.id FROM knowledge.documents d JOIN t"
+    "   ON d.site_domain = :s AND d.canonical_url = t.cu WHERE d.canonical_url IS NOT NULL),"
+    " adopted AS (UPDATE knowledge.documents d SET source_host_id = CAST(:h AS uuid), updated_at = now()"
+    "   FROM known k WHERE d.id = k.id AND d.source_host_id IS NULL AND CAST(:h AS uuid) IS NOT NULL),"
+    " fresh AS (INSERT INTO knowledge.documents (site_domain, source_host_id, kind, path, origin, source_url,"
+    "   canonical_url, url_hash, status)"
+    "   SELECT :s, CAST(:h AS uuid), 'page', t.p, 'scrape', t.su, t.cu, t.uh, 'discovered' FROM t"
+    "   WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.canonical_url = t.cu)"
+    "   ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
+    "   DO UPDATE SET updated_at = now(), source_host_id ="
+    "   COALESCE(knowledge.documents.source_host_id, EXCLUDED.source_host_id)"
+    "   RETURNING canonical_url, id),"
+    " ids AS (SELECT canonical_url, id FROM known UNION ALL SELECT canonical_url, id FROM fresh)"
+)
+
+
+def _rows(rows: list[dict[str, Any]]) -> str:
+    return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+
+
+def upsert_documents(conn: Connection, site: str, source_host_id: str | None,
+                     rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
+    """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
+    if not rows:
+        return {}
+    params = {"s": site, "h": source_host_id,
+              "rows": _rows([{"cu": cu, "uh": uh, "p": p, "su": su} for cu, uh, p, su in rows])}
+    result = conn.execute(
+        sa.text("WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
+                " su text))," + _DOCUMENTS + " SELECT canonical_url, id FROM ids"),
+        params,
+    ).all()
+    return {str(r[0]): str(r[1]) for r in result}
+
+
+def add_run_pages(conn: Connection, run_id: str, rows: Sequence[tuple[str, int, str]]) -> int:
+    """rows: (document_id, depth, discovered_via). Existing ledger rows are kept; returns how many were new."""
+    if not rows:
+        return 0
+    result = conn.execute(
+        sa.text(
+            "INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth, discovered_via)"
+            " SELECT :r, t.d, t.dp, t.v FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, dp int, v text)"
+            " ON CONFLICT (run_id, document_id) DO NOTHING"
+        ),
+        {"r": run_id, "rows": _rows([{"d": d, "dp": dp, "v": v} for d, dp, v in rows])},
+    )
+    return int(result.rowcount or 0)
+
+
+def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str | None,
+                     rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+    """rows: (canonical_url, url_hash, path, source_url, depth, discovered_via): the documents and the run's
+    ledger rows (existing ones kept) in one statement. Returns how many ledger rows were new."""
+    if not rows:
+        return 0
+    params = {"r": run_id, "s": site, "h": source_host_id,
+              "rows": _rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
+                             for cu, uh, p, su, dp, v in rows])}
+    with engine.begin() as conn:
+        return int(conn.execute(
+            sa.text(
+                "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
+                " su text, dp int, v text))," + _DOCUMENTS + ","
+                " ledger AS (INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth, discovered_via)"
+                "   SELECT :r, ids.id, t.dp, t.v FROM ids JOIN t ON t.cu = ids.canonical_url"
+                "   ON CONFLICT (run_id, document_id) DO NOTHING RETURNING 1)"
+                " SELECT count(*) FROM ledger"
+            ),
+            params,
+        ).scalar_one())
