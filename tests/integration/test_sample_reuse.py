@@ -52,7 +52,9 @@ def test_a_changed_sample_page_is_sampled_and_decided_again(deps):
     with demo_site() as site:
         first = run(deps, site)
         docs_sample = next(p for p in samples(deps, first["run_id"]) if p.startswith("/docs/"))
-        site.pages[docs_sample] = Page("<!doctype html><html><head><title>Moved</title></head><body><main><h1>Moved</h1></main></body></html>")  # the section's sample is now a near-empty page
+        # The section's sample is now a near-empty page.
+        site.pages[docs_sample] = Page("<!doctype html><html><head><title>Moved</title></head>"
+                                       "<body><main><h1>Moved</h1></main></body></html>")
         second = run(deps, site)
     seen = samples(deps, second["run_id"])[docs_sample][1]
     assert seen["decided_in_run"] == second["run_id"]
