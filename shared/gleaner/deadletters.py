@@ -15,7 +15,7 @@ import logging
 
 from gleaner.app import Deps
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, PagesFetched, ScrapeBatch, SnapshotsWritten
-from gleaner.store.metadata import FetchRecord
+from gleaner.store.records import FetchRecord
 
 log = logging.getLogger(__name__)
 

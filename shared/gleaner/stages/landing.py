@@ -40,7 +40,7 @@ from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
-from gleaner.store.metadata import SnapshotInput
+from gleaner.store.records import SnapshotInput
 from gleaner.store.references import LandingItem, ReferenceRow
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
-from gleaner.store.metadata import Decision, RunPage
+from gleaner.store.records import Decision, RunPage
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
-from gleaner.store.metadata import FetchRecord, RunPage
 from gleaner.store.notmodified import record_not_modified
+from gleaner.store.records import FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from gleaner.app import Deps
 from gleaner.errors import BlobConflict
 from gleaner.messages import PagesFetched, SnapshotsWritten
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
-from gleaner.store.metadata import SnapshotInput, SnapshotResult
+from gleaner.store.records import SnapshotInput, SnapshotResult
 
 log = logging.getLogger(__name__)
 

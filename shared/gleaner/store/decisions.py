@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-if TYPE_CHECKING:  # metadata.py imports this module; the dataclass is only a type here
-    from gleaner.store.metadata import Decision
+from gleaner.store.records import Decision
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from gleaner.store.metadata import FetchRecord
+from gleaner.store.records import FetchRecord
 
 
 def record_not_modified(engine: Engine, run_id: str, records: Sequence[FetchRecord]) -> None:

@@ -1,0 +1,83 @@
+"""A run's accounting: what it has spent of its budget, its counters, and finishing it exactly once.
+
+Counters are recomputed from the ledger (``knowledge.crawl_page_decisions``),
+never incremented, so a redelivered message cannot double-count. A run finishes
+(or ends partial) by one conditional UPDATE once every included page is settled.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gleaner.store.sqlstore import SqlStore
+
+
+class CounterStore(SqlStore):
+    def run_spent(self, run_id: str) -> tuple[int, int, float]:
+        """What a run has used of its budget: (page fetches, body bytes, seconds since it started)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+                    "   AND fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'),"
+                    " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
+                    " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
+                    " FROM knowledge.crawl_runs WHERE id = :r"
+                ),
+                {"r": run_id},
+            ).first()
+        return (int(row[0]), int(row[1]), float(row[2])) if row else (0, 0, 0.0)
+
+    def refresh_counters(self, run_id: str) -> None:
+        with self._tx() as conn:
+            self._refresh_counters(conn, run_id)
+
+    @staticmethod
+    def _refresh_counters(conn: Connection, run_id: str) -> None:
+        # Lock the run first, so the counting statement below starts after every concurrent refresh
+        # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
+        # its start and, if it then waits for the row lock, would write that stale count last.
+        conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
+        conn.execute(
+            sa.text(
+                "UPDATE knowledge.crawl_runs r SET"
+                " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
+                " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
+                " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
+                " FROM (SELECT count(*) AS total,"
+                "   count(*) FILTER (WHERE decision = 'include') AS included,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
+                "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
+                "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
+                "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
+                "   FROM knowledge.crawl_page_decisions WHERE run_id = :r) a"
+                " WHERE r.id = :r"
+            ),
+            {"r": run_id},
+        )
+
+    def try_finish_run(self, run_id: str) -> str | None:
+        """Mark the run finished (or partial) once every included page is settled; the new status or None.
+
+        The conditional UPDATE makes this exactly-once however deliveries interleave.
+        """
+        with self._tx() as conn:  # one transaction (one commit) for both: it runs after every batch
+            self._refresh_counters(conn, run_id)
+            row = conn.execute(
+                sa.text(
+                    "UPDATE knowledge.crawl_runs r SET"
+                    " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
+                    "   WHERE run_id = :r AND fetch_outcome = 'exhausted') THEN 'partial'::knowledge.crawl_status"
+                    "   ELSE 'finished'::knowledge.crawl_status END,"
+                    " finished_at = now()"
+                    " WHERE r.id = :r AND r.status = 'scraping' AND r.finished_at IS NULL AND NOT EXISTS ("
+                    "   SELECT 1 FROM knowledge.crawl_page_decisions c WHERE c.run_id = :r AND c.decision = 'include'"
+                    "   AND (c.fetch_outcome IS NULL OR (c.fetch_outcome = 'fetched' AND c.snapshot_outcome IS NULL)))"
+                    " RETURNING status::text"
+                ),
+                {"r": run_id},
+            ).first()
+        return str(row[0]) if row else None

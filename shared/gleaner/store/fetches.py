@@ -1,0 +1,76 @@
+"""The scrape stage's ledger write of fetch outcomes: the run's ledger row and its document.
+
+Each page's ``fetch_outcome`` is set once (a redelivered batch finds it set and
+writes nothing more); only the pages this call settled update their documents'
+validators, title, fetch times and status. Dead letters record their
+unavailable pages here too. The scrape stage sends pages that answered 304
+through notmodified.py, one cheaper statement; a not-modified record passed here
+is still settled as unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.store.records import FetchRecord
+from gleaner.store.sqlstore import SqlStore
+
+
+class FetchStore(SqlStore):
+    def record_fetches(self, run_id: str, records: Sequence[FetchRecord]) -> None:
+        """Record each URL's fetch outcome once; a not-modified page is settled as unchanged here."""
+        if not records:
+            return
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex")
+        }
+        for r in records:
+            for key, value in zip(
+                cols,
+                (r.document_id, r.outcome, r.reason, r.status, r.time_ms, r.byte_size, r.etag, r.last_modified,
+                 r.title, r.content_hash, r.raw_hash, r.extractor),
+                strict=True,
+            ):
+                cols[key].append(value)
+        with self._tx() as conn:
+            updated = conn.execute(
+                sa.text(
+                    "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
+                    " fetch_reason = t.why, fetch_status = t.st, fetch_time_ms = t.ms, byte_size = t.sz,"
+                    " fetched_at = now(), fetched_content_hash = t.ch, fetched_raw_hash = t.rh, extractor = t.ex,"
+                    " snapshot_outcome = CASE WHEN t.o = 'not-modified' THEN 'unchanged'::knowledge.snapshot_outcome"
+                    "   ELSE c.snapshot_outcome END"
+                    " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:why AS text[]), CAST(:st AS int[]),"
+                    " CAST(:ms AS int[]), CAST(:sz AS int[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
+                    " CAST(:ti AS text[]), CAST(:ch AS text[]), CAST(:rh AS text[]), CAST(:ex AS text[]))"
+                    " AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex)"
+                    " WHERE c.run_id = :r AND c.document_id = t.d AND c.fetch_outcome IS NULL"
+                    " RETURNING c.document_id"
+                ),
+                {"r": run_id, **cols},
+            ).all()
+            fresh = [str(row[0]) for row in updated]
+            if not fresh:
+                return
+            conn.execute(
+                sa.text(
+                    "UPDATE knowledge.documents d SET"
+                    " http_etag = CASE WHEN t.o = 'fetched' THEN t.et ELSE d.http_etag END,"
+                    " http_last_modified = CASE WHEN t.o = 'fetched' THEN t.lm ELSE d.http_last_modified END,"
+                    " title = COALESCE(t.ti, d.title),"
+                    " last_fetched_at = CASE WHEN t.o IN ('fetched', 'not-modified') THEN now()"
+                    "   ELSE d.last_fetched_at END,"
+                    " last_seen_at = CASE WHEN t.o = 'not-modified' THEN now() ELSE d.last_seen_at END,"
+                    " status = CASE WHEN t.o NOT IN ('fetched', 'not-modified', 'exhausted')"
+                    "   AND d.current_snapshot_id IS NULL THEN 'failed'::knowledge.document_status ELSE d.status END,"
+                    " updated_at = now()"
+                    " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
+                    " CAST(:ti AS text[])) AS t(d, o, et, lm, ti)"
+                    " WHERE d.id = t.d AND t.d = ANY(CAST(:fresh AS uuid[]))"
+                ),
+                {"d": cols["d"], "o": cols["o"], "et": cols["et"], "lm": cols["lm"], "ti": cols["ti"],
+                 "fresh": fresh},
+            )

@@ -1,0 +1,160 @@
+"""Reads for the CLI, the runner and ingest: run summaries, the document tree, snapshots, canonical texts.
+
+Nothing here writes; each method reads on one connection and returns plain
+dicts and tuples (what the CLI prints as JSON and ingest iterates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.store.sqlstore import SqlStore
+
+
+class ReadStore(SqlStore):
+    # -- runs -----------------------------------------------------------------------------------
+
+    def run_summary(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT id, site_domain, status::text, urls_discovered, urls_included, urls_excluded,"
+                    " urls_scraped, urls_not_modified, urls_failed, snapshots_new, snapshots_changed,"
+                    " snapshots_unchanged, target_url, started_at, finished_at, error"
+                    " FROM knowledge.crawl_runs WHERE id = :r"
+                ),
+                {"r": run_id},
+            ).first()
+        if row is None:
+            return None
+        return {
+            "run_id": str(row[0]),
+            "site_domain": row[1],
+            "status": row[2],
+            "discovered": row[3],
+            "included": row[4],
+            "excluded": row[5],
+            "fetched": row[6],
+            "not_modified": row[7],
+            "failed": row[8],
+            "snapshots": {"new": row[9], "changed": row[10], "unchanged": row[11]},
+            "target_url": row[12],
+            "started_at": row[13].isoformat() if row[13] else None,
+            "finished_at": row[14].isoformat() if row[14] else None,
+            "error": row[15],
+        }
+
+    def outcome_breakdown(self, run_id: str) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT COALESCE(fetch_outcome::text, CASE WHEN decision = 'include' THEN 'pending'"
+                    " ELSE 'not-fetched (' || decision::text || ')' END), count(*)"
+                    " FROM knowledge.crawl_page_decisions WHERE run_id = :r GROUP BY 1 ORDER BY 1"
+                ),
+                {"r": run_id},
+            ).all()
+        return {str(k): int(v) for k, v in rows}
+
+    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            ids = conn.execute(
+                sa.text("SELECT id FROM knowledge.crawl_runs ORDER BY created_at DESC LIMIT :n"), {"n": limit}
+            ).scalars().all()
+        return [s for s in (self.run_summary(str(i)) for i in ids) if s is not None]
+
+    # -- documents, snapshots and their texts ---------------------------------------------------
+
+    def documents_tree(self, site: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT d.path, d.status::text, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
+                    " FROM knowledge.documents d"
+                    " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+                    " WHERE d.site_domain = :s AND NOT d.is_deleted ORDER BY d.path"
+                ),
+                {"s": site},
+            ).all()
+        return [
+            {"path": r[0], "status": r[1], "scrape_policy": r[2], "skip_reason": r[3], "version": r[4],
+             "url": r[5]}
+            for r in rows
+        ]
+
+    def document_by_url(self, canonical_url: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
+                    " current_snapshot_id FROM knowledge.documents WHERE canonical_url = :u"
+                    " ORDER BY updated_at DESC LIMIT 1"
+                ),
+                {"u": canonical_url},
+            ).first()
+        if row is None:
+            return None
+        return dict(zip(("id", "site_domain", "canonical_url", "path", "status", "scrape_policy", "title",
+                         "current_snapshot_id"), (str(row[0]), *row[1:7], str(row[7]) if row[7] else None),
+                        strict=True))
+
+    def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, version, content_hash, processed_markdown_ref, raw_markdown_ref, change_signal::text,"
+                    " produced_by_run_id, created_at, fetch_status, byte_size"
+                    " FROM knowledge.document_snapshots WHERE document_id = :d ORDER BY version DESC"
+                ),
+                {"d": document_id},
+            ).all()
+        keys = ("id", "version", "content_hash", "content_ref", "raw_ref", "change_signal", "run_id", "created_at",
+                "fetch_status", "byte_size")
+        return [dict(zip(keys, (str(r[0]), *r[1:6], str(r[6]) if r[6] else None, r[7].isoformat(), *r[8:]),
+                         strict=True)) for r in rows]
+
+    def snapshots_for_ingest(self, snapshot_ids: Iterable[str]) -> list[tuple[str, str, str]]:
+        """(snapshot_id, processed_markdown_ref, content_hash) for snapshots not yet ingested."""
+        ids = list(snapshot_ids)
+        if not ids:
+            return []
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT s.id, s.processed_markdown_ref, s.content_hash FROM knowledge.document_snapshots s"
+                    " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+                    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL ORDER BY s.id"
+                ),
+                {"ids": ids},
+            ).all()
+        return [(str(r[0]), r[1], r[2]) for r in rows]
+
+    def texts_of_document(self, document_id: str) -> list[tuple[int, str, str, bool]]:
+        """(version, snapshot_id, text_hash, is_current) of every ingested version, newest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT s.version, s.id, t.text_hash, s.id = d.current_snapshot_id"
+                    " FROM knowledge.document_snapshots s JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+                    " JOIN knowledge.documents d ON d.id = s.document_id WHERE s.document_id = :d"
+                    " ORDER BY s.version DESC"
+                ),
+                {"d": document_id},
+            ).all()
+        return [(int(r[0]), str(r[1]), str(r[2]), bool(r[3])) for r in rows]
+
+    def canonical_text(self, text_hash: str) -> tuple[str, list[tuple[int, int, str]]] | None:
+        with self.engine.connect() as conn:
+            body = conn.execute(sa.text("SELECT body FROM knowledge.canonical_texts WHERE text_hash = :h"),
+                                {"h": text_hash}).scalar()
+            if body is None:
+                return None
+            spans = conn.execute(
+                sa.text("SELECT span_start, span_end, kind FROM knowledge.text_spans WHERE text_hash = :h"
+                        " ORDER BY ordinal"),
+                {"h": text_hash},
+            ).all()
+        return str(body), [(int(s), int(e), str(k)) for s, e, k in spans]

@@ -1,0 +1,89 @@
+"""The metadata repository's values: a run's ledger row, a decision, a fetch, a snapshot in and out.
+
+Small frozen dataclasses of primitives that the stages build and read; the store
+modules (runs, fetches, snapshots, decisions, notmodified) write and return them.
+They import no database driver, so a stage or a test can build them freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    document_id: str
+    canonical_url: str
+    url_hash: str
+    path: str
+    depth: int
+    discovered_via: str
+    scrape_policy: str
+    skip_reason: str | None
+    decision: str
+    etag: str | None
+    last_modified: str | None
+    current_hash: str | None
+    fetch_outcome: str | None
+    source_url: str | None = None
+    snapshot_outcome: str | None = None
+    fetched_content_hash: str | None = None
+    fetched_raw_hash: str | None = None
+    extractor: str | None = None
+    fetch_status: int | None = None
+    fetch_time_ms: int | None = None
+    byte_size: int | None = None
+
+    @property
+    def fetch_url(self) -> str:
+        """The URL as the site spells it (trailing slash and all); the canonical URL is only identity."""
+        return self.source_url or self.canonical_url
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    document_id: str
+    decision: str  # include | exclude | needs_review
+    source: str  # system | operator | rule
+    reason: str
+    confidence: float
+    metadata: dict[str, Any]
+    sample_uri: str | None = None
+    sample_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRecord:
+    document_id: str
+    outcome: str
+    reason: str
+    status: int | None
+    time_ms: int
+    byte_size: int | None
+    etag: str | None
+    last_modified: str | None
+    title: str | None = None
+    content_hash: str | None = None
+    raw_hash: str | None = None
+    extractor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInput:
+    document_id: str
+    content_hash: str
+    raw_hash: str
+    content_key: str
+    raw_key: str | None
+    fetch_status: int
+    fetch_time_ms: int
+    byte_size: int
+    extractor: str
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotResult:
+    document_id: str
+    outcome: str  # new | changed | unchanged | duplicate (already applied for this run)
+    snapshot_id: str | None

@@ -1,0 +1,166 @@
+"""The snapshot stage's writes: a new document version where the content hash changed, in one transaction.
+
+Versions are immutable and keyed by (document, content hash): content that goes
+back to an earlier version points at that snapshot again. The run's ledger row
+records the outcome once, so a redelivered message is reported as a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gleaner.store.records import SnapshotInput, SnapshotResult
+from gleaner.store.sqlstore import SqlStore, json_rows, json_value
+
+
+class SnapshotStore(SqlStore):
+    def apply_snapshots(self, run_id: str | None, pages: Sequence[SnapshotInput],
+                        meta: dict[str, Any]) -> list[SnapshotResult]:
+        """Version each page whose content hash differs from its current snapshot, in one transaction.
+
+        Documents are locked in id order (no deadlock between racing deliveries); a page whose ledger row
+        already has a snapshot outcome for this run is reported as a duplicate and left alone.
+        """
+        if not pages:
+            return []
+        ids = sorted({p.document_id for p in pages})
+        results: list[SnapshotResult] = []
+        with self._tx() as conn:
+            state = {
+                str(r[0]): (r[1], r[2], r[3], r[4])
+                for r in conn.execute(
+                    sa.text(
+                        "SELECT d.id, s.content_hash, d.current_snapshot_id, c.snapshot_outcome::text,"
+                        " c.produced_snapshot_id"
+                        " FROM knowledge.documents d"
+                        " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+                        " LEFT JOIN knowledge.crawl_page_decisions c ON c.document_id = d.id AND c.run_id = :r"
+                        " WHERE d.id = ANY(CAST(:ids AS uuid[])) ORDER BY d.id FOR UPDATE OF d"
+                    ),
+                    {"ids": ids, "r": run_id},
+                ).all()
+            }
+            unchanged: list[str] = []
+            versioned: list[tuple[SnapshotInput, str]] = []
+            for page in pages:
+                current_hash, current_id, done, produced = state.get(page.document_id, (None, None, None, None))
+                if run_id is not None and done is not None:
+                    # Already settled by an earlier delivery; report what it produced so a lost
+                    # snapshots-written message is sent again (ingest is idempotent).
+                    results.append(SnapshotResult(page.document_id, "duplicate", str(produced) if produced else None))
+                    continue
+                if current_hash == page.content_hash:
+                    unchanged.append(page.document_id)
+                    results.append(SnapshotResult(page.document_id, "unchanged", str(current_id)))
+                    continue
+                outcome = "new" if current_id is None else "changed"
+                versioned.append((page, outcome))
+                results.append(SnapshotResult(page.document_id, outcome, None))
+            if len({page.document_id for page, _ in versioned}) == len(versioned):
+                ids_by_doc = self._insert_snapshots(conn, run_id, versioned, meta)
+            else:  # one document twice in one message: versions must follow each other, one at a time
+                ids_by_doc = {}
+                for page, outcome in versioned:
+                    ids_by_doc[page.document_id] = self._insert_snapshot(conn, run_id, page, outcome, meta)
+            results = [SnapshotResult(r.document_id, r.outcome, ids_by_doc[r.document_id])
+                       if r.outcome in ("new", "changed") else r for r in results]
+            changed = [r for r in results if r.outcome in ("new", "changed")]
+            if changed:
+                conn.execute(
+                    sa.text(
+                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s, status = 'active',"
+                        " last_seen_at = now(), last_fetched_at = now(), updated_at = now()"
+                        " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s) WHERE d.id = t.d"
+                    ),
+                    {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
+                )
+            if unchanged:
+                conn.execute(
+                    sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
+                    {"d": unchanged},
+                )
+            settled = [r for r in results if r.outcome != "duplicate"]
+            if run_id is not None and settled:
+                conn.execute(
+                    sa.text(
+                        "UPDATE knowledge.crawl_page_decisions c"
+                        " SET snapshot_outcome = CAST(t.o AS knowledge.snapshot_outcome),"
+                        " produced_snapshot_id = CASE WHEN t.o = 'unchanged' THEN NULL ELSE t.s END"
+                        " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:s AS uuid[])) AS t(d, o, s)"
+                        " WHERE c.run_id = :r AND c.document_id = t.d AND c.snapshot_outcome IS NULL"
+                    ),
+                    {"r": run_id, "d": [r.document_id for r in settled], "o": [r.outcome for r in settled],
+                     "s": [r.snapshot_id for r in settled]},
+                )
+        return results
+
+    @staticmethod
+    def _insert_snapshots(conn: Connection, run_id: str | None, pages: Sequence[tuple[SnapshotInput, str]],
+                          meta: dict[str, Any]) -> dict[str, str]:
+        """One INSERT for every new version of a message (each document at most once); document id -> snapshot id.
+
+        The documents are locked by the caller, so max(version) + 1 cannot race.
+        """
+        if not pages:
+            return {}
+        rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
+                 "m": {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor},
+                 "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
+                 "cs": "hash_changed" if outcome == "changed" else None} for page, outcome in pages]
+        params = {"rows": json_rows(rows), "r": run_id}
+        inserted = {str(d): str(i) for i, d in conn.execute(
+            sa.text(
+                "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
+                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
+                " fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
+                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
+                " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid)"
+                " FROM json_to_recordset(CAST(:rows AS json))"
+                "   AS t(d uuid, h text, ck text, rk text, m jsonb, fs int, ft int, bs int, cs text)"
+                " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
+            ),
+            params,
+        )}
+        if len(inserted) < len(rows):
+            # Content back to an earlier version: point at that snapshot again (bodies are immutable).
+            inserted.update({str(d): str(i) for i, d in conn.execute(
+                sa.text(
+                    "SELECT s.id, s.document_id FROM knowledge.document_snapshots s"
+                    " JOIN json_to_recordset(CAST(:rows AS json)) AS t(d uuid, h text)"
+                    " ON s.document_id = t.d AND s.content_hash = t.h"
+                ),
+                {"rows": json_rows([{"d": r["d"], "h": r["h"]} for r in rows if r["d"] not in inserted])},
+            )})
+        return inserted
+
+    @staticmethod
+    def _insert_snapshot(conn: Connection, run_id: str | None, page: SnapshotInput, outcome: str,
+                         meta: dict[str, Any]) -> str:
+        metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
+        row = conn.execute(
+            sa.text(
+                "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
+                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
+                " fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " SELECT :d, COALESCE(max(version), 0) + 1, :h, :ck, :rk, CAST(:m AS jsonb), 'plain_fetch', :fs,"
+                " :ft, :bs, CAST(:cs AS knowledge.change_signal), :r"
+                " FROM knowledge.document_snapshots WHERE document_id = :d"
+                " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id"
+            ),
+            {"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
+             "m": json_value(metadata), "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
+             "cs": "hash_changed" if outcome == "changed" else None, "r": run_id},
+        ).first()
+        if row is not None:
+            return str(row[0])
+        # The content went back to an earlier version: point at that snapshot again (bodies are immutable).
+        existing = conn.execute(
+            sa.text("SELECT id FROM knowledge.document_snapshots WHERE document_id = :d AND content_hash = :h"),
+            {"d": page.document_id, "h": page.content_hash},
+        ).scalar_one()
+        return str(existing)
