@@ -65,6 +65,8 @@ def main() -> None:
     calls: dict[str, int] = defaultdict(int)
     lock = threading.Lock()
     first_dispatch: list[float] = []
+    first_start: dict[str, float] = {}  # when each stage first started and last finished: the phases
+    last_end: dict[str, float] = {}
     bus = deps.bus
     assert isinstance(bus, LocalBus)
     for topic, (name, _cls, _handler) in STAGES.items():
@@ -73,12 +75,15 @@ def main() -> None:
             with lock:
                 if not first_dispatch:
                     first_dispatch.append(started)
+                first_start.setdefault(_name, started)
             try:
                 dispatch(message, deps)
             finally:
                 with lock:
-                    busy[_name] += time.monotonic() - started
+                    ended = time.monotonic()
+                    busy[_name] += ended - started
                     calls[_name] += 1
+                    last_end[_name] = ended
         bus.subscribe(topic, timed)
 
     request = new_request(args.url, site_domain=args.site_domain, limit=args.limit, triggered_by="api",
@@ -114,6 +119,8 @@ def main() -> None:
         "changed_paths": changed,
         "stage_seconds": {k: round(v, 3) for k, v in busy.items()},
         "stage_calls": dict(calls),
+        # Seconds from the crawl's start: when each stage first ran and last finished (map runs first, directly).
+        "stage_span": {k: [round(first_start[k] - t0, 3), round(last_end[k] - t0, 3)] for k in first_start},
         "stage_shares": {k: round(v / total_busy, 3) for k, v in busy.items()},
         "settings": {k: os.environ[k] for k in sorted(os.environ) if k.startswith("GLEANER_")},
     }

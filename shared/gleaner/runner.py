@@ -36,6 +36,7 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message]
 
     if not bus.handlers:
         wire(bus, deps)
+    deps.extract_pool.start()  # starting the extraction processes overlaps map and sample
     with _overlapping_batches(bus):
         try:
             dispatch(request, deps)
