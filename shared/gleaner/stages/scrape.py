@@ -26,6 +26,10 @@ from gleaner.store.records import FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
 
+# Pages handed to an extraction process at once: fewer tasks cost the pool less in this process,
+# while a batch of 100 still spreads over the workers.
+PAGES_PER_EXTRACTION = 4
+
 
 def sha1(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
@@ -46,21 +50,30 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for p in pages.values()
     ]
     records: list[FetchRecord] = []
-    pending: list[tuple[RunPage, FetchResult, Future[ExtractedPage]]] = []
+    pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
+    waiting: list[tuple[RunPage, FetchResult]] = []
+
+    def extract_waiting() -> None:
+        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url) for page, result in waiting]
+        pending.append((list(waiting), deps.extract_pool.submit(items)))
+        waiting.clear()
+
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in fetcher.fetch_many(requests):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
-                future = deps.extract_pool.submit(result.body or b"", result.charset,
-                                                  result.final_url or page.fetch_url)
-                pending.append((page, result, future))
+                waiting.append((page, result))
+                if len(waiting) >= PAGES_PER_EXTRACTION:
+                    extract_waiting()
             else:
                 records.append(_record(page, result, None))
-    for page, result, future in pending:
-        extracted = future.result()
-        handed = _hand_off(deps, message, page, result, extracted)
-        fetched.append(handed)
-        records.append(_record(page, result, extracted.title, handed))
+    if waiting:
+        extract_waiting()
+    for fetched_pages, future in pending:
+        for (page, result), extracted in zip(fetched_pages, future.result(), strict=True):
+            handed = _hand_off(deps, message, page, result, extracted)
+            fetched.append(handed)
+            records.append(_record(page, result, extracted.title, handed))
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
     record_not_modified(meta.engine, message.run_id, not_modified)
