@@ -52,3 +52,17 @@ def test_a_runs_discovery_lands_documents_and_ledger_rows_once(deps):
     assert ledger == {"/": "(0,start)", "/a": "(1,sitemap)"}
     assert str(scalar(deps, "SELECT document_id FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d"
                             " ON d.id = c.document_id WHERE d.path = '/a'")) == known["http://127.0.0.1:9/a"]
+
+
+def test_a_large_discovery_leaves_the_planner_knowing_the_runs_ledger(deps):
+    # Scrape updates the ledger 100 URLs at a time; planned against statistics from before the run (a
+    # nearly empty table), each update scanned the whole ledger per row: quadratic at 20,000 pages.
+    meta = deps.metadata
+    host = meta.upsert_source_host(SITE, "127.0.0.1", own_site=True)
+    run = "00000000-0000-0000-0000-00000000000b"
+    meta.create_run(run, SITE, host, "http://127.0.0.1:9/", {}, "manual", "api")
+    found = [(*row, 1, "sitemap") for row in _rows(*(f"/p{i}" for i in range(1200)))]
+    assert record_discovery(meta.engine, run, SITE, host, found) == 1200
+    known = {name: float(scalar(deps, f"SELECT reltuples FROM pg_class WHERE oid = 'knowledge.{name}'::regclass"))
+             for name in ("crawl_page_decisions", "documents")}
+    assert known["crawl_page_decisions"] >= 1200 and known["documents"] >= 1200

@@ -71,6 +71,10 @@ def add_run_pages(conn: Connection, run_id: str, rows: Sequence[tuple[str, int, 
     return int(result.rowcount or 0)
 
 
+# A run that adds at least this many ledger rows refreshes the planner's statistics (below).
+ANALYZE_AFTER_ROWS = 1000
+
+
 def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str | None,
                      rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
     """rows: (canonical_url, url_hash, path, source_url, depth, discovered_via): the documents and the run's
@@ -81,7 +85,7 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
               "rows": _rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
                              for cu, uh, p, su, dp, v in rows])}
     with engine.begin() as conn:
-        return int(conn.execute(
+        new = int(conn.execute(
             sa.text(
                 "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
                 " su text, dp int, v text))," + _DOCUMENTS + ","
@@ -92,3 +96,11 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
             ),
             params,
         ).scalar_one())
+    if new >= ANALYZE_AFTER_ROWS:
+        # Fresh statistics for the tables this run just grew. Without them the planner keeps planning
+        # scrape's ledger updates (one statement per 100 URLs) for the tables as they were, nearly empty,
+        # and scans the whole run's ledger once per updated row: at 20,000 pages the database spent
+        # 88 s of CPU (4.4 ms a page, 1 ms at 2,000). A role that does not own the tables gets a warning.
+        with engine.begin() as conn:
+            conn.execute(sa.text("ANALYZE knowledge.crawl_page_decisions, knowledge.documents"))
+    return new
