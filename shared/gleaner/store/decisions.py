@@ -10,7 +10,6 @@ in Python, which cost more than the whole sample stage's other work on a recrawl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from gleaner.store.records import Decision
+from gleaner.store.sqlstore import json_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,5 +95,5 @@ def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision])
                 "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = 'rule: ' || t.why))"
                 "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_reason LIKE 'rule: %'))"
             ),
-            {"r": run_id, "rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)},
+            {"r": run_id, "rows": json_rows(rows)},
         )

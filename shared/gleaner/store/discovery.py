@@ -10,12 +10,12 @@ by character in Python (FACTS.md, infra/docs/bench.md).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from gleaner.store.sqlstore import json_rows
 
 # Documents of :s for the rows t(cu, uh, p, su): the known ones (a source host adopted where none was
 # set, as a feed-landed document may have none), then the new ones. A row another transaction inserts
@@ -37,17 +37,13 @@ _DOCUMENTS = (
 )
 
 
-def _rows(rows: list[dict[str, Any]]) -> str:
-    return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
-
-
 def upsert_documents(conn: Connection, site: str, source_host_id: str | None,
                      rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
     """rows: (canonical_url, url_hash, path, source_url). Returns canonical_url -> document id."""
     if not rows:
         return {}
     params = {"s": site, "h": source_host_id,
-              "rows": _rows([{"cu": cu, "uh": uh, "p": p, "su": su} for cu, uh, p, su in rows])}
+              "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su} for cu, uh, p, su in rows])}
     result = conn.execute(
         sa.text("WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
                 " su text))," + _DOCUMENTS + " SELECT canonical_url, id FROM ids"),
@@ -66,7 +62,7 @@ def add_run_pages(conn: Connection, run_id: str, rows: Sequence[tuple[str, int, 
             " SELECT :r, t.d, t.dp, t.v FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, dp int, v text)"
             " ON CONFLICT (run_id, document_id) DO NOTHING"
         ),
-        {"r": run_id, "rows": _rows([{"d": d, "dp": dp, "v": v} for d, dp, v in rows])},
+        {"r": run_id, "rows": json_rows([{"d": d, "dp": dp, "v": v} for d, dp, v in rows])},
     )
     return int(result.rowcount or 0)
 
@@ -82,7 +78,7 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
     if not rows:
         return 0
     params = {"r": run_id, "s": site, "h": source_host_id,
-              "rows": _rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
+              "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
                              for cu, uh, p, su, dp, v in rows])}
     with engine.begin() as conn:
         new = int(conn.execute(

@@ -11,13 +11,13 @@ character in Python.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from gleaner.store.records import FetchRecord
+from gleaner.store.sqlstore import json_rows
 
 
 def record_not_modified(engine: Engine, run_id: str, records: Sequence[FetchRecord]) -> None:
@@ -40,5 +40,5 @@ def record_not_modified(engine: Engine, run_id: str, records: Sequence[FetchReco
                 " UPDATE knowledge.documents d SET last_fetched_at = now(), last_seen_at = now(), updated_at = now()"
                 " FROM fresh WHERE d.id = fresh.document_id"
             ),
-            {"r": run_id, "rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)},
+            {"r": run_id, "rows": json_rows(rows)},
         )
