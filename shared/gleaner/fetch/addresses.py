@@ -141,7 +141,6 @@ class CheckedUrl:
 
     text: str  # as the caller spelled it (results report this)
     wire: yarl.URL  # what aiohttp is handed: never re-parsed from text
-    scheme: str
     host: str  # the ASCII (IDNA) host the connection is made to, lower case, IPv6 without brackets
     port: int  # explicit or the scheme's default
 
@@ -177,7 +176,7 @@ def check_url(url: str) -> CheckedUrl:
         raise UrlRefused(f"unparseable URL: {exc}") from exc
     if (wire.raw_host or "").lower() != host.lower() or wire.port != port:
         raise UrlRefused(f"URL parsers disagree about its host ({host!r} vs {wire.raw_host!r})")
-    return CheckedUrl(url, wire, parsed.scheme, host.lower(), port)
+    return CheckedUrl(url, wire, host.lower(), port)
 
 
 Resolver = Callable[[str, int], list[str]]
