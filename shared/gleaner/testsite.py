@@ -42,6 +42,18 @@ class Page:
         return '"' + hashlib.sha1(self.data).hexdigest()[:16] + '"'
 
 
+def redirect_page(location: str, status: int = 302) -> Page:
+    """A page that answers with a redirect to ``location`` (as given: relative, absolute, hostile)."""
+
+    def handler(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(status)
+        h.send_header("Location", location)
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    return Page("", handler=handler)
+
+
 @dataclass(frozen=True)
 class Request:
     path: str

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import ssl
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from cryptography import x509
@@ -23,7 +22,7 @@ from cryptography.x509.oid import NameOID
 from gleaner.config import Settings, parse_networks
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome
-from gleaner.testsite import Page, TestSite
+from gleaner.testsite import Page, TestSite, redirect_page
 
 LOOPBACK = parse_networks("127.0.0.0/8")
 
@@ -113,22 +112,12 @@ def test_legacy_numeric_ipv4_spellings_are_refused_as_urls_even_where_the_addres
     assert site.log == []
 
 
-def _redirect(location: str) -> Page:
-    def handler(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(302)
-        h.send_header("Location", location)
-        h.send_header("Content-Length", "0")
-        h.end_headers()
-
-    return Page("", handler=handler)
-
-
 @pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/",
                                     "http://[::1]:{p}/", "http://inner.test/", "http://metadata.google.internal/"])
 def test_a_redirect_to_a_private_address_is_refused_at_that_hop(target: str) -> None:
     pages = {"/robots.txt": Page("", content_type="text/plain")}
     with TestSite(pages, max_seconds=30) as site:
-        pages["/go"] = _redirect(target.format(p=site.port))
+        pages["/go"] = redirect_page(target.format(p=site.port))
 
         def resolver(host: str, port: int) -> list[str]:
             return {"inner.test": ["10.0.0.5"], "metadata.google.internal": ["169.254.169.254"]}.get(host, [])

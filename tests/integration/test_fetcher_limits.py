@@ -13,7 +13,7 @@ import pytest
 from gleaner.config import Settings, parse_networks
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome
-from gleaner.testsite import Page, TestSite
+from gleaner.testsite import Page, TestSite, redirect_page
 
 HTML = "text/html; charset=utf-8"
 
@@ -122,25 +122,15 @@ def test_an_unrequested_brotli_body_is_refused_content_never_decoded() -> None:
     assert "br" not in site.log[-1].headers["accept-encoding"]
 
 
-def _redirect(location: str) -> Page:
-    def handler(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(302)
-        h.send_header("Location", location)
-        h.send_header("Content-Length", "0")
-        h.end_headers()
-
-    return Page("", handler=handler)
-
-
 def test_a_redirect_loop_is_refused() -> None:
-    with _site(a=_redirect("/b"), b=_redirect("/a")) as site, Fetcher(_settings()) as fetcher:
+    with _site(a=redirect_page("/b"), b=redirect_page("/a")) as site, Fetcher(_settings()) as fetcher:
         result = fetcher.fetch(site.url + "/a")
     assert result.outcome is FetchOutcome.REDIRECT_REFUSED and "loop" in result.reason
     assert site.paths() == ["/robots.txt", "/a", "/b"]
 
 
 def test_more_redirect_hops_than_allowed_are_refused() -> None:
-    hops = {f"r{i}": _redirect(f"/r{i + 1}") for i in range(6)}
+    hops = {f"r{i}": redirect_page(f"/r{i + 1}") for i in range(6)}
     with _site(**hops, r6=Page("<html>end</html>")) as site, Fetcher(_settings(max_redirects=3)) as fetcher:
         result = fetcher.fetch(site.url + "/r0")
     assert result.outcome is FetchOutcome.REDIRECT_REFUSED and "more than 3 redirects" in result.reason
@@ -148,7 +138,7 @@ def test_more_redirect_hops_than_allowed_are_refused() -> None:
 
 
 def test_allowed_redirect_hops_are_followed_to_the_page() -> None:
-    with _site(r0=_redirect("/r1"), r1=_redirect("/end"), end=Page("<html>end</html>")) as site, \
+    with _site(r0=redirect_page("/r1"), r1=redirect_page("/end"), end=Page("<html>end</html>")) as site, \
             Fetcher(_settings()) as fetcher:
         result = fetcher.fetch(site.url + "/r0")
     assert result.outcome is FetchOutcome.FETCHED and result.final_url == site.url + "/end"
@@ -156,7 +146,7 @@ def test_allowed_redirect_hops_are_followed_to_the_page() -> None:
 
 
 def test_a_redirect_to_another_scheme_is_refused() -> None:
-    with _site(ftp=_redirect("ftp://example.com/file")) as site, Fetcher(_settings()) as fetcher:
+    with _site(ftp=redirect_page("ftp://example.com/file")) as site, Fetcher(_settings()) as fetcher:
         result = fetcher.fetch(site.url + "/ftp")
     assert result.outcome is FetchOutcome.REDIRECT_REFUSED
     assert site.paths() == ["/robots.txt", "/ftp"]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from gleaner.cli import main
 from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.testsite import Page, TestSite, redirect_page
 
 
 def article(title: str, seed: str, *, extra: str = "") -> str:
@@ -21,16 +21,6 @@ def article(title: str, seed: str, *, extra: str = "") -> str:
     words = " ".join(f"{title.lower()} {seed} sentence {i} about fetching politely and safely." for i in range(12))
     return (f"<!doctype html><html><head><title>{title}</title></head><body><main><article><h1>{title}</h1>"
             f"<p>{words}</p><p>{words}</p>{extra}</article></main></body></html>")
-
-
-def _redirect(location: str) -> Page:
-    def handler(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(302)
-        h.send_header("Location", location)
-        h.send_header("Content-Length", "0")
-        h.end_headers()
-
-    return Page("", handler=handler)
 
 
 def _bomb() -> Page:
@@ -77,8 +67,8 @@ def test_every_url_of_a_run_gets_its_status_recorded_and_counted(make_deps: Any)
         "/docs/c-broken": Page(article("Broken", "c"), status=500),
         "/docs/d-big": Page(article("Big", "d", extra="<p>" + "big " * 20_000 + "</p>")),
         "/docs/e-pdf": Page(b"%PDF-1.4 not a page", content_type="application/pdf"),
-        "/docs/f-loop": _redirect("/docs/f-loop"),
-        "/docs/g-metadata": _redirect("http://169.254.169.254/latest/meta-data/"),
+        "/docs/f-loop": redirect_page("/docs/f-loop"),
+        "/docs/g-metadata": redirect_page("http://169.254.169.254/latest/meta-data/"),
         "/docs/h-secret": Page(article("Secret", "h")),
         "/docs/i-bomb": _bomb(),
     }
