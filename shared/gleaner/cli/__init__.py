@@ -1,0 +1,11 @@
+"""The ``gleaner`` command line.
+
+``base`` holds the ``main`` group and what every command shares (settings, dependencies, one-line
+errors); each other module registers the commands of one concern on ``main``. A new concern gets its
+own module here and one import line below.
+"""
+
+from gleaner.cli import crawl, database, reading, references  # noqa: F401  (each registers its commands)
+from gleaner.cli.base import main
+
+__all__ = ["main"]

@@ -1,0 +1,5 @@
+"""``python -m gleaner.cli``."""
+
+from gleaner.cli import main
+
+main()
