@@ -7,6 +7,8 @@ hash, so a redelivery writes the same object), then one transaction inserts the
 document_snapshots row (version = previous + 1) and advances
 documents.current_snapshot_id; then SnapshotsWritten is published. Body first,
 metadata second, publish last: the order that survives a crash at any point.
+Each new current version's change event is recorded in that transaction and
+published from the outbox after it (gleaner.changes).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.errors import BlobConflict
 from gleaner.messages import PagesFetched, SnapshotsWritten
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
@@ -45,6 +48,7 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
+    outbox.flush(deps)  # the versions' change events, committed with them, go out now
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:
         deps.bus.publish(SnapshotsWritten(run_id=message.run_id, site_domain=site, snapshot_ids=written),

@@ -101,6 +101,32 @@ class ReadStore(SqlStore):
                          "current_snapshot_id"), (str(row[0]), *row[1:7], str(row[7]) if row[7] else None),
                         strict=True))
 
+    def documents_by_url(self, canonical_url: str, site: str | None = None) -> list[dict[str, Any]]:
+        """Every document holding this URL (one per site), or the one of ``site``."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
+                    " current_snapshot_id, status_reason FROM knowledge.documents WHERE canonical_url = :u"
+                    " AND (CAST(:s AS text) IS NULL OR site_domain = :s) ORDER BY site_domain"
+                ),
+                {"u": canonical_url, "s": site},
+            ).all()
+        keys = ("id", "site_domain", "canonical_url", "path", "status", "scrape_policy", "title",
+                "current_snapshot_id", "status_reason")
+        return [dict(zip(keys, (str(r[0]), *r[1:7], str(r[7]) if r[7] else None, r[8]), strict=True))
+                for r in rows]
+
+    def document_ids_by_url(self, site: str, canonical_urls: list[str]) -> dict[str, str]:
+        """canonical URL -> document id for the given URLs known under ``site``."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT canonical_url, id FROM knowledge.documents WHERE site_domain = :s"
+                        " AND canonical_url = ANY(CAST(:u AS text[]))"),
+                {"s": site, "u": canonical_urls},
+            ).all()
+        return {str(r[0]): str(r[1]) for r in rows}
+
     def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             rows = conn.execute(
