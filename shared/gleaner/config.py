@@ -151,7 +151,7 @@ class Settings:
     # A local run retries failed deliveries this long before it returns; `gleaner deliver` retries the rest.
     notify_run_wait: float = 60.0
     # Cloud Tasks queue for deliveries (terraform/changes.tf) and the URL of the HTTP handler that
-    # performs one attempt (the ingest function's URL + /notify/deliver).
+    # performs one attempt (None: the scrape function's URL + /notify/deliver, its private Tasks target).
     notify_queue: str = "gleaner-notify"
     notify_task_url: str | None = None
 

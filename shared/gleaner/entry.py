@@ -287,3 +287,36 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
     return _json_response(answer, status)
+
+
+# Webhook deliveries (Cloud Tasks on the notify queue) arrive on scrape's on_http at this path: scrape is
+# the private Cloud Tasks target already (only the tasks identity may invoke it).
+DELIVERY_PATH = "/notify/deliver"
+
+
+def run_delivery_task(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """One webhook delivery attempt (body = one encoded DeliveryTask); Cloud Tasks backs off and retries.
+
+    200 when delivered, when there is nothing left to do (delivered before, cancelled) and on the
+    queue's last attempt (the delivery is then marked failed); 503 when the receiver failed and the
+    task should come back; 400 for a malformed task.
+    """
+    from gleaner.changes.delivery import AttemptResult, attempt
+    from gleaner.messages import DeliveryTask
+
+    if request.method != "POST":
+        return _json_response({"error": "use POST"}, 405)
+    deps = deps if deps is not None else process_deps()
+    try:
+        body = _read_body(request, deps.settings.webhook_max_bytes)
+        message = decode(body, DeliveryTask)
+    except _TooLarge:
+        return _json_response({"error": "task body too large"}, 413)
+    except InvalidInput as exc:
+        return _json_response({"error": str(exc)}, 400)
+    assert isinstance(message, DeliveryTask)
+    tried = _task_attempt(request.headers)
+    last = tried is not None and tried >= deps.settings.notify_max_attempts
+    result = attempt(deps, message.delivery_id, due_only=False, last=last)
+    status = 503 if result is AttemptResult.RETRY else 200
+    return _json_response({"outcome": str(result)}, status)

@@ -128,7 +128,8 @@ class GcpBus:
 
         In emulator mode (no Cloud Tasks) deliveries stay in the database queue for ``gleaner deliver``.
         """
-        if self.settings.tasks_backend == "pubsub":
+        if self.settings.tasks_backend == "pubsub" or notify_task_url(self.settings) is None:
+            # The scrape function knows no URL of its own: the next map or snapshot schedules these.
             return False
         from google.api_core import exceptions as gexc
 
@@ -195,19 +196,29 @@ def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) 
     }
 
 
+def notify_task_url(settings: Settings) -> str | None:
+    """Where delivery tasks go: GLEANER_NOTIFY_TASK_URL, else the scrape function's /notify/deliver."""
+    if settings.notify_task_url:
+        return settings.notify_task_url
+    if settings.scrape_url:
+        return settings.scrape_url.rstrip("/") + "/notify/deliver"
+    return None
+
+
 def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTask) -> dict[str, Any]:
     """The CreateTask request for one webhook delivery: POST the encoded task to the delivery handler."""
-    if not settings.notify_task_url:
-        raise ConfigError("webhook deliveries on Cloud Tasks need GLEANER_NOTIFY_TASK_URL")
+    url = notify_task_url(settings)
+    if url is None:
+        raise ConfigError("webhook deliveries on Cloud Tasks need GLEANER_NOTIFY_TASK_URL or GLEANER_SCRAPE_URL")
     http_request: dict[str, Any] = {
         "http_method": "POST",
-        "url": settings.notify_task_url,
+        "url": url,
         "headers": {"Content-Type": "application/json"},
         "body": encode(task),
     }
     if settings.tasks_service_account:
         http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
-                                      "audience": settings.notify_task_url}
+                                      "audience": url}
     return {"parent": queue_path, "task": {"name": f"{queue_path}/tasks/{task.task_name}",
                                            "http_request": http_request}}
 
