@@ -19,8 +19,8 @@ import hcl2
 import pytest
 import yaml
 
-from gleaner.config import Settings
 from gleaner.changes.events import TOPIC as CHANGES_TOPIC
+from gleaner.config import Settings
 from gleaner.messages import TOPICS, DeliveryTask, ScrapeBatch
 from gleaner.stages import STAGES
 from tests.cloud_fixtures import emulators

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from gleaner.app import Deps
 from gleaner.changes import subscriptions
 from gleaner.changes.events import ChangeEvent, event_from_row, events_columns
+from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,20 @@ def flush(deps: Deps) -> int:
             break
     schedule(deps)
     return published
+
+
+def flush_after_commit(deps: Deps) -> int:
+    """:func:`flush` for a stage that has done its own work: a failure to publish is logged, not raised.
+
+    The stage's hand-off to the next one is already out; its events stay in the outbox and go with
+    the next flush (any stage, the run's end, ``gleaner deliver``), so a topic or queue problem never
+    makes a stage redo or drop its work.
+    """
+    try:
+        return flush(deps)
+    except GleanerError as exc:
+        log.warning("change events stay in the outbox for the next flush: %s", exc)
+        return 0
 
 
 def schedule(deps: Deps) -> int:

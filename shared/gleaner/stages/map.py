@@ -144,9 +144,9 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     with meta.engine.begin() as conn:
         mark_unmapped_stale(conn, run_id, site, complete)
     meta.finish_map(run_id, key)
-    outbox.flush(deps)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
+    outbox.flush_after_commit(deps)  # pages this run declared stale
     return mapped
 
 

@@ -83,13 +83,13 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
     record_not_modified(meta.engine, message.run_id, not_modified)
     meta.record_fetches(message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
-    outbox.flush(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
     if fetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
     else:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
 
 

@@ -48,11 +48,11 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
-    outbox.flush(deps)  # the versions' change events, committed with them, go out now
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:
         deps.bus.publish(SnapshotsWritten(run_id=message.run_id, site_domain=site, snapshot_ids=written),
                          ordering_key=site)
     if message.run_id is not None:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # the versions' change events, committed with them
     return results
