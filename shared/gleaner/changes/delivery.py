@@ -147,6 +147,8 @@ def deliver_due(deps: Deps, *, wait_seconds: float = 0.0) -> dict[str, int]:
         for delivery in due:
             result = attempt(deps, delivery)
             counts[result] = counts.get(result, 0) + 1
+        if time.monotonic() >= deadline:
+            break
         if due:
             continue  # failures just scheduled their retries: look again
         if next_in is None or time.monotonic() + next_in > deadline:
