@@ -135,7 +135,7 @@ def test_a_change_is_delivered_signed_and_a_500_is_retried_with_the_same_webhook
 
 def test_deliver_retries_what_is_due_after_the_run_gave_up_waiting(make_deps, env, receiver):
     deps = make_deps(notify_retry_seconds=0.1, notify_run_wait=0.0)
-    sub_id, secret = subscribe(env, receiver.url, "--types", "document.new")
+    _, secret = subscribe(env, receiver.url, "--types", "document.new")
     receiver.secret = secret
     receiver.script = [503] * 13  # every first attempt of the crawl's 13 new pages fails
     pages: dict[str, Page] = {}
