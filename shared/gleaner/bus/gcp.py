@@ -131,39 +131,32 @@ class GcpBus:
         if self.settings.tasks_backend == "pubsub" or notify_task_url(self.settings) is None:
             # The scrape function knows no URL of its own: the next map or snapshot schedules these.
             return False
-        from google.api_core import exceptions as gexc
-
         task = DeliveryTask(delivery_id=delivery_id)
-        request = build_delivery_request(self.settings, self.notify_queue_path(), task)
-        try:
-            self.tasks.create_task(request=request)
-        except gexc.Conflict:
-            return True  # already scheduled
-        except gexc.InvalidArgument as exc:
-            raise InvalidInput(f"Cloud Tasks refused task {task.task_name}: {exc}") from exc
-        except gexc.GoogleAPIError as exc:
-            raise RetryableError(f"cannot create task {task.task_name}: {exc}") from exc
-        return True
+        self._create_named_task(build_delivery_request(self.settings, self.notify_queue_path(), task), task.task_name)
+        return True  # created now or before: scheduled either way
 
     def notify_queue_path(self) -> str:
         return f"projects/{self.settings.project}/locations/{self.settings.region}/queues/{self.settings.notify_queue}"
 
     def _create_task(self, batch: ScrapeBatch) -> bool:
+        return self._create_named_task(build_task_request(self.settings, self.queue_path(), batch), batch.task_name)
+
+    def _create_named_task(self, request: dict[str, Any], name: str) -> bool:
+        """Create a named task; False if that name was already used (it is scheduled, not twice)."""
         from google.api_core import exceptions as gexc
 
-        request = build_task_request(self.settings, self.queue_path(), batch)
         try:
             self.tasks.create_task(request=request)
         except gexc.Aborted as exc:  # also HTTP 409, but transient: try again
-            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+            raise RetryableError(f"cannot create task {name}: {exc}") from exc
         except gexc.Conflict:
             # gRPC answers AlreadyExists; the REST transport maps the same 409 to Conflict.
-            log.info("task %s already exists; not scheduling it twice", batch.task_name)
+            log.info("task %s already exists; not scheduling it twice", name)
             return False
         except gexc.InvalidArgument as exc:
-            raise InvalidInput(f"Cloud Tasks refused task {batch.task_name}: {exc}") from exc
+            raise InvalidInput(f"Cloud Tasks refused task {name}: {exc}") from exc
         except gexc.GoogleAPIError as exc:
-            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+            raise RetryableError(f"cannot create task {name}: {exc}") from exc
         return True
 
     def close(self) -> None:
