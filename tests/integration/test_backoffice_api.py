@@ -1,0 +1,181 @@
+"""The back office's JSON API under /v1/, over `gleaner serve`, on a site crawled twice."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import httpx
+import pytest
+
+from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.changes import subscriptions
+from tests.integration.backoffice_fixtures import CHANGED, SITE, Kept, kept  # noqa: F401  (fixture)
+
+
+def test_sites_lists_the_crawled_site_with_its_counts_and_latest_run(kept: Kept):
+    answer = kept.get("/v1/sites")
+    assert answer.status_code == 200
+    (site,) = answer.json()["sites"]
+    assert site["site_domain"] == SITE
+    active = kept.get(f"/v1/sites/{SITE}/documents", status="active").json()["total"]
+    assert site["active"] == active == kept.first["snapshots"]["new"]
+    assert site["last_run"]["run_id"] == kept.second["run_id"]
+
+
+def test_runs_are_newest_first_with_counters_and_each_run_lists_its_urls_with_reasons(kept: Kept):
+    runs = kept.get("/v1/runs", site=SITE).json()
+    assert [r["run_id"] for r in runs["runs"]] == [kept.second["run_id"], kept.first["run_id"]]
+    assert runs["total"] == 2
+    run = kept.get(f"/v1/runs/{kept.first['run_id']}").json()
+    assert run["status"] == "finished" and run["fetched"] == kept.first["fetched"]
+    assert run["outcomes"]["fetched"] == kept.first["fetched"]
+    denied = kept.get(f"/v1/runs/{kept.first['run_id']}/urls", status="robots-denied").json()
+    assert [u["url"] for u in denied["urls"]] == [kept.site.url + "/private/roadmap"]
+    assert denied["urls"][0]["reason"]
+    page = kept.get(f"/v1/runs/{kept.first['run_id']}/urls", limit=2, offset=1).json()
+    assert len(page["urls"]) == 2 and page["total"] > 3
+
+
+def test_the_tree_reads_one_level_at_a_time_with_folders_synthesised_from_paths(kept: Kept):
+    root = kept.get(f"/v1/sites/{SITE}/tree").json()
+    folders = {f["name"]: f for f in root["folders"]}
+    assert {"docs/", "blog/"} <= set(folders)
+    assert folders["docs/"]["documents"] == 5 and folders["docs/"]["statuses"] == {"active": 5}
+    assert {d["path"] for d in root["documents"]} >= {"/", "/about", "/blog"}
+    assert all(d["path"].count("/") == 1 for d in root["documents"])
+    docs = kept.get(f"/v1/sites/{SITE}/tree", prefix="/docs/").json()
+    assert docs["folders"] == []
+    install = next(d for d in docs["documents"] if d["path"] == CHANGED)
+    assert install["versions"] == 2 and install["status"] == "active" and install["scrape_policy"] == "scrape"
+    blog = kept.get(f"/v1/sites/{SITE}/tree", prefix="/blog").json()
+    assert [f["name"] for f in blog["folders"]] == ["2025/", "2026/"]
+
+
+def test_documents_filter_by_status_and_paginate(kept: Kept):
+    everything = kept.get(f"/v1/sites/{SITE}/documents", limit=1000).json()
+    active = kept.get(f"/v1/sites/{SITE}/documents", status="active", limit=1000).json()
+    assert 0 < active["total"] < everything["total"]
+    assert {d["status"] for d in active["documents"]} == {"active"}
+    page = kept.get(f"/v1/sites/{SITE}/documents", limit=3, offset=3).json()
+    assert [d["path"] for d in page["documents"]] == [d["path"] for d in everything["documents"][3:6]]
+    under = kept.get(f"/v1/sites/{SITE}/documents", prefix="/blog/2026/").json()
+    assert under["total"] == 3
+
+
+def test_a_document_shows_its_fetch_facts_and_versions_with_the_run_of_each(kept: Kept):
+    doc_id = kept.document_id(CHANGED)
+    answer = kept.get(f"/v1/documents/{doc_id}").json()
+    doc = answer["document"]
+    assert doc["url"] == kept.site.url + CHANGED and doc["http_status"] == 200 and doc["etag"]
+    assert doc["byte_size"] > 0 and doc["version"] == 2
+    assert [(v["version"], v["run_id"], v["current"]) for v in answer["versions"]] == [
+        (2, kept.second["run_id"], True), (1, kept.first["run_id"], False)]
+
+
+def test_versions_read_back_as_content_or_raw_markdown(kept: Kept):
+    doc_id = kept.document_id(CHANGED)
+    content = kept.get(f"/v1/documents/{doc_id}/versions/1").json()
+    raw = kept.get(f"/v1/documents/{doc_id}/versions/1", raw=1).json()
+    assert content["body"] and raw["body"] and raw["raw"] is True
+    assert len(raw["body"]) > len(content["body"])  # raw.md keeps the navigation content.md drops
+
+
+def test_the_diff_defaults_to_previous_against_current_and_aligns_changed_lines(kept: Kept):
+    doc_id = kept.document_id(CHANGED)
+    diff = kept.get(f"/v1/documents/{doc_id}/diff").json()
+    assert (diff["from"], diff["to"]) == (1, 2) and diff["added"] > 0 and diff["removed"] > 0
+    assert diff["diff"].startswith("---")
+    changed = [r for r in diff["rows"] if r["kind"] != "same"]
+    assert changed and all(r["old"] != r["new"] for r in changed)
+    same = kept.get(f"/v1/documents/{doc_id}/diff", **{"from": 2, "to": 2}).json()
+    assert same["added"] == same["removed"] == 0
+
+
+def test_a_text_slice_returns_exactly_those_bytes(kept: Kept):
+    version, _snapshot, text_hash, _current = kept.deps.metadata.texts_of_document(kept.document_id(CHANGED))[0]
+    body, _spans = kept.deps.metadata.canonical_text(text_hash)
+    whole = kept.get(f"/v1/texts/{text_hash}").json()
+    assert whole["text"] == body and whole["length"] == len(body.encode())
+    part = kept.get(f"/v1/texts/{text_hash}", start=2, end=12).json()
+    assert part["text"] == body.encode()[2:12].decode()
+
+
+def test_change_events_list_the_new_documents_then_the_one_change(kept: Kept):
+    events = kept.get("/v1/changes", site=SITE, limit=1000).json()["events"]
+    changed = [e for e in events if e["type"] == "document.changed"]
+    assert [e["url"] for e in changed] == [kept.site.url + CHANGED]
+    assert changed[0]["previous_version"] == 1 and changed[0]["version"] == 2
+    assert sum(e["type"] == "document.new" for e in events) == kept.first["snapshots"]["new"]
+
+
+def test_subscriptions_hide_their_secret_and_a_failed_delivery_can_be_retried(kept: Kept):
+    sub = subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/hook", site=None, types=(),
+                            allow=kept.deps.settings.allow_networks)
+    listed = kept.get("/v1/notify/subscriptions").json()["subscriptions"]
+    assert [s["id"] for s in listed] == [sub.id] and "secret" not in listed[0]
+    kept.recrawl("/about")  # one document.changed event, delivered to a port nothing listens on
+    (failed,) = kept.get("/v1/notify/deliveries", subscription=sub.id).json()["deliveries"]
+    assert failed["state"] == "failed" and failed["type"] == "document.changed" and len(failed["log"]) == 1
+    retried = httpx.post(f"{kept.url}/v1/notify/deliveries/{failed['id']}/retry", json={}, timeout=30)
+    assert retried.status_code == 200 and retried.json()["result"] == "failed"
+    (after,) = kept.get("/v1/notify/deliveries", subscription=sub.id).json()["deliveries"]
+    assert after["attempts"] == 2 and len(after["log"]) == 2
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    ("/v1/runs", {"limit": "0"}),
+    ("/v1/runs", {"limit": "many"}),
+    ("/v1/runs", {"offset": "-1"}),
+    ("/v1/runs", {"site": "not a site"}),
+    ("/v1/sites/demo.test/documents", {"status": "gone"}),
+    ("/v1/sites/demo.test/documents", {"policy": "maybe"}),
+    ("/v1/sites/demo.test/tree", {"prefix": "docs"}),
+    ("/v1/changes", {"since": "yesterday"}),
+])
+def test_bad_query_values_are_a_400_that_says_what_is_wrong(kept: Kept, path: str, params: dict[str, str]):
+    answer = kept.get(path, **params)
+    assert answer.status_code == 400
+    assert next(iter(params)) in answer.json()["error"]
+
+
+def test_bad_document_inputs_are_400_and_unknown_objects_404(kept: Kept):
+    doc_id = kept.document_id(CHANGED)
+    assert kept.get(f"/v1/documents/{doc_id}/versions/x").status_code == 400
+    assert kept.get(f"/v1/documents/{doc_id}/diff", **{"from": "0"}).status_code == 400
+    assert kept.get(f"/v1/documents/{doc_id}/versions/1", raw="yes").status_code == 400
+    assert kept.get(f"/v1/documents/{doc_id}/versions/9").status_code == 404
+    assert kept.get("/v1/documents/00000000-0000-0000-0000-000000000000").status_code == 404
+    assert kept.get("/v1/documents/not-a-uuid").status_code == 404
+    assert kept.get("/v1/runs/00000000-0000-0000-0000-000000000000").status_code == 404
+    assert kept.get("/v1/sites/other.test/tree").status_code == 404
+    assert kept.get("/v1/texts/" + "0" * 40).status_code == 404
+    assert kept.get("/v1/nothing").status_code == 404
+    assert httpx.delete(kept.url + "/v1/sites", timeout=10).status_code == 405
+
+
+def test_commands_from_another_origin_or_not_json_are_refused(kept: Kept):
+    target = f"{kept.url}/v1/notify/deliveries/00000000-0000-0000-0000-000000000000/retry"
+    assert httpx.post(target, json={}, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert httpx.post(target, json={}, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert httpx.post(target, data={"a": "b"}).status_code == 403
+    assert httpx.post(target, json={}).status_code == 404
+
+
+def _call(app: BackofficeApp, path: str, authorization: str | None = None) -> tuple[int, bytes]:
+    environ: dict[str, Any] = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "",
+                               "wsgi.input": io.BytesIO(b""), "HTTP_HOST": "backoffice.example"}
+    if authorization:
+        environ["HTTP_AUTHORIZATION"] = authorization
+    seen: list[str] = []
+    body = b"".join(app(environ, lambda status, headers, exc_info=None: seen.append(status)))
+    return int(seen[0].split()[0]), body
+
+
+def test_behind_a_bearer_every_api_route_and_page_needs_it(kept: Kept):
+    app = BackofficeApp(kept.deps, bearer="cloud-token")
+    for path in ("/v1/sites", f"/v1/runs/{kept.first['run_id']}", "/ui/", f"/ui/sites/{SITE}"):
+        assert _call(app, path)[0] == 401
+        assert _call(app, path, "Bearer wrong")[0] == 401
+        assert _call(app, path, "Basic cloud-token")[0] == 401
+        assert _call(app, path, "Bearer cloud-token")[0] == 200
