@@ -10,7 +10,7 @@ import pytest
 
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
-from tests.integration.backoffice_fixtures import CHANGED, SITE, Kept, kept  # noqa: F401  (fixture)
+from tests.backoffice.conftest import CHANGED, SITE, Kept
 
 
 def test_sites_lists_the_crawled_site_with_its_counts_and_latest_run(kept: Kept):
@@ -93,7 +93,7 @@ def test_the_diff_defaults_to_previous_against_current_and_aligns_changed_lines(
 
 
 def test_a_text_slice_returns_exactly_those_bytes(kept: Kept):
-    version, _snapshot, text_hash, _current = kept.deps.metadata.texts_of_document(kept.document_id(CHANGED))[0]
+    _version, _snapshot, text_hash, _current = kept.deps.metadata.texts_of_document(kept.document_id(CHANGED))[0]
     body, _spans = kept.deps.metadata.canonical_text(text_hash)
     whole = kept.get(f"/v1/texts/{text_hash}").json()
     assert whole["text"] == body and whole["length"] == len(body.encode())

@@ -1,4 +1,4 @@
-"""A kept site for the back office tests: the demo site crawled twice (one page changed), served by `gleaner serve`."""
+"""The back office tests' kept site: the demo site crawled twice (one page changed), served by `gleaner serve`."""
 
 from __future__ import annotations
 

@@ -1,0 +1,134 @@
+"""The back office's pages in a real headless Chromium (Debian's chromium and chromedriver, driven by Selenium).
+
+Each test saves screenshots of the pages it opens into its pytest temp dir
+(artefacts, not committed). Without Chromium the tests skip, except under
+CI=true, where .ci/run installs it and they must run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gleaner.changes import subscriptions
+from tests.backoffice.conftest import CHANGED, SITE, Kept
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the browser tests: install chromium and chromium-driver")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(arg)
+    # Naming the driver keeps Selenium Manager from trying to download one (FACTS.md).
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver: Any, tmp_path: Path, name: str) -> None:
+    driver.save_screenshot(str(tmp_path / f"{name}.png"))
+
+
+def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(
+        expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def test_the_home_page_leads_to_the_tree_whose_folders_open_lazily(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(kept.url + "/ui/")
+    assert kept.second["run_id"][:8] in browser.find_element(By.CSS_SELECTOR, "table.runs").text
+    shot(browser, tmp_path, "home")
+    browser.find_element(By.LINK_TEXT, SITE).click()
+    wait_for(browser, "#tree")
+    assert browser.find_elements(By.CSS_SELECTOR, f'li.document[data-path="{CHANGED}"]') == []  # not loaded yet
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/docs/"] button.toggle').click()
+    install = wait_for(browser, f'li.document[data-path="{CHANGED}"]')
+    assert "active" in install.text and "scrape" in install.text and "2 versions" in install.text
+    shot(browser, tmp_path, "tree")
+
+
+def test_a_changed_document_shows_its_versions_and_highlights_the_changed_lines(kept: Kept, browser: Any,
+                                                                                tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{kept.url}/ui/documents/{kept.document_id(CHANGED)}")
+    versions = browser.find_element(By.CSS_SELECTOR, "table.versions").text
+    assert "v2" in versions and "current" in versions and kept.second["run_id"][:8] in versions
+    facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+    assert "200" in facts and "bytes" in facts
+    changed = browser.find_elements(By.CSS_SELECTOR, "table.diff tr.changed")
+    assert changed, "the diff of v1 -> v2 shows changed lines"
+    new_cell = changed[0].find_element(By.CSS_SELECTOR, "td.new")
+    old_cell = changed[0].find_element(By.CSS_SELECTOR, "td.old")
+    assert new_cell.text != old_cell.text
+    assert new_cell.value_of_css_property("background-color") == "rgba(220, 247, 224, 1)"
+    assert old_cell.value_of_css_property("background-color") == "rgba(255, 229, 229, 1)"
+    same = browser.find_elements(By.CSS_SELECTOR, "table.diff tr.same td.new")
+    assert same and same[0].value_of_css_property("background-color") == "rgba(0, 0, 0, 0)"
+    shot(browser, tmp_path, "document-diff")
+    # Comparing a version with itself highlights nothing.
+    browser.find_element(By.CSS_SELECTOR, 'input[name="from"][value="1"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'input[name="to"][value="1"]').click()
+    browser.find_element(By.CSS_SELECTOR, "#compare button").click()
+    wait_for(browser, "table.diff")
+    assert browser.find_elements(By.CSS_SELECTOR, "table.diff tr.changed") == []
+    assert "the same content" in browser.page_source
+    browser.find_element(By.LINK_TEXT, "raw.md").click()
+    assert "raw.md" in wait_for(browser, "h1").text
+    assert browser.find_element(By.CSS_SELECTOR, "pre.body").text
+
+
+def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept: Kept, browser: Any,
+                                                                            tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{kept.url}/ui/runs/{kept.first['run_id']}")
+    assert "finished" in browser.find_element(By.ID, "run-status").text
+    assert kept.site.url + "/private/roadmap" in browser.find_element(By.CSS_SELECTOR, "table.urls").text
+    shot(browser, tmp_path, "run")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "robots-denied").click()
+    rows = wait_for(browser, "table.urls").find_elements(By.CSS_SELECTOR, "tr")[1:]
+    assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [kept.site.url + "/private/roadmap"]
+
+
+def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/hook", site=None, types=(),
+                      allow=kept.deps.settings.allow_networks)
+    kept.recrawl("/about")
+    browser.get(kept.url + "/ui/changes")
+    events = browser.find_element(By.CSS_SELECTOR, "table.events").text
+    assert "document.changed" in events and kept.site.url + "/about" in events
+    row = browser.find_element(By.CSS_SELECTOR, "table.deliveries tr:nth-child(2)")
+    assert "failed" in row.text
+    shot(browser, tmp_path, "changes")
+    row.find_element(By.CSS_SELECTOR, "button").click()
+    row = wait_for(browser, "table.deliveries tr:nth-child(2)")
+    assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
