@@ -162,20 +162,40 @@ def test_commands_from_another_origin_or_not_json_are_refused(kept: Kept):
     assert httpx.post(target, json={}).status_code == 404
 
 
-def _call(app: BackofficeApp, path: str, authorization: str | None = None) -> tuple[int, bytes]:
-    environ: dict[str, Any] = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "",
-                               "wsgi.input": io.BytesIO(b""), "HTTP_HOST": "backoffice.example"}
+def _call(app: BackofficeApp, path: str, authorization: str | None = None, *, method: str = "GET",
+          body: bytes = b"", cookie: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    environ: dict[str, Any] = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
+                               "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
+                               "CONTENT_TYPE": "application/x-www-form-urlencoded",
+                               "HTTP_HOST": "backoffice.example"}
     if authorization:
         environ["HTTP_AUTHORIZATION"] = authorization
-    seen: list[str] = []
-    body = b"".join(app(environ, lambda status, headers, exc_info=None: seen.append(status)))
-    return int(seen[0].split()[0]), body
+    if cookie:
+        environ["HTTP_COOKIE"] = cookie
+    seen: list[Any] = []
+    out = b"".join(app(environ, lambda status, headers, exc_info=None: seen.extend((status, headers))))
+    return int(seen[0].split()[0]), dict(seen[1]), out
 
 
-def test_behind_a_bearer_every_api_route_and_page_needs_it(kept: Kept):
+def test_behind_a_bearer_every_api_route_needs_it(kept: Kept):
     app = BackofficeApp(kept.deps, bearer="cloud-token")
-    for path in ("/v1/sites", f"/v1/runs/{kept.first['run_id']}", "/ui/", f"/ui/sites/{SITE}"):
+    for path in ("/v1/sites", f"/v1/runs/{kept.first['run_id']}", f"/v1/sites/{SITE}/tree"):
         assert _call(app, path)[0] == 401
         assert _call(app, path, "Bearer wrong")[0] == 401
         assert _call(app, path, "Basic cloud-token")[0] == 401
         assert _call(app, path, "Bearer cloud-token")[0] == 200
+
+
+def test_behind_a_bearer_pages_send_the_browser_to_log_in_and_then_carry_a_session_cookie(kept: Kept):
+    app = BackofficeApp(kept.deps, bearer="cloud-token")
+    status, headers, _ = _call(app, f"/ui/sites/{SITE}")
+    assert (status, headers["Location"]) == (303, "/ui/login")
+    assert _call(app, "/ui/login", method="POST", body=b"token=guess")[0] == 401
+    status, headers, _ = _call(app, "/ui/login", method="POST", body=b"token=cloud-token")
+    assert status == 303
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "cloud-token" not in cookie
+    session = cookie.split(";", 1)[0]
+    assert _call(app, f"/ui/sites/{SITE}", cookie=session)[0] == 200
+    assert _call(app, "/v1/sites", cookie=session)[0] == 200
+    assert _call(app, f"/ui/sites/{SITE}", cookie=session.replace("=", "=0"))[0] == 303

@@ -3,7 +3,10 @@
 ``gleaner serve`` mounts it beside the ingest webhook; any WSGI host (a cloud
 function, waitress) can serve it as is. Locally on 127.0.0.1 it runs without a
 bearer (DESIGN.md); given one, every request must carry
-``Authorization: Bearer <token>`` (compared in constant time) or gets 401.
+``Authorization: Bearer <token>`` (compared in constant time) or gets 401. A
+browser cannot add that header, so ``/ui/login`` takes the token once and sets
+a cookie holding an HMAC of it (HttpOnly, Secure, SameSite=Strict), which the
+pages then carry; the token itself never sits in the browser.
 
 A browser on the operator's machine also runs other sites' pages, which can
 send it requests: state-changing requests (POST) are refused with 403 unless
@@ -13,10 +16,12 @@ the API's POSTs must be JSON, which no cross-site form can send.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
 from collections.abc import Callable, Iterable
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -26,6 +31,8 @@ from gleaner.backoffice import api, pages
 
 log = logging.getLogger(__name__)
 
+LOGIN_PATH = "/ui/login"
+COOKIE = "gleaner_backoffice"
 MAX_BODY_BYTES = 64 * 1024  # forms and JSON commands are a few hundred bytes
 PREFIXES = ("/v1/", "/ui")
 
@@ -59,14 +66,18 @@ class BackofficeApp:
         is_api = path.startswith("/v1/")
         if not serves(path):
             return _json(404, {"error": f"no such endpoint {path[:200]}"})
-        if self.bearer is not None and not self._authorized(environ):
-            status, headers, body = _json(401, {"error": "send Authorization: Bearer <token>"})
-            headers.append(("WWW-Authenticate", 'Bearer realm="gleaner"'))
-            return status, headers, body
         if method == "POST":
             refused = _cross_site(environ, is_api)
             if refused:
                 return _json(403, {"error": refused})
+        if self.bearer is not None and path == LOGIN_PATH:
+            return self._login(environ, method)
+        if self.bearer is not None and not self._authorized(environ):
+            if not is_api and method == "GET":
+                return 303, [("Location", LOGIN_PATH), ("Content-Type", "text/plain")], b"log in first"
+            status, headers, body = _json(401, {"error": "send Authorization: Bearer <token>"})
+            headers.append(("WWW-Authenticate", 'Bearer realm="gleaner"'))
+            return status, headers, body
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         read = _read_body(environ)
         if read is None:
@@ -85,10 +96,36 @@ class BackofficeApp:
         return page.status, headers, page.body.encode("utf-8")
 
     def _authorized(self, environ: dict[str, Any]) -> bool:
+        assert self.bearer is not None
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
         scheme, _, token = header.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.bearer.encode()):
+            return True
+        cookie = SimpleCookie()
+        try:
+            cookie.load(str(environ.get("HTTP_COOKIE", "")))
+        except CookieError:
+            return False
+        session = cookie.get(COOKIE)
+        return session is not None and hmac.compare_digest(session.value.encode(), self._session().encode())
+
+    def _session(self) -> str:
         assert self.bearer is not None
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.bearer.encode())
+        return hmac.new(self.bearer.encode(), b"gleaner back office session", hashlib.sha256).hexdigest()
+
+    def _login(self, environ: dict[str, Any], method: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        html = [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")]
+        if method == "POST":
+            body = _read_body(environ) or b""
+            token = dict(parse_qsl(body.decode("utf-8", errors="replace"))).get("token", "")
+            assert self.bearer is not None
+            if hmac.compare_digest(token.encode(), self.bearer.encode()):
+                cookie = f"{COOKIE}={self._session()}; Path=/; HttpOnly; Secure; SameSite=Strict"
+                return 303, [("Location", "/ui/"), ("Set-Cookie", cookie), ("Content-Type", "text/plain")], b"ok"
+            return 401, html, pages.render("login.html", failed=True).body.encode("utf-8")
+        if method != "GET":
+            return _json(405, {"error": "use GET or POST"})
+        return 200, html, pages.render("login.html", failed=False).body.encode("utf-8")
 
 
 def _json(status: int, answer: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
