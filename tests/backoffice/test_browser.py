@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,9 @@ from typing import Any
 import pytest
 
 from gleaner.changes import subscriptions
+from gleaner.demo import article
+from gleaner.runner import crawl, new_request
+from gleaner.testsite import Page
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 
 CHROMIUM = "/usr/bin/chromium"
@@ -132,3 +137,40 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
     row.find_element(By.CSS_SELECTOR, "button").click()
     row = wait_for(browser, "table.deliveries tr:nth-child(2)")
     assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
+
+
+def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    release = threading.Event()
+
+    def held_back(handler: Any) -> None:
+        release.wait(4)  # under the fetch timeout: the page answers once the test has seen the run going
+        data = article("About us", "/about:held").encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    kept.site.pages["/about"] = Page("", handler=held_back)
+    before = {r["run_id"] for r in kept.deps.metadata.recent_runs(10)}
+    crawler = threading.Thread(target=lambda: crawl(kept.deps, new_request(kept.site.url + "/", site_domain=SITE)))
+    crawler.start()
+    try:
+        deadline = time.monotonic() + 30
+        run_id = None
+        while run_id is None and time.monotonic() < deadline:
+            run_id = next((r["run_id"] for r in kept.deps.metadata.recent_runs(10) if r["run_id"] not in before), None)
+            time.sleep(0.1)
+        assert run_id, "the third crawl started"
+        browser.get(f"{kept.url}/ui/runs/{run_id}")
+        assert browser.find_element(By.ID, "run-status").text not in ("finished", "partial", "failed")
+        shot(browser, tmp_path, "run-going")
+        release.set()
+        WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "run-status").text == "finished")
+        shot(browser, tmp_path, "run-finished")
+    finally:
+        release.set()
+        crawler.join(timeout=60)
