@@ -24,6 +24,7 @@ layer's (``wsgi.py``), so this module never sees a request it may not answer.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -304,6 +305,25 @@ def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
     return {"delivery_id": delivery_id, "result": result.value}
+
+
+def json_body(req: ApiRequest) -> dict[str, Any]:
+    try:
+        body = json.loads(req.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise HttpError(400, "the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise HttpError(400, "the body must be a JSON object")
+    return body
+
+
+def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 2048:
+        raise HttpError(400, f"{name} must be a non-empty string")
+    return value
 
 
 Handler = Callable[..., dict[str, Any]]

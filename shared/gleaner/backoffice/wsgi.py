@@ -9,9 +9,9 @@ a cookie holding an HMAC of it (HttpOnly, Secure, SameSite=Strict), which the
 pages then carry; the token itself never sits in the browser.
 
 A browser on the operator's machine also runs other sites' pages, which can
-send it requests: state-changing requests (POST) are refused with 403 unless
+send it requests: state-changing requests (anything but GET and HEAD) are refused with 403 unless
 they come from the back office's own origin (``Sec-Fetch-Site``/``Origin``), and
-the API's POSTs must be JSON, which no cross-site form can send.
+the API's commands must be JSON, which no cross-site form can send.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class BackofficeApp:
         is_api = path.startswith("/v1/")
         if not serves(path):
             return _json(404, {"error": f"no such endpoint {path[:200]}"})
-        if method == "POST":
-            refused = _cross_site(environ, is_api)
+        if method not in ("GET", "HEAD"):
+            refused = _cross_site(environ, is_api and method == "POST")
             if refused:
                 return _json(403, {"error": refused})
         if self.bearer is not None and path == LOGIN_PATH:
@@ -142,7 +142,7 @@ def _read_body(environ: dict[str, Any]) -> bytes | None:
     return environ["wsgi.input"].read(length) if length > 0 else b""
 
 
-def _cross_site(environ: dict[str, Any], is_api: bool) -> str | None:
+def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
     """Why a state-changing request is refused as cross-site, or None when it is the back office's own."""
     fetch_site = environ.get("HTTP_SEC_FETCH_SITE")
     if fetch_site and fetch_site not in ("same-origin", "none"):
@@ -150,7 +150,8 @@ def _cross_site(environ: dict[str, Any], is_api: bool) -> str | None:
     origin = environ.get("HTTP_ORIGIN")
     if origin and (origin == "null" or urlsplit(origin).netloc != environ.get("HTTP_HOST")):
         return "cross-origin requests may not change anything"
-    if is_api and not str(environ.get("CONTENT_TYPE", "")).startswith("application/json"):
+    # Other methods than POST always need a CORS preflight; a POST that is not JSON may come from any form.
+    if needs_json and not str(environ.get("CONTENT_TYPE", "")).startswith("application/json"):
         return "send commands as application/json"
     return None
 
