@@ -73,6 +73,7 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    decider_override: Decider | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
 
@@ -135,6 +136,8 @@ class Deps:
 
     @_built_once
     def decider(self) -> Decider:
+        if self.decider_override is not None:
+            return self.decider_override
         from gleaner.decide.rules import RuleDecider
 
         return RuleDecider()

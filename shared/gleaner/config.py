@@ -140,6 +140,17 @@ class Settings:
     # Webhook body cap: a poller batch of a few thousand articles fits well inside 1 MiB.
     webhook_max_bytes: int = 1024 * 1024
 
+    # -- operator control: sites on a schedule (operator/schedule.py) --
+    # Bounds of an `--every auto` interval: an hour keeps a busy site fresh without re-reading it all
+    # day; a week means a site that never changes is still checked (StormCrawler's adaptive scheduler
+    # bounds its interval the same way).
+    schedule_min_seconds: int = 3600
+    schedule_max_seconds: int = 7 * 86400
+    # Where an `auto` site starts: once a day, then the change observed moves it.
+    schedule_auto_start_seconds: int = 86400
+    # `gleaner watch` ticks this often; Cloud Scheduler's tick job uses the same cadence.
+    watch_seconds: float = 60.0
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -189,6 +200,11 @@ class Settings:
             run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
             extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            schedule_min_seconds=_int(env, "GLEANER_SCHEDULE_MIN_SECONDS", d.schedule_min_seconds, 1),
+            schedule_max_seconds=_int(env, "GLEANER_SCHEDULE_MAX_SECONDS", d.schedule_max_seconds, 1),
+            schedule_auto_start_seconds=_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",
+                                             d.schedule_auto_start_seconds, 1),
+            watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

@@ -1,7 +1,8 @@
 """Stage 2, sample: decide include / exclude / needs_review for every URL of a run.
 
-URL rules first (exclude globs, login/cart/search/tag/pagination/feed/asset
-patterns, an operator's skip). Then the remaining URLs are grouped by path
+The operator's word first (a review decision, then skip rules, re-applied to the
+site's documents at the start of every sample), then URL rules (exclude globs,
+login/cart/search/tag/pagination/feed/asset patterns). Then the remaining URLs are grouped by path
 section (first segment); one page per section is fetched and extracted as the
 section's sample (stored at runs/{run}/samples/{page_id}.md), and the decider's
 verdict on the sample stands for its section. On a recrawl the previous run's
@@ -30,6 +31,7 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.operator.rules import apply_site_rules
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
 from gleaner.store.records import Decision, RunPage
@@ -54,10 +56,16 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = _options(deps, run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
+    apply_site_rules(meta.engine, message.site_domain)  # a rule added since map holds for this run too
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
     for page in pages:
+        if page.operator_decision is not None:  # `gleaner review decide`: outranks rules and the decider
+            decisions[page.document_id] = Decision(page.document_id, page.operator_decision, "operator",
+                                                   f"operator review: {page.operator_decision}", 1.0,
+                                                   {"content_kind": "reviewed", "evidence": []})
+            continue
         if page.scrape_policy == "skip" and not (page.skip_reason or "").startswith("rule: "):
             decisions[page.document_id] = Decision(page.document_id, "exclude", "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,

@@ -72,7 +72,9 @@ class SnapshotStore(SqlStore):
             if changed:
                 conn.execute(
                     sa.text(
-                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s, status = 'active',"
+                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s,"
+                        # a blocked document is versioned and stays blocked (gate 2: operator/rules.py)
+                        " status = CASE WHEN d.status = 'blocked' THEN d.status ELSE 'active' END,"
                         " last_seen_at = now(), last_fetched_at = now(), updated_at = now()"
                         " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s) WHERE d.id = t.d"
                     ),
