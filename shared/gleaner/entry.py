@@ -180,6 +180,12 @@ def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequeste
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0
                                   or (name == "limit" and value < 1)):
             raise InvalidInput(f"{name} must be a positive integer")
+    for name in ("max_requests", "max_bytes", "max_seconds"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+            raise InvalidInput(f"{name} must be a number >= 0")
+    if "honour_lastmod" in data and not isinstance(data["honour_lastmod"], bool):
+        raise InvalidInput("honour_lastmod must be true or false")
     if not isinstance(data.get("target_url"), str):
         raise InvalidInput("target_url (or url) is required")
     message = CrawlRequested.from_dict(data)

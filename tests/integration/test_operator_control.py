@@ -262,3 +262,61 @@ def test_a_composite_has_its_own_snapshot_takes_over_its_sources_routing_and_goe
     [after] = list_composites(deps, SITE)
     assert after.status == "stale"
     assert routings_of(deps.metadata.engine, install["id"]) == []  # still folded into the composite
+
+
+def test_a_sites_own_budget_bounds_its_scheduled_runs(deps):
+    with demo_site() as site:
+        add_site(deps, site.url + "/", site_domain=SITE, every="1h", max_requests=5, now=T0)
+        report = run_tick(deps, T0)
+    summary = deps.metadata.run_summary(report.started[0].run_id)
+    assert summary["status"] == "partial"
+    assert rows(deps, "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+                      " AND fetch_outcome = 'exhausted'", r=summary["run_id"])[0][0] > 0
+
+
+def lastmod_site(base, lastmods):
+    from gleaner.testsite import Page
+
+    body = "<p>" + "Words about crawling and snapshots and provenance. " * 20 + "</p>"
+    pages = {"/": Page("<html><body><h1>Home</h1>" + body + "</body></html>")}
+    entries = ""
+    for name, lastmod in lastmods.items():
+        pages[f"/docs/{name}"] = Page(f"<html><head><title>{name}</title></head><body><h1>{name}</h1>{body}"
+                                      f"<p>version {lastmod}</p></body></html>")
+        entries += f"<url><loc>{base}/docs/{name}</loc><lastmod>{lastmod}</lastmod></url>"
+    pages["/sitemap.xml"] = Page(f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                                 f"{entries}</urlset>", content_type="application/xml")
+    return pages
+
+
+def test_an_auto_site_skips_urls_whose_sitemap_lastmod_is_not_after_their_last_fetch(deps):
+    from gleaner.operator.lastmod import REASON
+    from gleaner.testsite import TestSite
+
+    pages = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(lastmod_site(site.url, {"a": "2020-01-01", "b": "2020-01-01", "c": "2020-01-01T10:00:00Z"}))
+        add_site(deps, site.url + "/", site_domain=SITE, every="auto", now=T0)
+        first = run_tick(deps, T0).started[0].run_id
+        assert site.requested("/docs/c") >= 1
+        later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+        pages.update(lastmod_site(site.url, {"a": "2020-01-01", "b": later, "c": "2020-01-01T10:00:00Z"}))
+        before = len(site.log)
+        second = run_tick(deps, T0 + timedelta(days=1)).started[0].run_id
+        requested = site.paths()[before:]
+    assert deps.metadata.run_summary(first)["snapshots"]["new"] == 4
+    assert "/docs/c" not in requested  # neither sampled (the section's first page is) nor scraped
+    assert "/docs/b" in requested
+    assert ledger(deps, second, "/docs/c") == [("include", "rule", "not-modified")]
+    assert rows(deps, "SELECT c.fetch_reason FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d"
+                      " ON d.id = c.document_id WHERE c.run_id = :r AND d.path = '/docs/c'", r=second)[0][0] == REASON
+    assert deps.metadata.run_summary(second)["snapshots"]["changed"] == 1
+
+
+def test_sitemap_lastmod_parsing_takes_a_date_as_the_end_of_that_day():
+    from gleaner.operator.lastmod import parse_lastmod
+
+    assert parse_lastmod("2026-11-30") == datetime(2026, 12, 1, tzinfo=UTC)
+    assert parse_lastmod("2026-11-30T10:00:00Z") == datetime(2026, 11, 30, 10, tzinfo=UTC)
+    assert parse_lastmod("2026-11-30T10:00:00+01:00") == datetime(2026, 11, 30, 9, tzinfo=UTC)
+    assert parse_lastmod("yesterday") is None and parse_lastmod(None) is None and parse_lastmod("2026-11") is None

@@ -85,9 +85,11 @@ class TickReport:
 
 def _request(row: Any, request_id: str) -> CrawlRequested:
     _id, site, target, include, exclude, limit, depth = row[:7]
+    max_requests, max_bytes, max_seconds, adaptive = row[15], row[16], row[17], bool(row[9])
     return CrawlRequested(request_id=request_id, target_url=target, site_domain=site, limit=limit, max_depth=depth,
                           include=tuple(include or ()), exclude=tuple(exclude or ()), mode="website_mapping",
-                          triggered_by="cron")
+                          triggered_by="cron", max_requests=max_requests, max_bytes=max_bytes,
+                          max_seconds=max_seconds, honour_lastmod=adaptive)
 
 
 def tick(deps: Deps, now: datetime | None = None) -> TickReport:
@@ -101,7 +103,8 @@ def tick(deps: Deps, now: datetime | None = None) -> TickReport:
             sa.text(
                 "SELECT s.id, s.site_domain, s.target_url, s.include, s.exclude, s.url_limit, s.max_depth,"
                 " s.next_run_at, s.every_seconds, s.adaptive, s.min_interval_seconds, s.max_interval_seconds,"
-                " r.status::text, r.snapshots_changed, r.snapshots_unchanged"
+                " r.status::text, r.snapshots_changed, r.snapshots_unchanged, s.run_max_requests, s.run_max_bytes,"
+                " s.run_max_seconds"
                 " FROM knowledge.sites s LEFT JOIN knowledge.crawl_runs r ON r.id = s.last_run_id"
                 " WHERE s.next_run_at <= :now AND s.every_seconds IS NOT NULL"
                 " ORDER BY s.next_run_at, s.id FOR UPDATE OF s SKIP LOCKED"

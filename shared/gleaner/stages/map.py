@@ -30,6 +30,7 @@ from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
+from gleaner.operator.lastmod import record_lastmods
 from gleaner.operator.rules import apply_site_rules, gate_for
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
@@ -68,6 +69,8 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # Sitemap <lastmod> of the URLs a sitemap listed: canonical url -> the text as written.
+    lastmod: dict[str, str] = field(default_factory=dict)
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -104,6 +107,13 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     host_id = meta.upsert_source_host(site, host, own_site=site_domain_of(target) == site)
     options = {"limit": limit, "max_depth": max_depth, "include": list(include), "exclude": list(exclude),
                "feeds": list(message.feeds), "request_id": message.request_id}
+    budget = {name: value for name, value in (("max_requests", message.max_requests),
+                                              ("max_bytes", message.max_bytes), ("max_seconds", message.max_seconds))
+              if value is not None}
+    if budget:
+        options["budget"] = budget
+    if message.honour_lastmod:
+        options["honour_lastmod"] = True
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by)
     if not created:
         status = meta.run_status(run_id)
@@ -128,6 +138,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
     apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
+    record_lastmods(meta.engine, run_id, site, found.lastmod)
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -204,7 +215,7 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
         except InvalidInput as exc:
             found.problems.append(f"sitemap {url}: {exc}")
             continue
-        for loc in sitemap.locs:
+        for loc, lastmod in zip(sitemap.locs, sitemap.lastmods or (None,) * len(sitemap.locs), strict=True):
             try:
                 canonical = canonicalize(loc)
             except InvalidInput:
@@ -214,7 +225,8 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
                 if level + 1 <= MAX_SITEMAP_DEPTH:
                     queue.append((loc, level + 1))
             else:
-                found.add(loc, 1, "sitemap", canonical)
+                if (found.add(loc, 1, "sitemap", canonical) or canonical in found.urls) and lastmod:
+                    found.lastmod.setdefault(canonical, lastmod)
                 if found.full:
                     break
 

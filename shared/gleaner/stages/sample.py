@@ -31,10 +31,13 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.operator.lastmod import REASON as LASTMOD_REASON
+from gleaner.operator.lastmod import unchanged_since_last_fetch
 from gleaner.operator.rules import apply_site_rules
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
-from gleaner.store.records import Decision, RunPage
+from gleaner.store.notmodified import record_not_modified
+from gleaner.store.records import Decision, FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                     decisions[page.document_id] = _decision(page, inherited)
     meta.record_decisions(run_id, list(decisions.values()))
     include = [p.document_id for p in pages if decisions[p.document_id].decision == "include"]
+    if options.get("honour_lastmod"):
+        # The sitemap says these did not change since their last fetch: settled without a request.
+        unchanged = unchanged_since_last_fetch(meta.engine, run_id, include)
+        record_not_modified(meta.engine, run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None,
+                                                              None) for d in sorted(unchanged)])
+        include = [d for d in include if d not in unchanged]
     size = deps.settings.scrape_batch_size
     batches = [include[i:i + size] for i in range(0, len(include), size)]
     if not meta.start_scrape(run_id, batches):

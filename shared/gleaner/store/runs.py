@@ -88,6 +88,13 @@ class RunStore(SqlStore):
             ).first()
         return row is not None
 
+    def run_budget(self, run_id: str) -> dict[str, float]:
+        """The run's own budget (a site's --max-*), as recorded by map; empty: the global settings."""
+        with self.engine.connect() as conn:
+            budget = conn.execute(sa.text("SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r"),
+                                  {"r": run_id}).scalar()
+        return dict(budget or {})
+
     def run_status(self, run_id: str) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.text("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r"),

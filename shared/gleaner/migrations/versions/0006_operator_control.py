@@ -14,6 +14,8 @@ Create Date: 2026-11-30
   exactly what it did and nothing an operator or the decider did otherwise.
 - ``documents.operator_decision``: ``gleaner review decide`` (include / exclude), kept across runs and
   outranking rules and the decider.
+- ``crawl_page_decisions.sitemap_lastmod``: a sitemap's ``<lastmod>`` for the URL, which an ``auto``
+  site's scheduled run honours (operator/lastmod.py).
 - ``document_routings`` and ``composite_document_sources``: the ADR's tables (seed 003), with the tenant
   key added so row-level security can scope them like every other table. A routing has exactly one
   owner (a document or a composite); (owner, destination, target_ref) is unique, as the ADR's key says.
@@ -73,6 +75,9 @@ ALTER TABLE knowledge.documents
     ADD COLUMN operator_reason text,
     ADD COLUMN operator_decided_at timestamptz;
 
+-- what the run's sitemap said of the URL's last change (operator/lastmod.py)
+ALTER TABLE knowledge.crawl_page_decisions ADD COLUMN sitemap_lastmod timestamptz;
+
 CREATE TABLE knowledge.document_routings (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     site_domain text NOT NULL,
@@ -114,6 +119,7 @@ def downgrade() -> None:
         " DROP COLUMN IF EXISTS operator_decision, DROP COLUMN IF EXISTS operator_reason,"
         " DROP COLUMN IF EXISTS operator_decided_at"
     )
+    op.execute("ALTER TABLE knowledge.crawl_page_decisions DROP COLUMN IF EXISTS sitemap_lastmod")
     op.execute("DROP TABLE IF EXISTS knowledge.site_rules")
     op.execute("DROP TABLE IF EXISTS knowledge.sites")
     op.execute("DROP TYPE IF EXISTS knowledge.routing_destination")
