@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from gleaner.errors import InvalidInput
-from gleaner.operator.rules import apply_rules
+from gleaner.operator.rules import apply_rules, lock_site_rules
 from gleaner.operator.sites import site_key
 from gleaner.urls import canonicalize
 
@@ -83,7 +83,7 @@ def decide(deps: Deps, url: str, decision: ReviewDecision | str, *, site_domain:
     with deps.metadata.engine.begin() as conn:
         found = conn.execute(
             sa.text("SELECT id, site_domain FROM knowledge.documents WHERE canonical_url = :u"
-                    " AND (CAST(:s AS text) IS NULL OR site_domain = :s) ORDER BY site_domain FOR UPDATE"),
+                    " AND (CAST(:s AS text) IS NULL OR site_domain = :s) ORDER BY site_domain"),
             {"u": canonical, "s": site},
         ).all()
         if not found:
@@ -92,6 +92,7 @@ def decide(deps: Deps, url: str, decision: ReviewDecision | str, *, site_domain:
             raise InvalidInput(f"{canonical} is known under several sites ({', '.join(r[1] for r in found)}):"
                                " name one with --site-domain")
         doc_id, doc_site = str(found[0][0]), found[0][1]
+        lock_site_rules(conn, doc_site)  # before any row lock: the order every rule writer takes
         exclude = decision is ReviewDecision.EXCLUDE
         conn.execute(
             sa.text(

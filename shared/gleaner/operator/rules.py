@@ -14,6 +14,7 @@ then rules (the oldest matching rule of each action), then the decider. The map 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -91,6 +92,15 @@ def _rule(row: Any) -> Rule:
     return Rule(str(row[0]), row[1], row[2], RuleAction(row[3]), row[4], row[5].isoformat())
 
 
+def lock_site_rules(conn: Connection, site: str) -> None:
+    """Serialise rule work on one site for the rest of the transaction (adding, removing, applying).
+
+    An advisory lock rather than row locks: applying reads every document of the site, and a row
+    lock on each would write to every row on every map and sample.
+    """
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": "gleaner.rules:" + site})
+
+
 def _rules(conn: Connection, site: str, without: str | None = None) -> list[Rule]:
     rows = conn.execute(
         sa.text(f"SELECT {_RULE_COLUMNS} FROM knowledge.site_rules WHERE site_domain = :s"
@@ -128,6 +138,7 @@ def add_rule(engine: Engine, site: str, glob: str, action: RuleAction | str, rea
     except ValueError as exc:
         raise InvalidInput(f"a rule is skip or block, not {action!r}") from exc
     with engine.begin() as conn:
+        lock_site_rules(conn, site)
         row = conn.execute(
             sa.text(
                 "INSERT INTO knowledge.site_rules (site_domain, glob, action, reason)"
@@ -143,12 +154,17 @@ def add_rule(engine: Engine, site: str, glob: str, action: RuleAction | str, rea
 
 def remove_rule(engine: Engine, rule_id: str) -> tuple[Rule, Applied]:
     """Remove a rule and lift what it did (another matching rule may keep a document gated)."""
+    try:
+        uuid.UUID(rule_id)
+    except ValueError as exc:
+        raise InvalidInput(f"{rule_id!r} is not a rule id") from exc
     with engine.begin() as conn:
-        try:
-            row = conn.execute(sa.text(f"SELECT {_RULE_COLUMNS} FROM knowledge.site_rules WHERE id = CAST(:i AS uuid)"
-                                       " FOR UPDATE"), {"i": rule_id}).first()
-        except sa.exc.DataError as exc:
-            raise InvalidInput(f"{rule_id!r} is not a rule id") from exc
+        site = conn.execute(sa.text("SELECT site_domain FROM knowledge.site_rules WHERE id = :i"),
+                            {"i": rule_id}).scalar()
+        if site is not None:
+            lock_site_rules(conn, site)
+        row = conn.execute(sa.text(f"SELECT {_RULE_COLUMNS} FROM knowledge.site_rules WHERE id = :i"),
+                           {"i": rule_id}).first()
         if row is None:
             raise InvalidInput(f"no rule {rule_id}")
         rule = _rule(row)
@@ -163,12 +179,13 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
     A document gated by a rule records the rule; one that no rule matches any more is lifted: a
     skip goes back to ``scrape``, a block back to ``active`` (or ``discovered`` before its first snapshot).
     """
+    lock_site_rules(conn, site)
     rules = _rules(conn, site, without)
     where = "" if rules else " AND (skip_rule_id IS NOT NULL OR block_rule_id IS NOT NULL)"
     docs = conn.execute(
         sa.text(
             "SELECT id, path, skip_rule_id, block_rule_id, operator_decision::text, current_snapshot_id"
-            f" FROM knowledge.documents WHERE site_domain = :s AND NOT is_deleted{where} ORDER BY id FOR UPDATE"
+            f" FROM knowledge.documents WHERE site_domain = :s AND NOT is_deleted{where} ORDER BY id"
         ),
         {"s": site},
     ).all()
