@@ -181,14 +181,6 @@ def test_auto_shortens_the_interval_when_pages_change_and_lengthens_it_when_they
     assert intervals == [86400, 86400, 43200, 64800]
 
 
-def test_auto_stays_within_its_bounds(deps):
-    from gleaner.operator.schedule import Observed, adapt_interval
-
-    assert adapt_interval(4000, Observed(changed=3, unchanged=0), 3600, 86400) == 3600
-    assert adapt_interval(80000, Observed(changed=0, unchanged=9), 3600, 86400) == 86400
-    assert adapt_interval(7200, None, 3600, 86400) == 7200
-
-
 class ReviewingDecider(RuleDecider):
     """The rule decider, but a sampled /pricing needs a human (as an unsure LLM decider would say)."""
 
@@ -312,11 +304,3 @@ def test_an_auto_site_skips_urls_whose_sitemap_lastmod_is_not_after_their_last_f
                       " ON d.id = c.document_id WHERE c.run_id = :r AND d.path = '/docs/c'", r=second)[0][0] == REASON
     assert deps.metadata.run_summary(second)["snapshots"]["changed"] == 1
 
-
-def test_sitemap_lastmod_parsing_takes_a_date_as_the_end_of_that_day():
-    from gleaner.operator.lastmod import parse_lastmod
-
-    assert parse_lastmod("2026-11-30") == datetime(2026, 12, 1, tzinfo=UTC)
-    assert parse_lastmod("2026-11-30T10:00:00Z") == datetime(2026, 11, 30, 10, tzinfo=UTC)
-    assert parse_lastmod("2026-11-30T10:00:00+01:00") == datetime(2026, 11, 30, 9, tzinfo=UTC)
-    assert parse_lastmod("yesterday") is None and parse_lastmod(None) is None and parse_lastmod("2026-11") is None

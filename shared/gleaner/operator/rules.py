@@ -80,6 +80,19 @@ class Gate:
         return canonical_url in self.excluded or any(glob_matches(path, r.glob) for r in self.skips)
 
 
+class Transition(StrEnum):
+    KEEP = "keep"
+    SET = "set"  # gated by this rule (newly, or now by another matching rule)
+    LIFT = "lift"  # no rule of this kind matches any more
+
+
+def transition(recorded_rule_id: str | None, matching: Rule | None) -> Transition:
+    """How one gate of a document moves, from the rule recorded on it to the rule that matches now."""
+    if (matching.id if matching else None) == recorded_rule_id:
+        return Transition.KEEP
+    return Transition.SET if matching is not None else Transition.LIFT
+
+
 def first_match(path: str, rules: Sequence[Rule], action: RuleAction) -> Rule | None:
     """The oldest rule of ``action`` whose glob matches ``path`` (rules come ordered by creation)."""
     return next((r for r in rules if r.action is action and glob_matches(path, r.glob)), None)
@@ -200,48 +213,40 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
         # A review decision on this URL outranks a skip rule (it is the operator's word on this page).
         skip = first_match(path, rules, RuleAction.SKIP) if decision is None else None
         block = first_match(path, rules, RuleAction.BLOCK)
-        new_skip, new_block = (skip.id if skip else None), (block.id if block else None)
         old_skip, old_block = (str(skip_id) if skip_id else None), (str(block_id) if block_id else None)
-        if new_skip == old_skip and new_block == old_block:
+        skip_change, block_change = transition(old_skip, skip), transition(old_block, block)
+        if skip_change is Transition.KEEP and block_change is Transition.KEEP:
             continue
-        row: dict[str, Any] = {"d": doc, "sk": None, "skr": None, "bk": None, "bkr": None, "lift_skip": False,
-                               "lift_block": False, "set_skip": False, "set_block": False}
-        if new_skip != old_skip:
-            if skip is not None:
-                row.update(set_skip=True, sk=new_skip, skr=skip.describe())
-                if old_skip is None:
-                    skipped.append(doc)
-            else:
-                row.update(lift_skip=True)
-                unskipped.append(doc)
-        if new_block != old_block:
-            if block is not None:
-                row.update(set_block=True, bk=new_block, bkr=block.describe())
-                if old_block is None:
-                    blocked.append(doc)
-            else:
-                row.update(lift_block=True)
-                unblocked.append(doc)
-                if current is not None:
-                    snapshots.append(str(current))
+        row = {"d": doc, "skip": str(skip_change), "sk": skip.id if skip else None,
+               "skr": skip.describe() if skip else None, "block": str(block_change), "bk": block.id if block else None,
+               "bkr": block.describe() if block else None}
+        if skip_change is Transition.LIFT:
+            unskipped.append(doc)
+        elif skip_change is Transition.SET and old_skip is None:
+            skipped.append(doc)
+        if block_change is Transition.LIFT:
+            unblocked.append(doc)
+            if current is not None:
+                snapshots.append(str(current))
+        elif block_change is Transition.SET and old_block is None:
+            blocked.append(doc)
         updates.append(row)
     if updates:
         conn.execute(
             sa.text(
                 "UPDATE knowledge.documents d SET"
-                " scrape_policy = CASE WHEN t.set_skip THEN 'skip' WHEN t.lift_skip THEN 'scrape'"
-                "   ELSE d.scrape_policy END::knowledge.scrape_policy,"
-                " skip_reason = CASE WHEN t.set_skip THEN t.skr WHEN t.lift_skip THEN NULL ELSE d.skip_reason END,"
-                " skip_rule_id = CASE WHEN t.set_skip THEN t.sk WHEN t.lift_skip THEN NULL ELSE d.skip_rule_id END,"
-                " status = CASE WHEN t.set_block THEN 'blocked' WHEN t.lift_block THEN"
+                " scrape_policy = CASE t.skip WHEN 'set' THEN 'skip' WHEN 'lift' THEN 'scrape'"
+                "   ELSE d.scrape_policy::text END::knowledge.scrape_policy,"
+                " skip_reason = CASE t.skip WHEN 'set' THEN t.skr WHEN 'lift' THEN NULL ELSE d.skip_reason END,"
+                " skip_rule_id = CASE t.skip WHEN 'set' THEN t.sk WHEN 'lift' THEN NULL ELSE d.skip_rule_id END,"
+                " status = CASE t.block WHEN 'set' THEN 'blocked' WHEN 'lift' THEN"
                 "   (CASE WHEN d.current_snapshot_id IS NULL THEN 'discovered' ELSE 'active' END)"
                 "   ELSE d.status::text END::knowledge.document_status,"
-                " blocked_reason = CASE WHEN t.set_block THEN t.bkr WHEN t.lift_block THEN NULL"
-                "   ELSE d.blocked_reason END,"
-                " block_rule_id = CASE WHEN t.set_block THEN t.bk WHEN t.lift_block THEN NULL ELSE d.block_rule_id END,"
+                " blocked_reason = CASE t.block WHEN 'set' THEN t.bkr WHEN 'lift' THEN NULL ELSE d.blocked_reason END,"
+                " block_rule_id = CASE t.block WHEN 'set' THEN t.bk WHEN 'lift' THEN NULL ELSE d.block_rule_id END,"
                 " updated_at = now()"
-                " FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, sk uuid, skr text, bk uuid, bkr text,"
-                "   set_skip bool, lift_skip bool, set_block bool, lift_block bool)"
+                " FROM json_to_recordset(CAST(:rows AS json))"
+                "   AS t(d uuid, skip text, sk uuid, skr text, block text, bk uuid, bkr text)"
                 " WHERE d.id = t.d"
             ),
             {"rows": json_rows(updates)},
