@@ -23,6 +23,9 @@ class StatusChange:
     document_id: str
     site_domain: str
     event: GateEvent
+    # What makes this change and no other (the rule and when it acted): blocking, unblocking and
+    # blocking again are three changes, each announced once.
+    cause: str
 
 
 def announce_gate_changes(conn: Connection, changes: Sequence[StatusChange]) -> None:

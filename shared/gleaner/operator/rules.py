@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -205,8 +206,8 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
     updates: list[dict[str, Any]] = []
     skipped: list[str] = []
     unskipped: list[str] = []
-    blocked: list[str] = []
-    unblocked: list[str] = []
+    blocked: list[tuple[str, str]] = []  # (document, the rule that blocks it)
+    unblocked: list[tuple[str, str]] = []  # (document, the rule that blocked it)
     snapshots: list[str] = []
     for doc_id, path, skip_id, block_id, decision, current in docs:
         doc = str(doc_id)
@@ -225,11 +226,11 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
         elif skip_change is Transition.SET and old_skip is None:
             skipped.append(doc)
         if block_change is Transition.LIFT:
-            unblocked.append(doc)
+            unblocked.append((doc, old_block or ""))
             if current is not None:
                 snapshots.append(str(current))
-        elif block_change is Transition.SET and old_block is None:
-            blocked.append(doc)
+        elif block and block_change is Transition.SET and old_block is None:
+            blocked.append((doc, block.id))
         updates.append(row)
     if updates:
         conn.execute(
@@ -254,12 +255,14 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
     if blocked:
         # Gate 2: a blocked document is never routed anywhere.
         conn.execute(sa.text("DELETE FROM knowledge.document_routings WHERE document_id = ANY(CAST(:d AS uuid[]))"),
-                     {"d": blocked})
-    changes = [StatusChange(d, site, GateEvent.BLOCKED) for d in blocked]
-    changes += [StatusChange(d, site, GateEvent.UNBLOCKED) for d in unblocked]
+                     {"d": [d for d, _rule in blocked]})
+    at = datetime.now(UTC).isoformat()
+    changes = [StatusChange(d, site, GateEvent.BLOCKED, f"rule:{rule}:{at}") for d, rule in blocked]
+    changes += [StatusChange(d, site, GateEvent.UNBLOCKED, f"rule:{rule}:{at}") for d, rule in unblocked]
     if changes:
         announce_gate_changes(conn, changes)
-    return Applied(tuple(skipped), tuple(unskipped), tuple(blocked), tuple(unblocked), tuple(snapshots))
+    return Applied(tuple(skipped), tuple(unskipped), tuple(d for d, _ in blocked), tuple(d for d, _ in unblocked),
+                   tuple(snapshots))
 
 
 def apply_site_rules(engine: Engine, site: str) -> Applied:
