@@ -155,6 +155,30 @@ def test_two_ticks_at_once_start_one_run_per_due_site(make_deps):
     assert get_site(deps, SITE).next_run_at == (T0 + timedelta(minutes=61)).isoformat()
 
 
+def test_a_site_still_crawling_is_left_due_and_started_once_its_run_settles(deps):
+    site = add_site(deps, "http://127.0.0.1:9/", site_domain=SITE, every="1h", now=T0)
+    first = tick(deps, T0).started[0]
+    host = scalar(deps, "SELECT source_host_id FROM knowledge.sites WHERE id = :i", i=site.id)
+    deps.metadata.create_run(first.run_id, SITE, str(host), site.target_url, {}, "website_mapping", "cron")
+    deps.metadata.set_run_status(first.run_id, "scraping")
+    later = tick(deps, T0 + timedelta(hours=2))
+    assert (later.started, later.still_running) == ((), (SITE,))
+    deps.metadata.set_run_status(first.run_id, "finished")
+    assert [s.site_domain for s in tick(deps, T0 + timedelta(hours=2)).started] == [SITE]
+
+
+def test_watch_ticks_on_its_cadence_until_its_rounds_are_done(deps):
+    from gleaner.operator.schedule import watch
+
+    add_site(deps, "http://127.0.0.1:9/", site_domain=SITE, every="1h", now=T0)
+    clock = iter([T0, T0 + timedelta(minutes=30), T0 + timedelta(minutes=61)])
+    slept, reports = [], []
+    started = watch(deps, every=1800, rounds=3, after_tick=reports.append, sleep=slept.append,
+                    clock=lambda: next(clock))
+    assert (started, slept) == (2, [1800, 1800])
+    assert [len(r.started) for r in reports] == [1, 0, 1]
+
+
 def test_a_manual_site_is_never_due(deps):
     add_site(deps, "http://127.0.0.1:9/", site_domain=SITE, now=T0)
     assert tick(deps, T0 + timedelta(days=365)).started == ()
