@@ -44,6 +44,12 @@ def doc(deps, path):
             "current_snapshot_id": str(current) if current else None, "skip_reason": why}
 
 
+def events_of(deps, document_id):
+    from gleaner.changes.events import list_events
+
+    return [e.type for e in list_events(deps.metadata.engine, site=SITE) if e.document_id == document_id]
+
+
 def ledger(deps, run_id, path):
     return rows(deps, "SELECT c.decision::text, c.decision_source::text, c.fetch_outcome::text"
                       " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
@@ -99,7 +105,10 @@ def test_a_blocked_page_is_versioned_but_never_ingested_or_routed_until_the_rule
     assert routings_of(deps.metadata.engine, doc(deps, "/about")["id"]) == [
         {"destination": "rag", "target_ref": None, "priority": None, "enabled": True}]
 
+    assert events_of(deps, pricing["id"]) == ["document.blocked"]  # never document.new: no change notification
+
     _, applied = remove_rule(deps.metadata.engine, rule.id)
+    assert events_of(deps, pricing["id"]) == ["document.blocked", "document.unblocked"]
     assert applied.unblocked_snapshots == (pricing["current_snapshot_id"],)
     from gleaner.messages import SnapshotsWritten
 
@@ -127,6 +136,7 @@ def test_blocking_a_routed_page_takes_its_routing_away_and_a_recrawl_keeps_it_bl
     assert scalar(deps, "SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s",
                   s=after["current_snapshot_id"]) == 0
     assert routings_of(deps.metadata.engine, about["id"]) == []
+    assert events_of(deps, about["id"]) == ["document.new", "document.blocked"]  # the new version goes unannounced
 
 
 def test_two_ticks_at_once_start_one_run_per_due_site(make_deps):

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.cli.base import guard, load_settings, main, open_deps
 
 
@@ -151,6 +152,7 @@ def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_j
         raise click.UsageError("say --skip or --block")
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps.metadata.engine, site, glob, action, reason)
+        outbox.flush_after_commit(deps)  # document.blocked events
     if as_json:
         _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
     else:
@@ -186,6 +188,7 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         rule, applied = remove_rule(deps.metadata.engine, rule_id)
+        outbox.flush_after_commit(deps)  # document.unblocked events
         if applied.unblocked_snapshots:
             deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=rule.site_domain,
                                               snapshot_ids=applied.unblocked_snapshots), ordering_key=rule.site_domain)

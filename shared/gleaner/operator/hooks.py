@@ -1,7 +1,8 @@
 """Where a gate-2 status change (a document blocked or unblocked by the operator) is announced.
 
-Change events (``document.blocked`` / ``document.unblocked``) are emitted here, in the transaction
-that changed the status, so a status change and its event commit together or not at all.
+Change events (``document.blocked`` / ``document.unblocked``, :mod:`gleaner.changes.events`) are
+recorded here, in the transaction that changed the status, so a status change and its event commit
+together or not at all.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy.engine import Connection
+
+from gleaner.changes.events import Change, EventType, record_changes
 
 
 class GateEvent(StrEnum):
@@ -29,5 +32,9 @@ class StatusChange:
 
 
 def announce_gate_changes(conn: Connection, changes: Sequence[StatusChange]) -> None:
-    """Announce blocked / unblocked documents (no-op until change events exist on this branch)."""
-    del conn, changes
+    """Record one ``document.blocked`` / ``document.unblocked`` event per change, in the caller's transaction.
+
+    The events go out with the next outbox flush (:func:`gleaner.changes.outbox.flush_after_commit`).
+    """
+    record_changes(conn, [Change(document_id=c.document_id, type=EventType(str(c.event)), cause=c.cause)
+                          for c in changes])

@@ -1,7 +1,7 @@
 """Operator control: sites on a schedule, persistent rules, review decisions, routings and composites.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-30
 
 - ``sites``: the registry of crawled sites (one per ``site_domain``), with what a scheduled run asks for
@@ -24,7 +24,7 @@ Create Date: 2026-11-30
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
