@@ -5,19 +5,26 @@ already known only gains its link row. A snapshot already ingested is skipped,
 so a redelivered message writes nothing. When scrape ran in this process, the
 extraction processes' canonical text for the snapshot's content hash is taken
 over as it is; otherwise it is computed from the snapshot's content.md.
+Snapshots of blocked documents are skipped (gate 2); ingested documents get their
+default routing, and composites whose pinned source changed go stale
+(operator/routing.py).
 """
 
 from __future__ import annotations
 
 from gleaner.app import Deps
 from gleaner.messages import SnapshotsWritten
+from gleaner.operator.routing import ingestible, route_ingested
 from gleaner.provenance.canonical import canonicalise
 
 
 def handle(message: SnapshotsWritten, deps: Deps) -> int:
     """Returns how many new canonical texts were stored."""
+    engine = deps.metadata.engine
     items = []
-    for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(message.snapshot_ids):
+    for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(ingestible(engine, message.snapshot_ids)):
         text = deps.canonical_handover.take(content_hash)
         items.append((snapshot_id, text if text is not None else canonicalise(deps.blobs.get(ref))))
-    return deps.texts.store(items)
+    stored = deps.texts.store(items)
+    route_ingested(engine, message.snapshot_ids)
+    return stored

@@ -34,6 +34,7 @@ class RunPage:
     fetch_status: int | None = None
     fetch_time_ms: int | None = None
     byte_size: int | None = None
+    operator_decision: str | None = None  # `gleaner review decide`: include | exclude
 
     @property
     def fetch_url(self) -> str:

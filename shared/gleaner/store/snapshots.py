@@ -92,10 +92,14 @@ class SnapshotStore(SqlStore):
                     {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
                 )
                 previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
+                # Gate 2: a blocked document is versioned but never announced as changed (operator/rules.py).
+                blocked = {str(d) for d in conn.execute(
+                    sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:d AS uuid[]))"
+                            " AND status = 'blocked'"), {"d": [r.document_id for r in changed]}).scalars()}
                 record_changes(conn, [
                     Change(document_id=r.document_id, type=EventType.NEW if r.outcome == "new" else EventType.CHANGED,
                            run_id=run_id, snapshot_id=r.snapshot_id, previous_snapshot_id=previous.get(r.document_id))
-                    for r in changed])
+                    for r in changed if r.document_id not in blocked])
             if unchanged:
                 conn.execute(
                     sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
