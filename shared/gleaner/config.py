@@ -140,6 +140,14 @@ class Settings:
     # Webhook body cap: a poller batch of a few thousand articles fits well inside 1 MiB.
     webhook_max_bytes: int = 1024 * 1024
 
+    # -- provenance (citations, erasure, retention) --
+    # Hex secret behind the erased-content digests (keyed per tenant). Unset locally: one is generated
+    # under data_dir on first use; the cloud must set it so every function derives the same digests.
+    erasure_key: str | None = None
+    # Versions kept per document by `gleaner prune` (the ADR's open question suggests 10); the current
+    # version and every version a citation or composite pins are kept whatever the number.
+    keep_versions: int = 10
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -189,6 +197,8 @@ class Settings:
             run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
             extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
+            keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

@@ -1,9 +1,24 @@
 """Canonical text and its span ledger (seed 004): pure functions of strings.
 
-Canonical text is Unicode NFC with LF line endings, addressed by its BLAKE3 hash.
-A span is a half-open byte range [start, end) into the UTF-8 bytes of the
-canonical text, one per markdown block (heading, paragraph, list item, table,
-code block), with its kind. Bytes are forever; tokens and lines are not.
+Canonical text is addressed by its BLAKE3 hash. A span is a half-open byte range
+[start, end) into the UTF-8 bytes of the canonical text, one per markdown block
+(heading, paragraph, list item, table, code block), with its kind. Bytes are
+forever; tokens and lines are not.
+
+The canonicaliser is versioned and each stored text records the version that
+made it, so a third party can recompute a text from its body (content.md) with
+the same rules. A text made by an earlier version stays valid for that version:
+its hash, spans and citations are about its own bytes, never re-derived.
+
+- version 1: LF line endings, NFC, trailing whitespace of the text dropped.
+- version 2 (seed 002): invisible characters removed first (format characters,
+  Unicode Cf: zero-width space/joiners, word joiner, BOM, soft hyphen, bidi
+  controls and isolates, tag characters; variation selectors, Hangul fillers and
+  the combining grapheme joiner; control characters other than LF and tab), then
+  NFC, then whitespace: each run of spaces inside a line becomes one space,
+  lines lose their trailing whitespace, and more than one blank line becomes
+  one. Indentation is kept (it is markdown structure). Removal comes before
+  composition, so canonicalising twice changes nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +34,19 @@ _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
 _FENCE = re.compile(r"^(```|~~~)")
 
+CANONICALISER_VERSION = 2
+
+# Default-ignorable code points outside Unicode's Cf category that render as nothing.
+_IGNORABLE_EXTRA = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x180B, 0x180C, 0x180D, 0x180F,
+     *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
+)
+_KEEP_CONTROLS = frozenset("\n\t")
+# Runs that are not already one plain space: two or more whitespace characters, or a lone tab/NBSP/…
+_INNER_SPACE = re.compile(r"(?<=\S)(?:[^\S\n]{2,}|[^\S \n])")
+_TRAILING_SPACE = re.compile(r"[^\S\n]+$", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n{3,}")
+
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -29,38 +57,71 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class CanonicalText:
-    """What ingest stores for one body: its canonical text, both BLAKE3 hashes and the span ledger."""
+    """What ingest stores for one body: its canonical text, its BLAKE3 hash, the span ledger, its SimHash."""
 
-    source_blake3: str  # BLAKE3 of the body's bytes (content.md)
     text_hash: str  # BLAKE3 of the canonical text's UTF-8 bytes
     text: bytes  # the canonical text, UTF-8 (the body itself when canonicalising changed nothing)
     spans_json: str  # the spans as a JSON array of [start, end, kind]: the form the database takes
+    simhash: int = 0  # 64-bit SimHash over word shingles (near-duplicates), unsigned
+    version: int = CANONICALISER_VERSION  # the canonicaliser that made it
 
     def spans(self) -> list[Span]:
         return [Span(start, end, kind) for start, end, kind in json.loads(self.spans_json)]
 
 
 def canonicalise(source: bytes, decoded: str | None = None) -> CanonicalText:
-    """Canonical text, hashes and spans of a body.
+    """Canonical text (the current canonicaliser), hash, spans and SimHash of a body.
 
     ``decoded``, when the caller has it, is ``source`` as text (``source == decoded.encode()``):
     a body already canonical is then not encoded again, and pickles once with the body.
     """
+    from gleaner.provenance.simhash import simhash
+
     text = canonical_text(source.decode("utf-8", errors="replace") if decoded is None else decoded)
     encoded = source if decoded is not None and text == decoded else text.encode("utf-8")
     return CanonicalText(
-        source_blake3=bytes_hash(source),
         text_hash=bytes_hash(encoded),
         text=encoded,
         spans_json=json.dumps([[s.start, s.end, s.kind] for s in spans_of(text)], separators=(",", ":")),
+        simhash=simhash(text),
     )
 
 
-def canonical_text(markdown: str) -> str:
-    """NFC, LF-only, no trailing whitespace at the end of the text."""
+def canonical_text(markdown: str, version: int = CANONICALISER_VERSION) -> str:
+    """The canonical form of a body under the given canonicaliser version (module docstring)."""
+    if version == 1:
+        return _canonical_text_v1(markdown)
+    if version != 2:
+        raise ValueError(f"unknown canonicaliser version {version}")
+    text = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    text = remove_invisible(text)
+    text = unicodedata.normalize("NFC", text)
+    text = _INNER_SPACE.sub(" ", text)
+    text = _TRAILING_SPACE.sub("", text)
+    text = _BLANK_LINES.sub("\n\n", text)
+    return text.strip("\n").rstrip() + "\n" if text.strip() else ""
+
+
+def _canonical_text_v1(markdown: str) -> str:
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFC", text)
     return text.rstrip() + "\n" if text.strip() else ""
+
+
+def is_invisible(char: str) -> bool:
+    """A character that renders as nothing: it could hide words from a reader but not from a matcher."""
+    code = ord(char)
+    if code in _IGNORABLE_EXTRA:
+        return True
+    category = unicodedata.category(char)
+    return category == "Cf" or (category == "Cc" and char not in _KEEP_CONTROLS)
+
+
+def remove_invisible(text: str) -> str:
+    """The text without invisible characters (:func:`is_invisible`); LF and tab stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(c for c in text if not is_invisible(c))
 
 
 def text_hash(text: str) -> str:
