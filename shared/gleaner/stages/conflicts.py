@@ -1,4 +1,4 @@
-"""Label duplicates after ingest: each newly current text against the site's other documents.
+"""Ingest's provenance steps: refuse erased text, then label duplicates among the site's documents.
 
 Candidates come from the store by text hash and SimHash band (no scan of the
 site); the detector decides; the store records each finding once per
@@ -15,9 +15,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from gleaner.app import Deps
+from gleaner.provenance.canonical import CanonicalText
 from gleaner.provenance.conflicts import ConflictDetector, DuplicateDetector, Finding, TextFingerprint
 
 log = logging.getLogger(__name__)
+
+
+def not_erased(deps: Deps, site: str, items: list[tuple[str, CanonicalText]]) -> list[tuple[str, CanonicalText]]:
+    """The (snapshot, text) pairs whose text is not erased content of the tenant (seed 004's blocklist)."""
+    erased = deps.blocklist.refused(site, {snapshot_id: (text.text,) for snapshot_id, text in items})
+    if erased:
+        log.warning("refused erased text for snapshots %s", sorted(erased))
+    return [(snapshot_id, text) for snapshot_id, text in items if snapshot_id not in erased]
 
 
 def label_duplicates(deps: Deps, snapshot_ids: Sequence[str],

@@ -1,26 +1,21 @@
-"""Stage 5, ingest: canonical text by BLAKE3 and its span ledger, for each new snapshot; then duplicates.
+"""Stage 5, ingest: canonical text by BLAKE3 and its span ledger, for each new snapshot.
 
-Canonical text is stored once per hash; a snapshot whose text is already known
-only gains its link row. A snapshot already ingested is skipped, so a redelivered
-message writes nothing. When scrape ran in this process, the extraction
-processes' canonical text for the snapshot's content hash is taken over as it is;
-otherwise it is computed from the snapshot's content.md.
-
-Erased text is refused here too (the last dedup path before storage). Once the
-texts are stored, each document whose current version was ingested is checked
-for duplicates among the site's documents (conflicts.py).
+Canonical text (NFC, LF) is stored once per hash; a snapshot whose text is
+already known only gains its link row. A snapshot already ingested is skipped,
+so a redelivered message writes nothing. When scrape ran in this process, the
+extraction processes' canonical text for the snapshot's content hash is taken
+over as it is; otherwise it is computed from the snapshot's content.md.
+Erased text is refused here too (the last dedup path before storage); then each
+document whose current version was ingested is checked for duplicates
+(stages/conflicts.py).
 """
 
 from __future__ import annotations
 
-import logging
-
 from gleaner.app import Deps
 from gleaner.messages import SnapshotsWritten
 from gleaner.provenance.canonical import canonicalise
-from gleaner.stages.conflicts import label_duplicates
-
-log = logging.getLogger(__name__)
+from gleaner.stages.conflicts import label_duplicates, not_erased
 
 
 def handle(message: SnapshotsWritten, deps: Deps) -> int:
@@ -29,9 +24,7 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(message.snapshot_ids):
         text = deps.canonical_handover.take(content_hash)
         items.append((snapshot_id, text if text is not None else canonicalise(deps.blobs.get(ref))))
-    erased = deps.blocklist.refused(message.site_domain, {snapshot_id: (text.text,) for snapshot_id, text in items})
-    if erased:
-        log.warning("refused erased text for snapshots %s", sorted(erased))
-    stored = deps.texts.store([(snapshot_id, text) for snapshot_id, text in items if snapshot_id not in erased])
-    label_duplicates(deps, [snapshot_id for snapshot_id, _text in items if snapshot_id not in erased])
+    items = not_erased(deps, message.site_domain, items)
+    stored = deps.texts.store(items)
+    label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
     return stored
