@@ -13,10 +13,11 @@ every candidate.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
+import sys
 import unicodedata
+from array import array
 
 SHINGLE_WORDS = 3
 NEAR_DISTANCE = 3
@@ -34,34 +35,36 @@ def simhash(text: str) -> int:
     words = words_of(text)
     if not words:
         return 0
+    # Each distinct word is hashed once.
+    hashes = {w: int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little")
+              for w in set(words)}
     if len(words) < SHINGLE_WORDS:
-        shingles = [" ".join(words)]
-    else:
-        shingles = [" ".join(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)]
-    # Bit votes are counted in 64 lanes of one big integer: one C-level addition per byte of each
-    # shingle's hash instead of a Python loop over its 64 bits.
-    table = _lanes()
-    total = 0
-    for shingle in shingles:
-        digest = hashlib.blake2b(shingle.encode("utf-8"), digest_size=8).digest()
-        for position, byte in enumerate(digest):
-            total += table[position][byte]
-    lane = (1 << _LANE_BITS) - 1
-    half = len(shingles)
-    return sum(1 << bit for bit in range(64) if 2 * (total >> bit * _LANE_BITS & lane) > half)
+        words = words + [""] * (SHINGLE_WORDS - len(words))
+        hashes[""] = 0
+    # Shingle i's hash is word i's hash XOR word i+1's and word i+2's, each byte-substituted by its
+    # position's table (so order matters), computed for all shingles at once on big integers.
+    packed = array("Q", [hashes[w] for w in words])
+    if sys.byteorder != "little":
+        packed.byteswap()
+    raw = packed.tobytes()
+    n = len(words) - SHINGLE_WORDS + 1
+    first = int.from_bytes(raw[:8 * n], "little")
+    second = int.from_bytes(raw[8:8 * (n + 1)].translate(_POSITION[0]), "little")
+    third = int.from_bytes(raw[16:8 * (n + 2)].translate(_POSITION[1]), "little")
+    shingles = first ^ second ^ third
+    # Bit k of every shingle at once: mask the big integer with bit k of each 64-bit word and count
+    # the ones (int.bit_count runs in C over machine words).
+    every = int.from_bytes(b"\x01\x00\x00\x00\x00\x00\x00\x00" * n, "little")
+    fingerprint = 0
+    for bit in range(64):
+        if 2 * (shingles >> bit & every).bit_count() > n:
+            fingerprint |= 1 << bit
+    return fingerprint
 
 
-_LANE_BITS = 32  # a lane counts up to 2**32 shingles
-
-
-@functools.cache
-def _lanes() -> tuple[tuple[int, ...], ...]:
-    """For each byte position of a hash and each byte value: the value's bits spread one to a lane."""
-    return tuple(
-        tuple(sum(1 << (position * 8 + bit) * _LANE_BITS for bit in range(8) if value >> bit & 1)
-              for value in range(256))
-        for position in range(8)
-    )
+# Two fixed byte permutations (x -> m*x + c mod 256, m odd), one per shingle position after the first;
+# written out, not drawn from a generator, so fingerprints stay comparable across Python versions.
+_POSITION = tuple(bytes((m * x + c) & 0xFF for x in range(256)) for m, c in ((0x9D, 0x3B), (0x2F, 0xC5)))
 
 
 def hamming(a: int, b: int) -> int:
