@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
-
 from ..integration.provenance_site import BODY, LEAD, article_html, news_site
-
-
-@pytest.fixture
-def cli_env(tmp_path, database_url):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-    env.update(GLEANER_DATABASE_URL=database_url, GLEANER_DATA_DIR=str(tmp_path / "data"),
-               GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0", GLEANER_EXTRACT_WORKERS="1")
-    return env
+from .test_cli import cli_env  # noqa: F401  (the fixture: the environment a user's shell would have)
 
 
 def gleaner(env, *args):
+    """The command's bytes as printed (``slice`` prints stored bytes, not text)."""
     return subprocess.run([sys.executable, "-m", "gleaner.cli", *args], env=env, capture_output=True,
                           timeout=120, check=False)
 
 
-def test_cite_verify_drift_and_slice_speak_the_documented_json(cli_env):
+def test_cite_verify_drift_and_slice_speak_the_documented_json(cli_env):  # noqa: F811
     articles = {"/news/budget": article_html("Budget", [LEAD, *BODY]),
                 "/mirror/budget": article_html("Budget", [LEAD, *BODY])}
     with news_site(articles) as site:
