@@ -128,3 +128,28 @@ def test_prune_keeps_the_newest_the_current_and_the_cited_versions_and_drops_the
     assert deps.blobs.exists(versions[1]["content_ref"]) and deps.blobs.exists(versions[4]["content_ref"])
     assert deps.provenance.verify_citation(cited).state is VerifyState.VERIFIED
     assert prune(deps.provenance, deps.blobs, SITE, 1).versions_removed == 0  # nothing left to prune
+
+
+def test_a_page_erased_between_its_fetch_and_its_snapshot_is_not_versioned_and_its_run_still_ends(deps):
+    from gleaner.bus.local import LocalBus
+    from gleaner.messages import PagesFetched
+    from gleaner.stages import snapshot
+
+    with news_site({"/news/budget": article_html("Budget", [LEAD, *BODY])}) as site:
+        held: list[PagesFetched] = []
+        bus = deps.bus
+        assert isinstance(bus, LocalBus)
+        wire(bus, deps)
+        bus.handlers[PagesFetched.topic] = [held.append]  # scrape's hand-off waits here instead of snapshot
+        summary = _crawl(deps, site)
+        (message,) = held
+        page = next(p for p in message.pages if p.document_id == deps.provenance.document_at(
+            site.url + "/news/budget")["id"])
+        _erase(deps, site.url + "/news/budget")
+        snapshot.handle(message, deps)
+    assert _count(deps, "SELECT count(*) FROM knowledge.document_snapshots WHERE document_id = :d",
+                  d=page.document_id) == 0
+    assert _count(deps, "SELECT fetch_outcome::text FROM knowledge.crawl_page_decisions"
+                        " WHERE run_id = :r AND document_id = :d", r=summary["run_id"], d=page.document_id) \
+        == "refused-erased"
+    assert deps.metadata.run_summary(summary["run_id"])["status"] in ("finished", "partial")

@@ -29,7 +29,11 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
     blobs = deps.blobs
     site = message.site_domain
     inputs: list[SnapshotInput] = []
+    # A page erased after scrape fetched it (its run artefacts are gone with it) is never versioned.
+    erased = deps.provenance.settle_erased(message.run_id, [page.document_id for page in message.pages])
     for page in message.pages:
+        if page.document_id in erased:
+            continue
         content_key = raw_key = None
         if page.content_key is not None:
             content_key = snapshot_content_key(site, page.document_id, page.content_hash)

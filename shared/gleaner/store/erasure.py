@@ -71,6 +71,25 @@ class ErasureStore(SqlStore):
             ).scalars().all()
         return set(rows)
 
+    def settle_erased(self, run_id: str | None, document_ids: Sequence[str]) -> set[str]:
+        """Of these documents, the ones erased since they were fetched; their ledger rows in the run are
+        settled as refused-erased (the run can finish), and nothing of them may be versioned."""
+        if not document_ids:
+            return set()
+        with self._tx() as conn:
+            erased = conn.execute(
+                sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:d AS uuid[])) AND is_deleted"),
+                {"d": list(document_ids)},
+            ).scalars().all()
+            if erased and run_id is not None:
+                conn.execute(
+                    sa.text("UPDATE knowledge.crawl_page_decisions SET fetch_outcome = 'refused-erased',"
+                            " fetch_reason = 'content was erased' WHERE run_id = :r"
+                            " AND document_id = ANY(CAST(:d AS uuid[])) AND snapshot_outcome IS NULL"),
+                    {"r": run_id, "d": [str(e) for e in erased]},
+                )
+        return {str(e) for e in erased}
+
     def erasure_plan(self, document_id: str) -> dict[str, Any]:
         """What the document still holds: versions and their blob keys, texts, runs that fetched it."""
         with self.engine.connect() as conn:
