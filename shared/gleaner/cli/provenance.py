@@ -180,6 +180,9 @@ def erase_cmd(url: str, site_domain: str | None, reason: str | None, as_json: bo
         document = _document(deps, url, site_domain)
         report = erase_document(deps.provenance, deps.blobs, deps.blocklist, document["id"], reason,
                                 getpass.getuser())
+        from gleaner.changes import outbox
+
+        outbox.flush_after_commit(deps)  # the document.removed event, to subscribers now
     if as_json:
         click.echo(json.dumps(report.to_dict()))
         return

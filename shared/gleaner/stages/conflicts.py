@@ -3,8 +3,8 @@
 Candidates come from the store by text hash and SimHash band (no scan of the
 site); the detector decides; the store records each finding once per
 (a, b, detector_version). Conflicts opened here are logged as one structured
-``conflicts-opened`` line per site; the change-event feed derives its event
-from the rows (``document_conflicts.created_at``).
+``conflicts-opened`` line per site, and each conflict records one ``conflict.opened``
+change event with it (gleaner.changes), which the outbox publishes and delivers.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.provenance.conflicts import ConflictDetector, DuplicateDetector, Finding, TextFingerprint
 
@@ -49,4 +50,6 @@ def label_duplicates(deps: Deps, snapshot_ids: Sequence[str],
         if new:
             log.info(json.dumps({"event": "conflicts-opened", "site_domain": site, "conflict_ids": new}))
         opened += new
+    if opened:
+        outbox.flush_after_commit(deps)  # their conflict.opened events
     return opened

@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.changes.events import Change, EventType, record_changes
 from gleaner.errors import InvalidInput
 from gleaner.provenance.conflicts import ConflictStatus, Finding, TextFingerprint
 from gleaner.provenance.simhash import bands, from_signed
@@ -75,6 +76,8 @@ class ConflictStore(SqlStore):
             rows.append({"a": a.document_id, "b": b.document_id, "t": str(f.conflict_type), "sev": str(f.severity),
                          "ea": f"{a.url} (text {a.text_hash})", "eb": f"{b.url} (text {b.text_hash})",
                          "det": json_value(f.details), "by": str(f.detected_by), "v": f.detector_version})
+        subjects = {tuple(sorted((f.subject.document_id, f.other.document_id))): f.subject.document_id
+                    for f in findings}
         with self._tx() as conn:
             opened = conn.execute(
                 sa.text(
@@ -86,11 +89,14 @@ class ConflictStore(SqlStore):
                     " CAST(r.by AS knowledge.conflict_detector), r.v"
                     " FROM json_to_recordset(CAST(:rows AS json))"
                     "   AS r(a uuid, b uuid, t text, sev text, ea text, eb text, det text, by text, v text)"
-                    " ORDER BY r.a, r.b ON CONFLICT DO NOTHING RETURNING id"
+                    " ORDER BY r.a, r.b ON CONFLICT DO NOTHING RETURNING id, entity_a_id, entity_b_id"
                 ),
                 {"site": site, "rows": json_rows(rows)},
-            ).scalars().all()
-        return [str(i) for i in opened]
+            ).all()
+            # One conflict.opened change event each, committed with the conflict (the outbox publishes it).
+            record_changes(conn, [Change(document_id=subjects[(str(a), str(b))], type=EventType.CONFLICT_OPENED,
+                                         cause=f"conflict:{i}") for i, a, b in opened])
+        return [str(i) for i, _a, _b in opened]
 
     def list_conflicts(self, site: str, status: ConflictStatus | None = None) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:

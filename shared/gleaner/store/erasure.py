@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.changes.events import EventType, record_status_change
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
 from gleaner.store.blobs import BlobStore, run_content_key, run_raw_key, sample_key
 from gleaner.store.sqlstore import SqlStore, json_value
@@ -133,6 +134,9 @@ class ErasureStore(SqlStore):
                         " ON CONFLICT DO NOTHING"),
                 {"s": site, "e": erasure_id, "d": [d for d, _ in digests], "k": [str(k) for _, k in digests]},
             )
+            # Subscribers learn the page is gone (document.removed), once per erasure, with the erasure.
+            record_status_change(conn, document_id=document_id, type=EventType.REMOVED,
+                                 cause=f"erasure:{erasure_id}")
             conn.execute(
                 sa.text("UPDATE knowledge.documents SET is_deleted = true, scrape_policy = 'skip',"
                         " skip_reason = 'erased', title = NULL, http_etag = NULL, http_last_modified = NULL,"

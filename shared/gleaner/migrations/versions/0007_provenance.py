@@ -1,7 +1,7 @@
 """Provenance you can cite: canonicaliser versions, SimHash bands, citations, conflicts, erasure.
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-30
 
 - canonical_texts gains the canonicaliser version that made each text (existing texts were made by
@@ -14,13 +14,14 @@ Create Date: 2026-11-30
   idempotent on (a, b, detector_version).
 - erasures and erased_digests: who erased what, when and why, and the per-tenant blocklist of keyed
   HMAC-BLAKE3 digests every path that could bring the content back checks first.
-- fetch_outcome gains refused-erased.
+- fetch_outcome gains refused-erased; document_event_type gains conflict.opened (an event per conflict
+  opened, through the change-event outbox).
 """
 
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
@@ -127,6 +128,7 @@ def upgrade() -> None:
         op.execute(f"CREATE TYPE knowledge.{name} AS ENUM ({labels})")
     op.execute(DDL)
     op.execute("ALTER TYPE knowledge.fetch_outcome ADD VALUE IF NOT EXISTS 'refused-erased'")
+    op.execute("ALTER TYPE knowledge.document_event_type ADD VALUE IF NOT EXISTS 'conflict.opened'")
 
 
 def downgrade() -> None:
