@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.store.blobs import BlobStore
+    from gleaner.store.erasure import Blocklist
     from gleaner.store.metadata import MetadataStore
+    from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
     from gleaner.store.texts import TextStore
 
@@ -99,6 +101,28 @@ class Deps:
         from gleaner.store.references import ReferenceStore
 
         return ReferenceStore(self.engine)
+
+    @_built_once
+    def provenance(self) -> ProvenanceStore:
+        """Citations, conflicts, erasure and retention."""
+        from gleaner.store.provenance import ProvenanceStore
+
+        return ProvenanceStore(self.engine)
+
+    @_built_once
+    def blocklist(self) -> Blocklist:
+        """Erased content, checked before a crawl, a landing or ingest stores anything."""
+        from gleaner.store.erasure import Blocklist
+        from gleaner.store.erasurekey import erasure_secret
+
+        secret: list[bytes] = []
+
+        def load() -> bytes:  # read (or made) only when a digest is needed
+            if not secret:
+                secret.append(erasure_secret(self.settings))
+            return secret[0]
+
+        return Blocklist(self.provenance, load)
 
     @_built_once
     def texts(self) -> TextStore:

@@ -165,6 +165,14 @@ class Settings:
     # `gleaner watch` ticks this often; Cloud Scheduler's tick job uses the same cadence.
     watch_seconds: float = 60.0
 
+    # -- provenance (citations, erasure, retention) --
+    # Hex secret behind the erased-content digests (keyed per tenant). Unset locally: one is generated
+    # under data_dir on first use; the cloud must set it so every function derives the same digests.
+    erasure_key: str | None = None
+    # Versions kept per document by `gleaner prune` (the ADR's open question suggests 10); the current
+    # version and every version a citation or composite pins are kept whatever the number.
+    keep_versions: int = 10
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -225,6 +233,8 @@ class Settings:
             schedule_auto_start_seconds=_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",
                                              d.schedule_auto_start_seconds, 1),
             watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
+            erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
+            keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

@@ -129,6 +129,7 @@ class FetchedPage:
     fetch_time_ms: int
     byte_size: int
     extractor: str = ""
+    source_blake3: str | None = None  # BLAKE3 of the bytes as fetched; None from an older sender
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:

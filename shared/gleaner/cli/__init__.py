@@ -10,6 +10,7 @@ from gleaner.cli import (  # noqa: F401  (each registers its commands)
     crawl,
     database,
     operating,
+    provenance,
     reading,
     references,
     versions,

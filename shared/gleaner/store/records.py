@@ -84,6 +84,7 @@ class SnapshotInput:
     fetch_time_ms: int
     byte_size: int
     extractor: str
+    source_blake3: str | None = None  # BLAKE3 of the bytes as fetched
 
 
 @dataclass(frozen=True, slots=True)
