@@ -199,3 +199,40 @@ def test_behind_a_bearer_pages_send_the_browser_to_log_in_and_then_carry_a_sessi
     assert _call(app, f"/ui/sites/{SITE}", cookie=session)[0] == 200
     assert _call(app, "/v1/sites", cookie=session)[0] == 200
     assert _call(app, f"/ui/sites/{SITE}", cookie=session.replace("=", "=0"))[0] == 303
+
+
+def test_rules_are_added_listed_and_removed_and_apply_to_the_tree_at_once(kept: Kept):
+    rules_url = f"{kept.url}/v1/sites/{SITE}/rules"
+    added = httpx.post(rules_url, json={"glob": "/docs/*", "action": "block", "reason": "drafts"}, timeout=30)
+    assert added.status_code == 200 and added.json()["applied"]["blocked"] == 5
+    rule = added.json()["rule"]
+    assert [r["id"] for r in kept.get(f"/v1/sites/{SITE}/rules").json()["rules"]] == [rule["id"]]
+    docs = kept.get(f"/v1/sites/{SITE}/tree", prefix="/docs/").json()["documents"]
+    assert {d["status"] for d in docs} == {"blocked"}
+    removed = httpx.delete(f"{rules_url}/{rule['id']}", timeout=30)
+    assert removed.status_code == 200 and removed.json()["applied"]["unblocked"] == 5
+    assert kept.get(f"/v1/sites/{SITE}/rules").json()["rules"] == []
+    assert httpx.delete(f"{rules_url}/{rule['id']}", timeout=30).status_code == 404
+
+
+@pytest.mark.parametrize("body", [
+    {"glob": "docs", "action": "skip"},
+    {"glob": "/docs/*", "action": "hide"},
+    {"action": "skip"},
+    ["/docs/*"],
+])
+def test_a_malformed_rule_is_a_400(kept: Kept, body: Any):
+    answer = httpx.post(f"{kept.url}/v1/sites/{SITE}/rules", json=body, timeout=30)
+    assert answer.status_code == 400 and answer.json()["error"]
+
+
+def test_the_review_queue_lists_and_takes_decisions(kept: Kept):
+    assert kept.get(f"/v1/sites/{SITE}/review").json() == {"site_domain": SITE, "items": []}
+    review_url = f"{kept.url}/v1/sites/{SITE}/review"
+    decided = httpx.post(review_url, json={"url": kept.site.url + "/about", "decision": "exclude"}, timeout=30)
+    assert decided.status_code == 200 and decided.json()["decided"]["decision"] == "exclude"
+    root = kept.get(f"/v1/sites/{SITE}/tree").json()["documents"]
+    about = next(d for d in root if d["path"] == "/about")
+    assert about["scrape_policy"] == "skip"
+    assert httpx.post(review_url, json={"url": kept.site.url + "/about", "decision": "maybe"}).status_code == 400
+    assert httpx.post(review_url, json={"url": "http://elsewhere.test/x", "decision": "include"}).status_code == 400

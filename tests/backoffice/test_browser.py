@@ -174,3 +174,29 @@ def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, brow
     finally:
         release.set()
         crawler.join(timeout=60)
+
+
+def test_a_skip_toggled_in_the_tree_is_respected_by_the_next_crawl(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    posts = ("/blog/2026/why-snapshots", "/blog/2026/polite-crawling", "/blog/2026/provenance")
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/blog/"] button.toggle').click()
+    folder = wait_for(browser, 'li.folder[data-prefix="/blog/2026/"]')
+    folder.find_element(By.CSS_SELECTOR, "span.toggles button.skip").click()
+    rule = wait_for(browser, 'table.rules tr[data-glob="/blog/2026/*"]')
+    assert "skip" in rule.text
+    fetched_before = {p: kept.site.requested(p) for p in posts}
+    third = kept.recrawl()
+    assert {p: kept.site.requested(p) for p in posts} == fetched_before, "no skipped page was requested again"
+    assert kept.site.requested("/blog/2025/launch") > 0
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/blog/"] button.toggle').click()
+    wait_for(browser, 'li.folder[data-prefix="/blog/2026/"] button.toggle').click()
+    for path in posts:
+        node = wait_for(browser, f'li.document[data-path="{path}"]')
+        assert "skip" in node.find_element(By.CSS_SELECTOR, "span.badge.st-skip").text
+    shot(browser, tmp_path, "tree-skipped")
+    browser.get(f"{kept.url}/ui/runs/{third['run_id']}")
+    urls = browser.find_element(By.CSS_SELECTOR, "table.urls").text
+    assert all(kept.site.url + p in urls for p in posts)

@@ -16,6 +16,11 @@ Routes (GET unless marked)::
     /v1/notify/subscriptions                       subscriptions (never their secrets)
     /v1/notify/deliveries?subscription&limit       the delivery log with every attempt
     POST /v1/notify/deliveries/{id}/retry          attempt a pending or failed delivery now
+    /v1/sites/{site}/rules                         the site's skip and block rules
+    POST /v1/sites/{site}/rules                    {"glob", "action": "skip"|"block", "reason"?}: add and apply
+    DELETE /v1/sites/{site}/rules/{id}             remove a rule and lift what it did
+    /v1/sites/{site}/review                        pages of the latest run that need review
+    POST /v1/sites/{site}/review                   {"url", "decision": "include"|"exclude", "reason"?}
 
 Errors are ``{"error": ...}``: 400 bad input (every query value is checked),
 404 unknown path or object, 405 wrong method. Authentication is the WSGI
@@ -36,6 +41,8 @@ from gleaner.app import Deps
 from gleaner.changes import delivery, subscriptions
 from gleaner.changes.diff import diff_versions, previous_version
 from gleaner.changes.events import list_events
+from gleaner.errors import InvalidInput
+from gleaner.operator import review, rules
 from gleaner.store import browse
 
 Answer = tuple[int, dict[str, Any]]
@@ -326,6 +333,45 @@ def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str
     return value
 
 
+def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps.engine, site)]}
+
+
+def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    body = json_body(req)
+    glob, action = text_field(body, "glob"), text_field(body, "action")
+    if action not in ("skip", "block"):
+        raise HttpError(400, "action must be skip or block")
+    rule, applied = rules.add_rule(deps.engine, site, str(glob), action, text_field(body, "reason", False))
+    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
+
+
+def delete_rule(deps: Deps, req: ApiRequest, site: str, rule_id: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    rule_id = check_uuid(rule_id, "rule")
+    if rule_id not in {r.id for r in rules.list_rules(deps.engine, site)}:
+        raise HttpError(404, f"no rule {rule_id} on {site}")
+    rule, applied = rules.remove_rule(deps.engine, rule_id)
+    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
+
+
+def get_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    return {"site_domain": site, "items": [i.to_dict() for i in review.review_list(deps, site)]}
+
+
+def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    body = json_body(req)
+    url, decision = text_field(body, "url"), text_field(body, "decision")
+    if decision not in ("include", "exclude"):
+        raise HttpError(400, "decision must be include or exclude")
+    decided = review.decide(deps, str(url), str(decision), site_domain=site, reason=text_field(body, "reason", False))
+    return {"decided": decided.to_dict()}
+
+
 Handler = Callable[..., dict[str, Any]]
 _SEG = r"([^/]+)"
 ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
@@ -343,6 +389,9 @@ ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
     (re.compile(r"/v1/notify/subscriptions/?"), {"GET": get_subscriptions}),
     (re.compile(r"/v1/notify/deliveries/?"), {"GET": get_deliveries}),
     (re.compile(rf"/v1/notify/deliveries/{_SEG}/retry"), {"POST": post_retry}),
+    (re.compile(rf"/v1/sites/{_SEG}/rules/?"), {"GET": get_rules, "POST": post_rule}),
+    (re.compile(rf"/v1/sites/{_SEG}/rules/{_SEG}"), {"DELETE": delete_rule}),
+    (re.compile(rf"/v1/sites/{_SEG}/review/?"), {"GET": get_review, "POST": post_review}),
 ]
 
 
@@ -367,3 +416,5 @@ def handle(req: ApiRequest, deps: Deps) -> Answer:
         return 200, fn(deps, req, *args)
     except HttpError as exc:
         return exc.status, {"error": exc.message}
+    except InvalidInput as exc:  # the operator functions' own checks (a glob, a URL not in the site)
+        return 400, {"error": str(exc)}

@@ -7,6 +7,7 @@ folder expansion and the run page's refresh while a run is going.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import jinja2
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import ApiRequest, HttpError
+from gleaner.errors import InvalidInput
 from gleaner.store import browse
 
 # Run statuses after which nothing changes: the run page stops refreshing.
@@ -72,7 +74,31 @@ def run_page(deps: Deps, req: PageRequest, run_id: str) -> Page:
 
 def site_page(deps: Deps, req: PageRequest, site: str) -> Page:
     level = api.get_tree(deps, _api(req, ""), site)
-    return render("tree.html", site=site, level=level)
+    return render("tree.html", site=site, level=level, rules=api.get_rules(deps, _api(req, ""), site)["rules"])
+
+
+def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
+    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode())
+
+
+def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
+    api.post_rule(deps, _command(req, glob=req.form.get("glob"), action=req.form.get("action"),
+                                 reason=req.form.get("reason")), site)
+    return Page(303, location=f"/ui/sites/{site}")
+
+
+def remove_rule(deps: Deps, req: PageRequest, site: str, rule_id: str) -> Page:
+    api.delete_rule(deps, ApiRequest("DELETE", ""), site, rule_id)
+    return Page(303, location=f"/ui/sites/{site}")
+
+
+def review_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    return render("review.html", site=site, items=api.get_review(deps, _api(req, ""), site)["items"])
+
+
+def decide_review(deps: Deps, req: PageRequest, site: str) -> Page:
+    api.post_review(deps, _command(req, url=req.form.get("url"), decision=req.form.get("decision")), site)
+    return Page(303, location=f"/ui/sites/{site}/review")
 
 
 def tree_fragment(deps: Deps, req: PageRequest, site: str) -> Page:
@@ -121,6 +147,9 @@ PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
     (re.compile(rf"/ui/sites/{_SEG}"), {"GET": site_page}),
     (re.compile(rf"/ui/sites/{_SEG}/tree"), {"GET": tree_fragment}),
     (re.compile(rf"/ui/sites/{_SEG}/documents"), {"GET": documents_page}),
+    (re.compile(rf"/ui/sites/{_SEG}/rules"), {"POST": add_rule}),
+    (re.compile(rf"/ui/sites/{_SEG}/rules/{_SEG}/remove"), {"POST": remove_rule}),
+    (re.compile(rf"/ui/sites/{_SEG}/review"), {"GET": review_page, "POST": decide_review}),
     (re.compile(rf"/ui/documents/{_SEG}"), {"GET": document_page}),
     (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
     (re.compile(r"/ui/changes/?"), {"GET": changes_page}),
@@ -140,4 +169,6 @@ def handle(req: PageRequest, deps: Deps) -> Page:
             return fn(deps, req, *match.groups())
         except HttpError as exc:
             return render("error.html", exc.status, status=exc.status, message=exc.message)
+        except InvalidInput as exc:
+            return render("error.html", 400, status=400, message=str(exc))
     return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
