@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -39,9 +39,13 @@ class Kept:
         assert doc is not None
         return str(doc["id"])
 
-    def recrawl(self, *changed: str) -> dict[str, Any]:
-        """Crawl again, after giving ``changed`` paths new text (CHANGED keeps its second version)."""
-        for path, page in demo_pages(self.site.url, changed=(CHANGED, *changed)).items():
+    def recrawl(self, *changed: str, copies: dict[str, str] | None = None) -> dict[str, Any]:
+        """Crawl again, after giving ``changed`` paths new text (CHANGED keeps its second version) and
+        making each key of ``copies`` serve the same page as its value (a duplicate)."""
+        pages = demo_pages(self.site.url, changed=(CHANGED, *changed))
+        for path, source in (copies or {}).items():
+            pages[path] = replace(pages[source])
+        for path, page in pages.items():
             page.modified += 120
             self.site.pages[path] = page
         return crawl(self.deps, new_request(self.site.url + "/", site_domain=SITE))

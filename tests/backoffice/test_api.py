@@ -92,15 +92,6 @@ def test_the_diff_defaults_to_previous_against_current_and_aligns_changed_lines(
     assert same["added"] == same["removed"] == 0
 
 
-def test_a_text_slice_returns_exactly_those_bytes(kept: Kept):
-    _version, _snapshot, text_hash, _current = kept.deps.metadata.texts_of_document(kept.document_id(CHANGED))[0]
-    body, _spans = kept.deps.metadata.canonical_text(text_hash)
-    whole = kept.get(f"/v1/texts/{text_hash}").json()
-    assert whole["text"] == body and whole["length"] == len(body.encode())
-    part = kept.get(f"/v1/texts/{text_hash}", start=2, end=12).json()
-    assert part["text"] == body.encode()[2:12].decode()
-
-
 def test_change_events_list_the_new_documents_then_the_one_change(kept: Kept):
     events = kept.get("/v1/changes", site=SITE, limit=1000).json()["events"]
     changed = [e for e in events if e["type"] == "document.changed"]
@@ -149,7 +140,6 @@ def test_bad_document_inputs_are_400_and_unknown_objects_404(kept: Kept):
     assert kept.get("/v1/documents/not-a-uuid").status_code == 404
     assert kept.get("/v1/runs/00000000-0000-0000-0000-000000000000").status_code == 404
     assert kept.get("/v1/sites/other.test/tree").status_code == 404
-    assert kept.get("/v1/texts/" + "0" * 40).status_code == 404
     assert kept.get("/v1/nothing").status_code == 404
     assert httpx.delete(kept.url + "/v1/sites", timeout=10).status_code == 405
 
@@ -236,3 +226,20 @@ def test_the_review_queue_lists_and_takes_decisions(kept: Kept):
     assert about["scrape_policy"] == "skip"
     assert httpx.post(review_url, json={"url": kept.site.url + "/about", "decision": "maybe"}).status_code == 400
     assert httpx.post(review_url, json={"url": "http://elsewhere.test/x", "decision": "include"}).status_code == 400
+
+
+def test_a_duplicate_opens_a_conflict_that_can_be_acknowledged_then_resolved(kept: Kept):
+    kept.recrawl(copies={"/pricing": "/about"})
+    (conflict,) = kept.get(f"/v1/sites/{SITE}/conflicts").json()["conflicts"]
+    assert conflict["status"] == "open" and conflict["conflict_type"] == "duplicate"
+    assert {conflict["a"]["url"], conflict["b"]["url"]} == {kept.site.url + "/about", kept.site.url + "/pricing"}
+    target = f"{kept.url}/v1/sites/{SITE}/conflicts/{conflict['id']}"
+    for status in ("acknowledged", "resolved"):
+        assert httpx.post(target, json={"status": status}, timeout=30).json()["status"] == status
+    assert kept.get(f"/v1/sites/{SITE}/conflicts", status="open").json()["conflicts"] == []
+    assert kept.get(f"/v1/sites/{SITE}/conflicts", status="resolved").json()["conflicts"][0]["id"] == conflict["id"]
+    assert httpx.post(target, json={"status": "open"}, timeout=30).status_code == 400
+    assert httpx.post(target, json={"status": "fixed"}, timeout=30).status_code == 400
+    assert kept.get(f"/v1/sites/{SITE}/conflicts", status="closed").status_code == 400
+    unknown = f"{kept.url}/v1/sites/{SITE}/conflicts/00000000-0000-0000-0000-000000000000"
+    assert httpx.post(unknown, json={"status": "resolved"}, timeout=30).status_code == 404

@@ -200,3 +200,19 @@ def test_a_skip_toggled_in_the_tree_is_respected_by_the_next_crawl(kept: Kept, b
     browser.get(f"{kept.url}/ui/runs/{third['run_id']}")
     urls = browser.find_element(By.CSS_SELECTOR, "table.urls").text
     assert all(kept.site.url + p in urls for p in posts)
+def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    kept.recrawl(copies={"/pricing": "/about"})
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.LINK_TEXT, "conflicts").click()
+    row = wait_for(browser, "table.conflicts tr[data-id]")
+    assert "open" in row.text and kept.site.url + "/pricing" in row.text and kept.site.url + "/about" in row.text
+    shot(browser, tmp_path, "conflicts-open")
+    row.find_element(By.CSS_SELECTOR, "button.resolved").click()
+    row = wait_for(browser, "table.conflicts tr[data-id]")
+    assert row.find_element(By.CSS_SELECTOR, "span.badge").text == "resolved"
+    assert row.find_elements(By.CSS_SELECTOR, "button.resolved") == []
+    shot(browser, tmp_path, "conflicts-resolved")
+    browser.find_element(By.LINK_TEXT, "open").click()
+    assert "no conflicts" in wait_for(browser, "table.conflicts").text

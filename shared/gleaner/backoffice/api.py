@@ -11,7 +11,6 @@ Routes (GET unless marked)::
     /v1/documents/{doc}                            the document, its fetch facts and its versions
     /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
     /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
-    /v1/texts/{text_hash}?start&end                a slice of a stored canonical text (byte offsets)
     /v1/changes?site&since&limit                   change events, oldest first
     /v1/notify/subscriptions                       subscriptions (never their secrets)
     /v1/notify/deliveries?subscription&limit       the delivery log with every attempt
@@ -21,6 +20,11 @@ Routes (GET unless marked)::
     DELETE /v1/sites/{site}/rules/{id}             remove a rule and lift what it did
     /v1/sites/{site}/review                        pages of the latest run that need review
     POST /v1/sites/{site}/review                   {"url", "decision": "include"|"exclude", "reason"?}
+    /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
+    POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
+
+``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
+route (``gleaner.textsapi``), not this module's.
 
 Errors are ``{"error": ...}``: 400 bad input (every query value is checked),
 404 unknown path or object, 405 wrong method. Authentication is the WSGI
@@ -43,6 +47,7 @@ from gleaner.changes.diff import diff_versions, previous_version
 from gleaner.changes.events import list_events
 from gleaner.errors import InvalidInput
 from gleaner.operator import review, rules
+from gleaner.provenance.conflicts import ConflictStatus
 from gleaner.store import browse
 
 Answer = tuple[int, dict[str, Any]]
@@ -258,25 +263,6 @@ def get_diff(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any]:
     return {"document_id": doc["id"], "url": doc["url"], **document_diff(deps, doc, from_version, to_version)}
 
 
-def get_text(deps: Deps, req: ApiRequest, text_hash: str) -> dict[str, Any]:
-    if not re.fullmatch(r"[0-9a-f]{16,128}", text_hash):
-        raise HttpError(404, f"no text {text_hash[:80]}")
-    found = deps.metadata.canonical_text(text_hash)
-    if found is None:
-        raise HttpError(404, f"no text {text_hash}")
-    data = found[0].encode("utf-8")
-    start = int_arg(req.query, "start", 0, 0, len(data))
-    end = int_arg(req.query, "end", len(data), 0, len(data))
-    assert start is not None and end is not None
-    if end < start:
-        raise HttpError(400, "end must not be before start")
-    try:
-        text = data[start:end].decode("utf-8")
-    except UnicodeDecodeError:
-        raise HttpError(400, "start and end must fall on character boundaries") from None
-    return {"text_hash": text_hash, "start": start, "end": end, "length": len(data), "text": text}
-
-
 def get_changes(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     site = req.query.get("site") or None
     if site is not None and not valid_site_domain(site):
@@ -372,6 +358,26 @@ def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     return {"decided": decided.to_dict()}
 
 
+def get_conflicts(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    status = choice_arg(req.query, "status", tuple(s.value for s in ConflictStatus))
+    conflicts = deps.provenance.list_conflicts(site, ConflictStatus(status) if status else None)
+    return {"site_domain": site, "conflicts": conflicts}
+
+
+def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    conflict_id = check_uuid(conflict_id, "conflict")
+    status = text_field(json_body(req), "status")
+    settled = tuple(s.value for s in ConflictStatus if s is not ConflictStatus.OPEN)
+    if status not in settled:
+        raise HttpError(400, f"status must be one of {', '.join(settled)}")
+    if conflict_id not in {c["id"] for c in deps.provenance.list_conflicts(site)}:
+        raise HttpError(404, f"no conflict {conflict_id} on {site}")
+    deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
+    return {"conflict_id": conflict_id, "status": status}
+
+
 Handler = Callable[..., dict[str, Any]]
 _SEG = r"([^/]+)"
 ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
@@ -384,7 +390,6 @@ ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
     (re.compile(rf"/v1/documents/{_SEG}"), {"GET": get_document}),
     (re.compile(rf"/v1/documents/{_SEG}/versions/{_SEG}"), {"GET": get_version}),
     (re.compile(rf"/v1/documents/{_SEG}/diff"), {"GET": get_diff}),
-    (re.compile(rf"/v1/texts/{_SEG}"), {"GET": get_text}),
     (re.compile(r"/v1/changes/?"), {"GET": get_changes}),
     (re.compile(r"/v1/notify/subscriptions/?"), {"GET": get_subscriptions}),
     (re.compile(r"/v1/notify/deliveries/?"), {"GET": get_deliveries}),
@@ -392,6 +397,10 @@ ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
     (re.compile(rf"/v1/sites/{_SEG}/rules/?"), {"GET": get_rules, "POST": post_rule}),
     (re.compile(rf"/v1/sites/{_SEG}/rules/{_SEG}"), {"DELETE": delete_rule}),
     (re.compile(rf"/v1/sites/{_SEG}/review/?"), {"GET": get_review, "POST": post_review}),
+
+
+    (re.compile(rf"/v1/sites/{_SEG}/conflicts/?"), {"GET": get_conflicts}),
+    (re.compile(rf"/v1/sites/{_SEG}/conflicts/{_SEG}"), {"POST": post_conflict}),
 ]
 
 

@@ -134,6 +134,18 @@ def changes_page(deps: Deps, req: PageRequest) -> Page:
                   deliveries=api.get_deliveries(deps, _api(req, "", limit="50"))["deliveries"])
 
 
+def conflicts_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    listing = api.get_conflicts(deps, _api(req, ""), site)
+    return render("conflicts.html", site=site, conflicts=listing["conflicts"],
+                  status_filter=req.query.get("status", ""))
+
+
+def settle_conflict(deps: Deps, req: PageRequest, site: str, conflict_id: str) -> Page:
+    body = json.dumps({"status": req.form.get("status", "")}).encode()
+    api.post_conflict(deps, ApiRequest("POST", "", {}, body), site, conflict_id)
+    return Page(303, location=f"/ui/sites/{site}/conflicts")
+
+
 def retry_delivery(deps: Deps, req: PageRequest, delivery_id: str) -> Page:
     api.post_retry(deps, ApiRequest("POST", ""), delivery_id)
     return Page(303, location="/ui/changes")
@@ -150,6 +162,8 @@ PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
     (re.compile(rf"/ui/sites/{_SEG}/rules"), {"POST": add_rule}),
     (re.compile(rf"/ui/sites/{_SEG}/rules/{_SEG}/remove"), {"POST": remove_rule}),
     (re.compile(rf"/ui/sites/{_SEG}/review"), {"GET": review_page, "POST": decide_review}),
+    (re.compile(rf"/ui/sites/{_SEG}/conflicts"), {"GET": conflicts_page}),
+    (re.compile(rf"/ui/sites/{_SEG}/conflicts/{_SEG}"), {"POST": settle_conflict}),
     (re.compile(rf"/ui/documents/{_SEG}"), {"GET": document_page}),
     (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
     (re.compile(r"/ui/changes/?"), {"GET": changes_page}),

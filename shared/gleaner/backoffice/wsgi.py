@@ -40,7 +40,10 @@ StartResponse = Callable[..., Any]
 
 
 def serves(path: str) -> bool:
-    """Whether a path belongs to the back office (for hosts that mount it beside other routes)."""
+    """Whether a path belongs to the back office (for hosts that mount it beside other routes).
+    ``/v1/texts/`` stays the webhook's (``gleaner.textsapi``), with the webhook's callers and bearer."""
+    if path.startswith("/v1/texts/"):
+        return False
     return path.startswith("/v1/") or path == "/ui" or path.startswith("/ui/")
 
 
