@@ -10,6 +10,7 @@ import pytest
 
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
+from gleaner.operator.sites import add_site
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 
 
@@ -243,3 +244,12 @@ def test_a_duplicate_opens_a_conflict_that_can_be_acknowledged_then_resolved(kep
     assert kept.get(f"/v1/sites/{SITE}/conflicts", status="closed").status_code == 400
     unknown = f"{kept.url}/v1/sites/{SITE}/conflicts/00000000-0000-0000-0000-000000000000"
     assert httpx.post(unknown, json={"status": "resolved"}, timeout=30).status_code == 404
+
+
+def test_a_site_registered_for_scheduled_crawls_is_listed_with_its_schedule_before_its_first_run(kept: Kept):
+    add_site(kept.deps, "http://127.0.0.1:9/", site_domain="later.test", every="6h")
+    sites = {s["site_domain"]: s for s in kept.get("/v1/sites").json()["sites"]}
+    assert sites["later.test"]["schedule"]["every"] == "6h" and sites["later.test"]["documents"] == 0
+    assert sites[SITE]["schedule"] is None
+    assert kept.get("/v1/sites/later.test/tree").json()["total_documents"] == 0
+    assert "every 6h" in kept.get("/ui/").text
