@@ -253,3 +253,14 @@ def test_a_site_registered_for_scheduled_crawls_is_listed_with_its_schedule_befo
     assert sites[SITE]["schedule"] is None
     assert kept.get("/v1/sites/later.test/tree").json()["total_documents"] == 0
     assert "every 6h" in kept.get("/ui/").text
+
+
+def test_a_document_lists_the_citations_that_pin_it(kept: Kept):
+    url = kept.site.url + CHANGED
+    body = kept.get(f"/v1/documents/{kept.document_id(CHANGED)}/versions/2").json()["body"]
+    quote = " ".join(body.split("\n\n")[1].split()[:6])
+    cited = kept.deps.provenance.cite(kept.deps.provenance.document_at(url, SITE), quote)
+    answer = kept.get(f"/v1/documents/{kept.document_id(CHANGED)}").json()
+    assert [(c["citation_id"], c["version"], c["quote"]) for c in answer["citations"]] == [
+        (cited.citation_id, 2, cited.quote)]
+    assert cited.quote in kept.get(f"/ui/documents/{kept.document_id(CHANGED)}").text

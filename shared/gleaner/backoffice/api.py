@@ -8,7 +8,7 @@ Routes (GET unless marked)::
     /v1/runs?site&limit&offset                     newest first, with counters
     /v1/runs/{run}                                 counters and the per-outcome breakdown (live while running)
     /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
-    /v1/documents/{doc}                            the document, its fetch facts and its versions
+    /v1/documents/{doc}                            the document, its fetch facts, versions and citations
     /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
     /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
     /v1/changes?site&since&limit                   change events, oldest first
@@ -214,7 +214,7 @@ def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any
     versions = deps.metadata.snapshots_of(doc["id"])
     for v in versions:
         v["current"] = v["id"] == doc["current_snapshot_id"]
-    return {"document": doc, "versions": versions}
+    return {"document": doc, "versions": versions, "citations": browse.citations_of(deps.engine, doc["id"])}
 
 
 def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:

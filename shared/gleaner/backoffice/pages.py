@@ -119,7 +119,7 @@ def document_page(deps: Deps, req: PageRequest, document_id: str) -> Page:
     if found["versions"]:
         diff = api.document_diff(deps, doc, api.int_arg(req.query, "from", None, 1),
                                  api.int_arg(req.query, "to", None, 1))
-    return render("document.html", doc=doc, versions=found["versions"], diff=diff)
+    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"])
 
 
 def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) -> Page:

@@ -165,3 +165,13 @@ def tree_folders(engine: Engine, site: str, prefix: str) -> list[dict[str, Any]]
         out.append({"name": seg + "/", "prefix": prefix + seg + "/", "documents": sum(counts.values()),
                     "statuses": counts})
     return out
+
+
+def citations_of(engine: Engine, document_id: str) -> list[dict[str, Any]]:
+    """The citations that pin a document's versions (``gleaner cite``), newest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT id, version, text_hash, span_start, span_end, quote, created_at, erased_at IS NOT NULL"
+            " FROM knowledge.citations WHERE document_id = :d ORDER BY created_at DESC, id"), {"d": document_id}).all()
+    return [{"citation_id": str(r[0]), "version": r[1], "text_hash": r[2], "start": r[3], "end": r[4],
+             "quote": r[5], "created_at": r[6].isoformat(), "erased": bool(r[7])} for r in rows]
