@@ -10,7 +10,8 @@ answered with: a 304 carries that run's verdict over (same decider, same exclude
 globs) and hard-links its sample blob into this run's samples, so nothing is
 extracted again. All decisions are written in one statement. Excludes are materialised as
 documents.scrape_policy='skip'. Include pages are cut into batches of at most
-100 and enqueued as scrape tasks named run id + batch number.
+100 (fewer for a host whose delay or Crawl-delay is long: stages/batching.py) and
+enqueued as scrape tasks named run id + batch number.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.stages.batching import batch_size_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
 from gleaner.store.records import Decision, RunPage
@@ -84,8 +86,13 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                         round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
                     decisions[page.document_id] = _decision(page, inherited)
     meta.record_decisions(run_id, list(decisions.values()))
-    include = [p.document_id for p in pages if decisions[p.document_id].decision == "include"]
-    size = deps.settings.scrape_batch_size
+    included = [p for p in pages if decisions[p.document_id].decision == "include"]
+    include = [p.document_id for p in included]
+    settings = deps.settings
+    # Sized to the host's pace (delay, Crawl-delay) so a task settles its batch before its soft deadline.
+    size = batch_size_for((p.fetch_url for p in included), deps.host_table, default_delay=settings.host_delay,
+                          default_concurrency=settings.host_concurrency,
+                          soft_deadline=settings.scrape_soft_deadline, cap=settings.scrape_batch_size)
     batches = [include[i:i + size] for i in range(0, len(include), size)]
     if not meta.start_scrape(run_id, batches):
         batches = meta.batches_of(run_id)
