@@ -1,14 +1,10 @@
-# The bearer token of the HTTP triggers. Created once by an operator, outside Terraform, so the
-# value never passes through a build or a tfvars file:
-#   printf %s "$TOKEN" | gcloud secrets create gleaner-webhook-secret --data-file=-
+# The bearer token for callers that are not Google identities (the feed poller's Authorization;
+# `gleaner submit --token`). Created once by an operator, outside Terraform, so the value never
+# passes through a build, a tfvars file or the Terraform state (only its name is read here):
+#   openssl rand -hex 32 | tr -d '\n' | gcloud secrets create gleaner-webhook-secret --data-file=-
 data "google_secret_manager_secret" "webhook" {
-  secret_id = var.webhook_secret_id
-}
-
-# Cloud Scheduler sends the bearer in its request headers, so it reads the current version
-# (the value is therefore in the Terraform state: keep the state bucket private).
-data "google_secret_manager_secret_version" "webhook" {
-  secret = data.google_secret_manager_secret.webhook.id
+  secret_id  = var.webhook_secret_id
+  depends_on = [google_project_service.enabled]
 }
 
 resource "google_secret_manager_secret_iam_member" "webhook" {

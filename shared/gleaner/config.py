@@ -118,7 +118,10 @@ class Settings:
     tasks_backend: str = "cloudtasks"
     # Deliveries of one message/task before it is dead-lettered. Terraform gives the same number to
     # the dead-letter policies and the queue, so the entry points know which attempt is the last one.
-    max_delivery_attempts: int = 5
+    # 15, not Pub/Sub's minimum of 5: a function at its max instances answers 429, which counts as an
+    # attempt, and a burst of crawls must not dead-letter good messages (backoff 10 s doubling to
+    # 600 s spreads 15 attempts over about an hour and a half).
+    max_delivery_attempts: int = 15
     # Seconds to wait for a publish to be durable; past it the handler fails and is redelivered.
     publish_timeout: float = 60.0
     # Cloud SQL instance connection name (project:region:instance) for the connector path.

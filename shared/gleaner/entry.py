@@ -38,9 +38,6 @@ M = TypeVar("M", bound=Message)
 HttpResponse = tuple[str, int, dict[str, str]]
 
 DEAD_LETTER_ATTRIBUTE = "CloudPubSubDeadLetterSourceSubscription"
-# The `event` values Terraform's log-based metrics count (terraform/monitoring.tf).
-EVENT_DEAD_LETTER = "dead-letter"
-EVENT_TASK_GAVE_UP = "task-gave-up"
 # Cloud Tasks tells the handler how many times this task was retried before (0 on the first try).
 TASK_RETRY_HEADER = "X-CloudTasks-TaskRetryCount"
 
@@ -139,7 +136,7 @@ def _run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ..
         record_failure(message, deps, f"dead-lettered by {source} after {count} deliveries")
         log.warning("recorded dead letter %s run=%s from %s", type(message).__name__,
                     getattr(message, "run_id", None), source,
-                    extra={"fields": {"event": EVENT_DEAD_LETTER, "message_type": type(message).__name__}})
+                    extra={"fields": {"event": logs.Event.DEAD_LETTER.value, "message_type": type(message).__name__}})
         return "dead-letter"
     return _dispatch(message, deps)
 
@@ -340,7 +337,7 @@ def _run_task(request: Any, expect: type[M], deps: Deps | None) -> HttpResponse:
 
             record_failure(message, deps, f"gave up after {attempt} task attempts: {exc}")
             log.error("gave up on task %s after %s attempts: %s", getattr(message, "task_name", "?"), attempt, exc,
-                      extra={"fields": {"event": EVENT_TASK_GAVE_UP}})
+                      extra={"fields": {"event": logs.Event.TASK_GAVE_UP.value}})
             return _json_response({"outcome": "gave-up", "reason": str(exc)}, 200)
         log.warning("task %s will be retried (attempt %s): %s", getattr(message, "task_name", "?"), attempt, exc)
         return _json_response({"error": "transient failure; retry", "reason": str(exc)}, 503)

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from enum import StrEnum
 from types import MappingProxyType
 
 TRACE_FIELD = "logging.googleapis.com/trace"
@@ -39,6 +40,15 @@ LABELS = ("stage", "run_id", "site_domain")
 
 _CLOUD_TRACE = re.compile(r"^(?P<trace>[0-9a-fA-F]{32})(?:/(?P<span>\d+))?")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})-[0-9a-f]{2}$")
+
+class Event(StrEnum):
+    """The ``event`` field of lines that Terraform's log-based metrics count (terraform/monitoring.tf)."""
+
+    SCRAPE_BATCH = "scrape-batch"  # one per scrape task, with pages_fetched / pages_failed / …
+    DEAD_LETTER = "dead-letter"  # a message that exhausted its deliveries, recorded as a failure
+    TASK_GAVE_UP = "task-gave-up"  # a scrape task on its last attempt, recorded as a failure
+    RUN_SWEPT = "run-swept"  # a run idle past the limit that the sweep settled (it was stuck)
+
 
 # Read-only mappings, replaced (never mutated) by delivery() and label().
 _context: ContextVar[Mapping[str, str]] = ContextVar("gleaner_log_context", default=MappingProxyType({}))

@@ -28,6 +28,7 @@ from gleaner.errors import BlobConflict
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
 from gleaner.store.notmodified import record_not_modified
@@ -41,8 +42,6 @@ PAGES_PER_EXTRACTION = 4
 # Settled pages written in one statement while the batch goes on: few enough that a batch killed
 # at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
 RECORDS_PER_WRITE = 10
-# The `event` of the per-batch log line that Terraform's log-based metrics read counts from.
-EVENT_BATCH = "scrape-batch"
 
 
 def sha1(data: bytes) -> str:
@@ -106,7 +105,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         deps.bus.enqueue(replace(message, document_ids=tuple(left), part=message.part + 1))
     log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
              message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),
-             extra={"fields": {"event": EVENT_BATCH, "pages_fetched": counts["fetched"],
+             extra={"fields": {"event": Event.SCRAPE_BATCH.value, "pages_fetched": counts["fetched"],
                                "pages_not_modified": counts["not-modified"], "pages_failed": counts["failed"],
                                "pages_handed_on": len(left)}})
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
