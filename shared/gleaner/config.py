@@ -187,6 +187,9 @@ class Settings:
     # budget in docs/deployment.md multiplies these by the functions' max instances).
     db_pool_size: int = 5
     db_max_overflow: int = 2
+    # JSON lines for Cloud Logging when running as a deployed function (Cloud Run sets K_SERVICE;
+    # 2nd-gen functions set LOG_EXECUTION_ID); plain lines on a developer's terminal otherwise.
+    cloud_logging: bool = False
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -243,6 +246,7 @@ class Settings:
             auto_migrate=_bool(env, "GLEANER_AUTO_MIGRATE", d.auto_migrate),
             db_pool_size=_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
             db_max_overflow=_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),
+            cloud_logging=bool(env.get("K_SERVICE", "").strip() or env.get("LOG_EXECUTION_ID", "").strip()),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

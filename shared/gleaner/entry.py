@@ -43,21 +43,27 @@ TASK_RETRY_HEADER = "X-CloudTasks-TaskRetryCount"
 
 
 def setup_logging(env: Mapping[str, str] | None = None) -> None:
-    """JSON lines at INFO on stdout for Cloud Logging (:mod:`gleaner.logs`); called by each main.py.
+    """JSON lines at INFO on stdout for Cloud Logging (:mod:`gleaner.logs`) when deployed; called by each main.py.
 
     Every delivery checks again (:func:`gleaner.logs.delivery`), because functions-framework may
-    reconfigure logging after this import.
+    reconfigure logging after this import. Elsewhere (a laptop, the emulator mode, tests loading
+    main.py in-process) plain lines on stderr, as before.
     """
     import os
 
     from gleaner import logs
     from gleaner.config import Settings
 
+    environ = os.environ if env is None else env
     try:
-        project = Settings.from_env(os.environ if env is None else env).project
-    except ConfigError:
-        project = None  # the first delivery reports the bad setting; logging must still work
-    logs.install(project)
+        settings = Settings.from_env(environ)
+        cloud, project = settings.cloud_logging, settings.project
+    except ConfigError:  # the first delivery reports the bad setting; logging must still work
+        cloud, project = bool(environ.get("K_SERVICE") or environ.get("LOG_EXECUTION_ID")), None
+    if cloud:
+        logs.install(project)
+    elif not logging.getLogger().handlers:  # functions-framework on a laptop: readable lines on stderr
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
 
 def _stage_of(kind: type[Message]) -> str:

@@ -157,9 +157,9 @@ def installed() -> bool:
 
 @contextmanager
 def delivery(stage: str, headers: Mapping[str, str] | None = None, **labels: str | None) -> Iterator[None]:
-    """Label every line logged while handling one delivery; re-assert the handler first."""
-    if not installed():
-        install(_installed.project if _installed is not None else None)
+    """Label every line logged while handling one delivery; re-assert the handler first (if installed)."""
+    if _installed is not None and not installed():
+        install(_installed.project)
     context: dict[str, str] = {"stage": stage}
     context.update({k: v for k, v in labels.items() if v})
     found = trace_of(headers) if headers is not None else None
