@@ -75,13 +75,6 @@ locals {
   }
 }
 
-check "connection_budget" {
-  assert {
-    condition     = local.db_connections <= var.db_max_connections - local.db_reserved
-    error_message = "Functions' max instances x (pool + overflow) plus the migrator and headroom exceed the database's max_connections."
-  }
-}
-
 resource "google_cloudfunctions2_function" "http" {
   for_each = local.http_functions
   name     = "gleaner-${each.key}"

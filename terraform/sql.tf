@@ -20,7 +20,7 @@ resource "google_sql_database_instance" "main" {
     }
 
     # Named, not left to the tier's default, because the functions' pools are sized against it
-    # (functions.tf: check "connection_budget").
+    # (the precondition below).
     database_flags {
       name  = "max_connections"
       value = tostring(var.db_max_connections)
@@ -35,6 +35,15 @@ resource "google_sql_database_instance" "main" {
     backup_configuration {
       enabled                        = true
       point_in_time_recovery_enabled = true
+    }
+  }
+
+  # The functions' pools times their max instances must fit (functions.tf, docs/deployment.md):
+  # a plan that would let them exhaust max_connections fails here.
+  lifecycle {
+    precondition {
+      condition     = local.db_connections <= var.db_max_connections - local.db_reserved
+      error_message = "Functions' max instances x (pool + overflow) plus the migrator and headroom exceed max_connections."
     }
   }
 

@@ -432,6 +432,9 @@ def test_the_connection_budget_fits_the_databases_max_connections(tf):
     total = peak + tf["locals"]["db_migrator"] + tf["locals"]["db_headroom"]
     assert total <= tf["variable"]["db_max_connections"]["default"] - tf["locals"]["db_reserved"]
     assert tf["locals"]["db_functions"] == "${keys(local.all_functions)}"
+    precondition = tf["resource"]["google_sql_database_instance"]["main"]["lifecycle"][0]["precondition"][0]
+    assert precondition["condition"] == "${local.db_connections <= var.db_max_connections - local.db_reserved}"
+    assert tf["locals"]["db_connections"] == "${local.db_peak + local.db_migrator + local.db_headroom}"
     # The functions' pools are the ones the budget counts.
     env = _function_env(tf, "scrape")
     settings = Settings.from_env(env)
