@@ -63,10 +63,15 @@ locals {
     GLEANER_DB_MAX_OVERFLOW       = tostring(local.db_max_overflow)
     # Stop starting fetches 300 s before the function's (and the task's) 1,800 s deadline.
     GLEANER_SCRAPE_SOFT_DEADLINE = tostring(local.http_functions["scrape"].timeout - 300)
-    LOG_EXECUTION_ID             = "true"
+    # Webhook deliveries (changes.tf): the queue, and its attempts so the handler knows the last one.
+    GLEANER_NOTIFY_QUEUE        = google_cloud_tasks_queue.notify.name
+    GLEANER_NOTIFY_MAX_ATTEMPTS = tostring(var.notify_max_attempts)
+    LOG_EXECUTION_ID            = "true"
   }
-  # Where scrape tasks go and who they claim to be (sample enqueues batches, scrape their
-  # remainders). The scrape service's deterministic Cloud Run URL, not its `uri` attribute: scrape
+  # Functions that create tasks for the scrape function: scrape batches (sample; scrape for the
+  # remainder it hands on) and webhook deliveries (changes.tf).
+  knows_scrape_url = distinct(concat(local.enqueues_scrape, local.schedules_deliveries))
+  # Where those tasks go and who they claim to be. The scrape service's deterministic Cloud Run URL, not its `uri` attribute: scrape
   # needs its own address, and a function cannot reference its own attributes.
   scrape_url = "https://gleaner-scrape-${data.google_project.this.number}.${var.region}.run.app"
   tasks_env = {
@@ -100,7 +105,7 @@ resource "google_cloudfunctions2_function" "http" {
     service_account_email            = google_service_account.fn[each.key].email
     # IAM guards every function; "external" ones are reachable from outside Google's network.
     ingress_settings = each.value.external ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, each.key == "scrape" ? local.tasks_env : {}, {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 
@@ -143,7 +148,7 @@ resource "google_cloudfunctions2_function" "event" {
     service_account_email            = google_service_account.fn[each.key].email
     # Pub/Sub push counts as internal traffic for Cloud Run ingress.
     ingress_settings = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, each.key == "sample" ? local.tasks_env : {}, {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
   }

@@ -23,9 +23,10 @@ import hcl2
 import pytest
 import yaml
 
+from gleaner.changes.events import TOPIC as CHANGES_TOPIC
 from gleaner.config import HttpAuth, Settings
 from gleaner.logs import Event
-from gleaner.messages import TOPICS, ArticlesAccepted, ScrapeBatch, decode
+from gleaner.messages import TOPICS, ArticlesAccepted, DeliveryTask, ScrapeBatch, decode
 from gleaner.stages import STAGES
 from tests.cloud_fixtures import emulators
 
@@ -85,13 +86,39 @@ def _declared_topics(tf: dict[str, Any]) -> set[str]:
 
 
 def test_every_topic_the_code_publishes_is_declared(tf):
-    # Scrape batches are Cloud Tasks, not a topic.
-    assert (set(TOPICS) - {ScrapeBatch.topic}) | {emulators.DEAD_LETTER_TOPIC} <= _declared_topics(tf)
+    # Scrape batches and webhook deliveries are Cloud Tasks, not topics.
+    expected = (set(TOPICS) - {ScrapeBatch.topic, DeliveryTask.topic}) | {emulators.DEAD_LETTER_TOPIC, CHANGES_TOPIC}
+    assert expected <= _declared_topics(tf)
 
 
 def test_the_pipelines_topics_are_exactly_the_stages_ones(tf):
     assert {*tf["locals"]["topics"], tf["locals"]["dead_letter_topic"]} == \
         (set(STAGES) - {ScrapeBatch.topic}) | {emulators.DEAD_LETTER_TOPIC}
+
+
+def test_change_events_have_their_topic_and_every_function_that_announces_may_publish_there(tf):
+    topic = tf["resource"]["google_pubsub_topic"]["documents_changed"]
+    assert topic["name"] == CHANGES_TOPIC
+    publishers = tf["resource"]["google_pubsub_topic_iam_member"]["announce"]
+    assert publishers["topic"] == "${google_pubsub_topic.documents_changed.id}"
+    # Every stage whose handler flushes the outbox (gleaner.changes.outbox.flush) may publish.
+    stages_that_flush = {"map", "scrape", "snapshot"}
+    assert stages_that_flush <= set(tf["locals"]["announces"])
+
+
+def test_webhook_deliveries_go_through_the_notify_queue_with_backoff_starting_at_seconds(tf):
+    queue = tf["resource"]["google_cloud_tasks_queue"]["notify"]
+    assert queue["name"] == Settings().notify_queue
+    retry = queue["retry_config"][0]
+    assert retry["max_attempts"] == "${var.notify_max_attempts}"
+    assert tf["variable"]["notify_max_attempts"]["default"] == Settings().notify_max_attempts
+    assert int(retry["min_backoff"].rstrip("s")) < 60  # the first retry within a minute (DESIGN.md)
+    enqueuers = set(tf["locals"]["schedules_deliveries"])
+    # Those who schedule deliveries know the scrape function's URL (the tasks' target) and may act as
+    # the tasks identity that invokes it.
+    assert enqueuers <= set(tf["locals"]["event_functions"])
+    acts_as = tf["resource"]["google_service_account_iam_member"]["acts_as_tasks_invoker_for_deliveries"]
+    assert acts_as["for_each"] == "${toset(local.schedules_deliveries)}"
 
 
 def test_every_consumed_topic_is_pushed_to_its_stage_function_with_the_same_subscription_name(tf):
@@ -314,7 +341,8 @@ def _evaluate(tf: dict[str, Any], expression: str) -> Any:
 def _function_env(tf: dict[str, Any], name: str) -> dict[str, str]:
     """What a deployed function's environment holds, references replaced by stand-in values."""
     env: dict[str, str] = {}
-    extra = tf["locals"]["tasks_env"] if name in ("sample", "scrape") else {}
+    knows_scrape_url = {*tf["locals"]["enqueues_scrape"], *tf["locals"]["schedules_deliveries"]}
+    extra = tf["locals"]["tasks_env"] if name in knows_scrape_url else {}
     for key, raw in {**tf["locals"]["common_env"], **extra, "GLEANER_CLOUDSQL_USER": "${…}"}.items():
         raw = str(raw)
         try:
@@ -334,9 +362,11 @@ def test_every_function_gets_the_settings_the_cloud_path_needs(tf):
         assert settings.shared_politeness and not settings.auto_migrate
         assert settings.max_delivery_attempts == tf["variable"]["max_delivery_attempts"]["default"]
         assert 0 < settings.scrape_soft_deadline < _functions(tf)["scrape"]["timeout"]
-    for name in ("sample", "scrape"):  # sample enqueues batches, scrape the remainder it hands on
+    # sample enqueues batches, scrape the remainder it hands on, others webhook deliveries (to scrape)
+    for name in {"sample", "scrape", *tf["locals"]["schedules_deliveries"]}:
         settings = Settings.from_env(_function_env(tf, name))
         assert settings.scrape_url and settings.tasks_service_account
+        assert settings.notify_max_attempts == tf["variable"]["notify_max_attempts"]["default"]
     assert set(tf["locals"]["enqueues_scrape"]) == {"sample", "scrape"}
 
 

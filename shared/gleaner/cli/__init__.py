@@ -6,7 +6,7 @@ own module here and one import line below.
 """
 
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
-from gleaner.cli import crawl, database, reading, references  # noqa: F401  (each registers its commands)
+from gleaner.cli import changes, crawl, database, reading, references, versions  # noqa: F401  (each registers its commands)
 from gleaner.cli.base import main
 
 __all__ = ["main"]
