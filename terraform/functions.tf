@@ -118,9 +118,17 @@ resource "google_cloudfunctions2_function" "http" {
         version    = "latest"
       }
     }
+
+    secret_environment_variables {
+      key        = "GLEANER_ERASURE_KEY"
+      project_id = var.project_id
+      secret     = data.google_secret_manager_secret.erasure_key.secret_id
+      version    = "latest"
+    }
   }
 
-  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.webhook]
+  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.webhook,
+  google_secret_manager_secret_iam_member.erasure_key]
 }
 
 resource "google_cloudfunctions2_function" "event" {
@@ -151,9 +159,16 @@ resource "google_cloudfunctions2_function" "event" {
     environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
+
+    secret_environment_variables {
+      key        = "GLEANER_ERASURE_KEY"
+      project_id = var.project_id
+      secret     = data.google_secret_manager_secret.erasure_key.secret_id
+      version    = "latest"
+    }
   }
 
-  depends_on = [google_project_service.enabled]
+  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.erasure_key]
 }
 
 # Who may call which function (Cloud Run invoker on the function's service). Nothing is public.

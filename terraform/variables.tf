@@ -98,18 +98,10 @@ variable "webhook_secret_id" {
   default     = "gleaner-webhook-secret"
 }
 
-variable "crawls" {
-  description = "Recurring crawls: name => { schedule (cron), url, and optional crawl options }."
-  type = map(object({
-    schedule    = string
-    url         = string
-    site_domain = optional(string)
-    limit       = optional(number)
-    max_depth   = optional(number)
-    include     = optional(list(string), [])
-    exclude     = optional(list(string), [])
-  }))
-  default = {}
+variable "erasure_key_secret_id" {
+  description = "Secret Manager secret holding GLEANER_ERASURE_KEY (64 hex digits; created once by an operator)."
+  type        = string
+  default     = "gleaner-erasure-key"
 }
 
 variable "time_zone" {
@@ -118,16 +110,16 @@ variable "time_zone" {
   default     = "Etc/UTC"
 }
 
+variable "tick_schedule" {
+  description = "Cron of the operator tick (POST {\"tick\": true} to map): starts every due site's crawl (gleaner sites)."
+  type        = string
+  default     = "*/5 * * * *"
+}
+
 variable "feed_walk_schedule" {
   description = "Cron of the feed walk nudge (an ArticlesAccepted walk message on articles-accepted)."
   type        = string
   default     = "0 * * * *"
-}
-
-variable "tick_schedule" {
-  description = "Cron of the tick: map-http starts a crawl of every site that is due."
-  type        = string
-  default     = "*/10 * * * *"
 }
 
 variable "sweep_schedule" {

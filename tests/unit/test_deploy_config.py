@@ -214,6 +214,14 @@ def test_the_feed_walk_publishes_a_walk_message_that_ingest_consumes(tf):
     assert STAGES[ArticlesAccepted.topic][0] == "ingest"
 
 
+def test_one_scheduler_job_ticks_map_and_no_job_is_declared_per_crawl(tf):
+    jobs = tf["resource"]["google_cloud_scheduler_job"]
+    assert set(jobs) == {"operator", "feed_walk"}  # operator: the tick and the sweep
+    assert jobs["operator"]["for_each"] == "${local.operator_jobs}"
+    assert jobs["operator"]["http_target"][0]["body"] == "${base64encode(jsonencode(each.value.body))}"
+    assert "crawls" not in tf["variable"]
+
+
 # -- cloudbuild.yaml ------------------------------------------------------------------------------
 
 
@@ -343,7 +351,8 @@ def _function_env(tf: dict[str, Any], name: str) -> dict[str, str]:
     env: dict[str, str] = {}
     knows_scrape_url = {*tf["locals"]["enqueues_scrape"], *tf["locals"]["schedules_deliveries"]}
     extra = tf["locals"]["tasks_env"] if name in knows_scrape_url else {}
-    for key, raw in {**tf["locals"]["common_env"], **extra, "GLEANER_CLOUDSQL_USER": "${…}"}.items():
+    secrets = {"GLEANER_ERASURE_KEY": "00" * 32}  # from Secret Manager (secret_environment_variables)
+    for key, raw in {**tf["locals"]["common_env"], **extra, "GLEANER_CLOUDSQL_USER": "${…}", **secrets}.items():
         raw = str(raw)
         try:
             env[key] = str(_evaluate(tf, raw))
@@ -436,7 +445,7 @@ def test_the_pubsub_agent_exists_before_it_is_granted_anything(tf):
 def test_scheduler_jobs_prove_their_identity_with_oidc_and_carry_no_secret(tf):
     jobs = tf["resource"]["google_cloud_scheduler_job"]
     http_jobs = {name: job for name, job in jobs.items() if "http_target" in job}
-    assert {"crawl", "operator"} <= set(http_jobs)
+    assert set(http_jobs) == {"operator"}
     for job in http_jobs.values():
         target = job["http_target"][0]
         assert "Authorization" not in target.get("headers", {})
@@ -496,3 +505,13 @@ def test_the_builder_deploys_with_a_custom_role_and_no_basic_roles(tf):
     assert grants["builder_deploys"]["role"] == "${google_project_iam_custom_role.deployer.id}"
     text = "\n".join(p.read_text() for p in TERRAFORM.glob("*.tf"))
     assert not re.search(r'"roles/(editor|owner)"', text)
+
+
+def test_every_function_reads_the_same_erasure_key_from_secret_manager(tf):
+    functions = tf["resource"]["google_cloudfunctions2_function"]
+    for kind in ("http", "event"):
+        config = functions[kind]["service_config"][0]
+        keys = [block["key"] for block in config.get("secret_environment_variables", [])]
+        assert "GLEANER_ERASURE_KEY" in keys, kind  # unset in the cloud, erasure refuses to run
+    grants = tf["resource"]["google_secret_manager_secret_iam_member"]["erasure_key"]
+    assert grants["for_each"] == "${toset(local.db_functions)}"

@@ -6,7 +6,16 @@ own module here and one import line below.
 """
 
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
-from gleaner.cli import changes, crawl, database, reading, references, versions  # noqa: F401  (each registers its commands)
+from gleaner.cli import (  # noqa: F401  (each registers its commands)
+    changes,
+    crawl,
+    database,
+    operating,
+    provenance,
+    reading,
+    references,
+    versions,
+)
 from gleaner.cli.base import main
 
 __all__ = ["main"]

@@ -1,7 +1,7 @@
 """host_slots: per-host request turns shared by every process that fetches.
 
 Revision ID: 0009
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-30
 
 Scrape batches of one site run in several function instances at once; in-process turns let each
@@ -14,7 +14,7 @@ request is in flight. Not tenant-scoped: politeness belongs to the server, whoev
 from alembic import op
 
 revision = "0009"
-down_revision = "0005"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
