@@ -23,10 +23,11 @@ from gleaner.testsite import Page, TestSite
 
 ROOT = Path(__file__).resolve().parents[2]
 DELAY = 0.3
+PAGE_SECONDS = 0.35
 PAGES_EACH = 5
 
 FETCH_SCRIPT = """
-import json, os, sys, time
+import json, os, sys
 from gleaner.app import Deps
 from gleaner.config import Settings, parse_networks
 from gleaner.fetch.types import FetchRequest
@@ -36,8 +37,8 @@ settings = Settings(database_url=os.environ["DB"], data_dir=__import__("pathlib"
                     host_concurrency=1, fetch_timeout=5.0, shared_politeness=os.environ["SHARED"] == "1")
 deps = Deps(settings)
 deps.metadata  # connect (and migrate) before the start line, so both processes start together
-go = float(os.environ["GO"])
-time.sleep(max(0.0, go - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()  # the test says go once both processes are ready
 with deps.new_fetcher() as fetcher:
     urls = [os.environ["SITE"] + f"/{os.environ['NAME']}{i}" for i in range(int(os.environ["N"]))]
     print(json.dumps(sorted(str(r.outcome) for r in fetcher.fetch_many(FetchRequest(u) for u in urls))))
@@ -46,7 +47,11 @@ deps.close()
 
 
 class TimedSite(TestSite):
-    """Every page takes 0.1 s; the server records when each request started and ended."""
+    """Every page takes longer than the delay; the server records when each request started and ended.
+
+    A page outlasting the delay keeps each process busy more than half of the time, so two
+    processes that do not share their turns must overlap at the host.
+    """
 
     def __init__(self, names: list[str]) -> None:
         self.spans: list[tuple[float, float, str]] = []
@@ -57,7 +62,7 @@ class TimedSite(TestSite):
 
     def _slow(self, h: BaseHTTPRequestHandler) -> None:
         started = time.monotonic()
-        time.sleep(0.1)
+        time.sleep(PAGE_SECONDS)
         body = b"<html><body>ok</body></html>"
         kind = "text/plain" if h.path == "/robots.txt" else "text/html"
         with self._spans_lock:
@@ -71,15 +76,20 @@ class TimedSite(TestSite):
 
 def _crawl_from_two_processes(database_url: str, tmp_path: Path, shared: bool) -> TimedSite:
     site = TimedSite(["a", "b"]).start()
-    go = time.time() + 6.0
     procs = []
     for name in ("a", "b"):
         env = {**os.environ, "DB": database_url, "DATA": str(tmp_path / name), "DELAY": str(DELAY),
-               "SHARED": "1" if shared else "0", "GO": str(go), "SITE": site.url, "NAME": name,
+               "SHARED": "1" if shared else "0", "SITE": site.url, "NAME": name,
                "N": str(PAGES_EACH), "PYTHONPATH": str(ROOT / "shared")}
-        procs.append(subprocess.Popen([sys.executable, "-c", FETCH_SCRIPT], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen([sys.executable, "-c", FETCH_SCRIPT], env=env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         for proc in procs:
             out, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err[-3000:]
