@@ -134,8 +134,10 @@ def gate_for(engine: Engine, site: str) -> Gate:
     with engine.connect() as conn:
         skips = tuple(r for r in _rules(conn, site) if r.action is RuleAction.SKIP)
         decided = conn.execute(
-            sa.text("SELECT canonical_url, operator_decision::text FROM knowledge.documents"
-                    " WHERE site_domain = :s AND operator_decision IS NOT NULL AND canonical_url IS NOT NULL"),
+            # An erased document is excluded like an operator's exclude: the walk must not fetch it again.
+            sa.text("SELECT canonical_url, CASE WHEN is_deleted THEN 'exclude' ELSE operator_decision::text END"
+                    " FROM knowledge.documents WHERE site_domain = :s"
+                    " AND (operator_decision IS NOT NULL OR is_deleted) AND canonical_url IS NOT NULL"),
             {"s": site},
         ).all()
     return Gate(skips, frozenset(u for u, d in decided if d == "exclude"),
