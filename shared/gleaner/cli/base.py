@@ -147,6 +147,18 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
     )
 
 
+def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a --site-domain / SITE that is not a valid tenant key is a usage error (exit 2)."""
+    from gleaner.tenancy import InvalidTenant, validate_site_domain
+
+    if value is None:
+        return None
+    try:
+        return validate_site_domain(value)
+    except InvalidTenant as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
 def is_uuid(value: str) -> bool:
     import uuid
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary
+from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary, tenant_key
 
 
 @main.command("runs")
@@ -47,7 +47,7 @@ def runs_cmd(run_id: str | None, limit: int, as_json: bool) -> None:
 
 
 @main.command("docs")
-@click.argument("site")
+@click.argument("site", callback=tenant_key)
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def docs_cmd(site: str, as_json: bool) -> None:
