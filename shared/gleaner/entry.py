@@ -208,9 +208,13 @@ def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
         return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
     except InvalidInput as exc:
         return _json_response({"error": str(exc)}, 400)
-    from gleaner.urls import canonicalize, site_domain_of
+    from gleaner.tenancy import site_for
+    from gleaner.urls import canonicalize
 
-    site = message.site_domain or site_domain_of(canonicalize(message.target_url))
+    try:
+        site = site_for(canonicalize(message.target_url), message.site_domain)
+    except InvalidInput as exc:
+        return _json_response({"error": str(exc)}, 400)
     try:
         deps.bus.publish(message, ordering_key=site)
     except (RetryableError, ConfigError) as exc:
@@ -274,15 +278,22 @@ def _task_attempt(headers: Mapping[str, str]) -> int | None:
 
 def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
-    from gleaner.webhook import WebhookRequest, handle, read_capped
+    from gleaner.web import read_body
+    from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
-    body, oversized = b"", False
-    if request.method in ("POST", "PUT", "PATCH"):
-        body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
+    cap = deps.settings.webhook_max_bytes
+    # functions-framework drains the body after the answer (read_request): past the cap it must not.
+    request.max_content_length = cap
+    environ = request.environ
+
+    def body() -> bytes:
+        # Through werkzeug's stream, which counts what was read, so the framework's drain reads no more.
+        return read_body({**environ, "wsgi.input": request.stream}, cap)
+
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
-        body=body, query=request.args.to_dict(), oversized=oversized,
+        query=request.args.to_dict(), read_body=body,
     ), deps)
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework

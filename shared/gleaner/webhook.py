@@ -1,11 +1,12 @@
 """The ingest function's HTTP surface, framework-free: the feed-poller webhook and reference retrieval.
 
 Adapters (``functions/ingest/main.py`` under functions-framework, ``gleaner serve``
-on the standard library's HTTP server) turn their request into a
-:class:`WebhookRequest`, reading at most ``webhook_max_bytes + 1`` bytes of body,
+under waitress) turn their request into a :class:`WebhookRequest` whose
+``read_body`` reads at most ``webhook_max_bytes`` (:func:`gleaner.web.read_body`),
 and send back the ``(status, json)`` that :func:`handle` answers.
 
-Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
+Routes (all need a bearer: ``$GLEANER_WEBHOOK_SECRET``, the admin, or a workspace
+token from ``gleaner tokens add``, which acts as its workspace)::
 
     POST /             {"articles": [...]}  -> 202 {"accepted", "duplicates", "rejected": [{"index", "reason"}]}
                        empty body or {}     -> 202 {"walk": true, "scheduled": n}
@@ -13,12 +14,15 @@ Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
     GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
     GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
 
-Checks run in this order, so a request learns nothing it is not entitled to:
-404 unknown path, 405 wrong method, 401 missing or wrong bearer (constant-time
-compare), 413 body over the cap, 400 malformed (every reason listed). Articles
-are validated one by one: valid ones are recorded even when siblings are
-rejected (each rejection says its index and why); a batch with no valid
-article at all is a 400. Unparseable bodies are never half-read.
+Checks run in this order, so a request learns nothing it is not entitled to and
+an unauthenticated caller costs no body read: 404 unknown path, 405 wrong
+method, 401 missing or wrong bearer (constant-time compare), then the body:
+413 over the cap, 400 malformed (every reason listed;
+text that is not valid Unicode, a lone surrogate or a NUL is malformed, in the
+body and in the query alike). Articles are validated one by one: valid ones are
+recorded even when siblings are rejected (each rejection says its index and
+why); a batch with no valid article at all is a 400. A database refusal of the
+input itself (a data exception) is a 400, never "retry later".
 """
 
 from __future__ import annotations
@@ -28,18 +32,20 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
+from gleaner.store.dberrors import is_permanent
 from gleaner.store.references import ArticleRow
 from gleaner.urls import canonicalize
+from gleaner.web import BodyRefused
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +70,9 @@ class WebhookRequest:
     headers: Mapping[str, str] = field(default_factory=dict)  # keys lower-cased by the adapter
     body: bytes = b""
     query: Mapping[str, str] = field(default_factory=dict)
-    oversized: bool = False  # the adapter saw more than the cap (declared or read) and stopped reading
-
-
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def read_capped(stream: _Readable, declared_length: int | None, cap: int) -> tuple[bytes, bool]:
-    """Read a request body of at most cap bytes: (body, oversized). Never reads past cap + 1."""
-    if declared_length is not None and declared_length > cap:
-        return b"", True
-    want = cap + 1 if declared_length is None else declared_length
-    data = stream.read(want) or b""
-    return data, len(data) > cap
+    # Reads the body (BodyRefused when it cannot be read as sent); called only after the bearer is
+    # checked, so an unauthenticated caller costs no read. None: ``body`` is the body.
+    read_body: Callable[[], bytes] | None = None
 
 
 class MalformedRequest(InvalidInput):
@@ -113,6 +108,9 @@ def parse_payload(body: bytes) -> Batch | Walk:
         raise MalformedRequest([f"body is not UTF-8: {exc}"]) from exc
     except (ValueError, RecursionError) as exc:
         raise MalformedRequest([f"body is not JSON: {exc}"]) from exc
+    problem = text_problem(data)
+    if problem:
+        raise MalformedRequest([f"body {problem}"])
     if not isinstance(data, dict):
         raise MalformedRequest([f"body must be a JSON object, got {_type(data)}"])
     unknown = sorted(set(data) - _TOP_LEVEL_FIELDS)
@@ -141,6 +139,31 @@ def parse_payload(body: bytes) -> Batch | Walk:
     if articles and not rows:
         raise MalformedRequest([f"no valid article among {len(articles)}"], rejected)
     return Batch(tuple(rows), tuple(rejected))
+
+
+def text_problem(value: object) -> str | None:
+    """Why a parsed JSON value (or a query string) cannot be stored as text, or None.
+
+    JSON may escape a lone surrogate (``"\\ud800"``), which is no Unicode text any database or
+    UTF-8 encoder accepts, and a NUL, which PostgreSQL's text type refuses: both are bad input,
+    refused here rather than failing halfway through a transaction.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains a lone surrogate (not valid Unicode text)"
+    return None
 
 
 def parse_article(raw: object) -> ArticleRow:
@@ -233,11 +256,16 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
     denied = _check_bearer(request.headers, deps.settings.webhook_secret)
     if denied is not None:
         return denied
-    if request.oversized:
-        return 413, {"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}
     try:
+        problem = text_problem([path, *request.query.keys(), *request.query.values()])
+        if problem:
+            raise MalformedRequest([f"the path or query {problem}"])
         if path == "/":
-            return _post(request.body, deps)
+            try:
+                body = request.read_body() if request.read_body is not None else request.body
+            except BodyRefused as exc:
+                return exc.status, {"error": exc.message}
+            return _post(body, deps)
         if path == "/refs":
             return _search(request.query, deps)
         return _show(path[len("/refs/"):], deps)
@@ -246,7 +274,14 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         if exc.rejected:
             answer["rejected"] = exc.rejected
         return 400, answer
-    except (RetryableError, sa.exc.DBAPIError) as exc:
+    except sa.exc.DBAPIError as exc:
+        if is_permanent(exc):
+            # The database refused the input itself (a value it cannot store): retrying cannot help.
+            log.warning("webhook input refused by the database: %s", exc.orig)
+            return 400, {"error": "malformed request", "reasons": ["the database refused a value in the request"]}
+        log.error("webhook could not finish: %s", exc)
+        return 503, {"error": "temporarily unavailable, retry later"}
+    except RetryableError as exc:
         # Transient: the caller retries; whatever was recorded before stays recorded (duplicates on resend).
         log.error("webhook could not finish: %s", exc)
         return 503, {"error": "temporarily unavailable, retry later"}

@@ -83,7 +83,25 @@ def create_engine(settings: Settings) -> Engine:
                                   max_overflow=10, future=True)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
+    discard_broken_connections(engine)
     return engine
+
+
+def discard_broken_connections(engine: Engine) -> None:
+    """A connection on which the driver failed outside the server's protocol is closed, not pooled.
+
+    pg8000 encodes parameters while it writes a statement: a value it cannot encode (a lone
+    surrogate) raises a plain Python error midway, leaving the connection out of step with the
+    server, and every later statement on it fails. A server-side error (a DBAPIError) leaves the
+    protocol in step, and the rollback that follows makes the connection clean again.
+    """
+
+    @sa.event.listens_for(engine, "handle_error")
+    def _discard(context: Any) -> None:
+        error = context.original_exception
+        if isinstance(error, Exception) and not isinstance(error, engine.dialect.loaded_dbapi.Error):
+            context.is_disconnect = True
+            context.invalidate_pool_on_disconnect = False  # only this connection is broken, not the pool
 
 
 def _set_role_on_connect(engine: Engine, role: str) -> None:
