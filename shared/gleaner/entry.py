@@ -278,7 +278,7 @@ def _task_attempt(headers: Mapping[str, str]) -> int | None:
 
 def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
-    from gleaner.web import read_body
+    from gleaner.web import query_of, read_body
     from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
@@ -293,7 +293,7 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
-        query=request.args.to_dict(), read_body=body,
+        query=query_of(request.query_string), read_body=body,
     ), deps)
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework

@@ -15,12 +15,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from urllib.parse import parse_qsl
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError
-from gleaner.web import Environ, ServerLimits, StartResponse, WsgiApp, compose, make_server, read_body, respond
+from gleaner.web import (
+    Environ,
+    ServerLimits,
+    StartResponse,
+    WsgiApp,
+    compose,
+    make_server,
+    query_of,
+    read_body,
+    respond,
+)
 from gleaner.webhook import WebhookRequest, handle
 
 log = logging.getLogger(__name__)
@@ -35,9 +44,9 @@ def webhook_app(deps: Deps, on_accepted: Callable[[], None] = lambda: None) -> W
         headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
                    if key.startswith("HTTP_")}
         # WSGI hands the path as latin-1-decoded bytes (PEP 3333); the webhook wants the UTF-8 text.
-        path = environ.get("PATH_INFO", "/").encode("latin-1").decode("utf-8", "replace")
+        path = environ.get("PATH_INFO", "/").encode("latin-1").decode("utf-8", "surrogateescape")
         request = WebhookRequest(method=method, path=path, headers=headers,
-                                 query=dict(parse_qsl(environ.get("QUERY_STRING", ""))),
+                                 query=query_of(environ.get("QUERY_STRING", "").encode("latin-1")),
                                  read_body=lambda: read_body(environ, cap))
         try:
             status, answer = handle(request, deps)

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,13 @@ def read_body(environ: Environ, cap: int) -> bytes:
     if len(data) < declared:
         raise BodyRefused(400, "body shorter than its Content-Length")
     return data
+
+
+def query_of(raw: bytes) -> dict[str, str]:
+    """A query string's parameters; bytes that are not UTF-8 survive as lone surrogates (surrogateescape),
+    so the handler refuses them (400) instead of searching for U+FFFD replacements."""
+    text = raw.decode("utf-8", "surrogateescape")
+    return dict(parse_qsl(text, keep_blank_values=True, errors="surrogateescape"))
 
 
 def _read(stream: Any, size: int) -> bytes:

@@ -44,6 +44,7 @@ from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
 from gleaner.store.dberrors import is_permanent
 from gleaner.store.references import ArticleRow
+from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller, TokenStore
 from gleaner.urls import canonicalize
 from gleaner.web import BodyRefused
 
@@ -253,9 +254,9 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         return 404, {"error": f"no route {path}"}
     if method not in allowed:
         return 405, {"error": f"method {method} not allowed on {path}", "allow": list(allowed)}
-    denied = _check_bearer(request.headers, deps.settings.webhook_secret)
-    if denied is not None:
-        return denied
+    caller = _caller(request.headers, deps)
+    if not isinstance(caller, Caller):
+        return caller
     try:
         problem = text_problem([path, *request.query.keys(), *request.query.values()])
         if problem:
@@ -265,10 +266,10 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
                 body = request.read_body() if request.read_body is not None else request.body
             except BodyRefused as exc:
                 return exc.status, {"error": exc.message}
-            return _post(body, deps)
+            return _post(body, deps, caller)
         if path == "/refs":
             return _search(request.query, deps)
-        return _show(path[len("/refs/"):], deps)
+        return _show(path[len("/refs/"):], deps, caller)
     except MalformedRequest as exc:
         answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
         if exc.rejected:
@@ -287,7 +288,9 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         return 503, {"error": "temporarily unavailable, retry later"}
 
 
-def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | None:
+def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
+    """Who the bearer acts for: the admin (the shared secret) or a token's workspace; else the refusal."""
+    secret = deps.settings.webhook_secret
     if not secret:
         # Fail closed: an unconfigured webhook must not be an open one (500, like the map function's).
         log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every webhook request")
@@ -296,12 +299,17 @@ def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | No
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return 401, {"error": "missing bearer token"}
-    if not hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8")):
-        return 401, {"error": "wrong bearer token"}
-    return None
+    token = token.strip()
+    if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), secret.encode("utf-8")):
+        return ADMIN
+    if token.startswith(TOKEN_PREFIX) and len(token) < 100:
+        caller = TokenStore(deps.engine).caller_for(token)
+        if caller is not None:
+            return caller
+    return 401, {"error": "wrong bearer token"}
 
 
-def _post(body: bytes, deps: Deps) -> Answer:
+def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:
     payload = parse_payload(body)
     if isinstance(payload, Walk):
         refs = deps.references
@@ -310,6 +318,8 @@ def _post(body: bytes, deps: Deps) -> Answer:
         log.info(json.dumps({"event": "webhook.walk", "scheduled": scheduled,
                              "full_reprocess": payload.full_reprocess}))
         return 202, {"walk": True, "scheduled": scheduled}
+    if not caller.is_admin:
+        payload = _own_workspace_only(payload, caller)
     ids = deps.references.record_articles([row for _index, row in payload.rows])
     new = [i for i in ids if i is not None]
     if new:
@@ -332,7 +342,21 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
     return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
 
 
-def _show(raw_id: str, deps: Deps) -> Answer:
+def _own_workspace_only(batch: Batch, caller: Caller) -> Batch:
+    """A workspace token records articles for its own workspace only; others are rejected one by one."""
+    rows, rejected = [], list(batch.rejected)
+    for index, row in batch.rows:
+        if row.workspace_id == caller.workspace_id:
+            rows.append((index, row))
+        else:
+            rejected.append({"index": index, "reason": "'workspace_id' is not the workspace of this token"})
+    if not rows:
+        raise MalformedRequest([f"no valid article among {len(rows) + len(rejected)}"],
+                               sorted(rejected, key=lambda r: r["index"]))
+    return Batch(tuple(rows), tuple(sorted(rejected, key=lambda r: r["index"])))
+
+
+def _show(raw_id: str, deps: Deps, caller: Caller) -> Answer:
     try:
         reference_id = str(uuid.UUID(raw_id))
     except ValueError as exc:
@@ -340,4 +364,10 @@ def _show(raw_id: str, deps: Deps) -> Answer:
     item = deps.references.get(reference_id)
     if item is None:
         return 404, {"error": f"no reference item {reference_id}"}
+    if not caller.is_admin:
+        # A workspace sees its own ledger rows; the others only as counts (no ids, no feed URLs).
+        others = [a for a in item["articles"] if a["workspace_id"] != caller.workspace_id]
+        item["articles"] = [a for a in item["articles"] if a["workspace_id"] == caller.workspace_id]
+        item["other_workspaces"] = {"workspaces": len({a["workspace_id"] for a in others}),
+                                    "articles": len(others)}
     return 200, item
