@@ -115,6 +115,16 @@ def scope(site_domain: str) -> Iterator[Scope]:
 
 
 @contextmanager
+def no_tenant() -> Iterator[Scope]:
+    """Transactions begun inside see no tenant-scoped row (what code that chose no tenant gets)."""
+    token = _current.set(NO_TENANT)
+    try:
+        yield NO_TENANT
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
 def all_tenants() -> Iterator[Scope]:
     """Transactions begun inside see every tenant: operator commands only (listing, sweeping, ticking)."""
     token = _current.set(Scope(all_tenants=True))

@@ -12,7 +12,7 @@ from gleaner.entry import crawl_request_from
 from gleaner.errors import InvalidInput
 from gleaner.messages import CrawlMapped, CrawlRequested, ScrapeBatch, SnapshotsWritten, decode, encode
 from gleaner.runner import new_request
-from gleaner.tenancy import InvalidTenant, all_tenants, current, scope, site_for, validate_site_domain
+from gleaner.tenancy import InvalidTenant, all_tenants, current, no_tenant, scope, site_for, validate_site_domain
 
 VALID = ["example.com", "docs.example.com", "a", "127.0.0.1", "xn--bcher-kva.example", "a-b.c-d.e",
          "x" * 63 + ".com", ".".join(["a" * 49] * 5) + ".abc"]  # the last: 253 characters
@@ -97,13 +97,14 @@ def test_the_crawl_command_refuses_a_bad_tenant_before_touching_anything(tmp_pat
     assert not (tmp_path / "g").exists()
 
 
-def test_a_scope_names_one_tenant_or_all_and_ends_with_its_block():
-    assert current().site_domain is None and not current().all_tenants
-    with scope("example.com"):
-        assert current().site_domain == "example.com"
-        with all_tenants():
-            assert current().all_tenants
-        assert current().site_domain == "example.com"
-    assert current().site_domain is None
+def test_a_scope_names_one_tenant_or_all_or_none_and_ends_with_its_block():
+    with no_tenant():
+        assert current().site_domain is None and not current().all_tenants
+        with scope("example.com"):
+            assert current().site_domain == "example.com"
+            with all_tenants():
+                assert current().all_tenants
+            assert current().site_domain == "example.com"
+        assert current().site_domain is None and not current().all_tenants
     with pytest.raises(InvalidTenant), scope("a/b"):
         pass

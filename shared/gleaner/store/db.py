@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
+from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ def create_engine(settings: Settings) -> Engine:
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
+    install_tenant_guard(engine)
     return engine
 
 
@@ -160,22 +162,26 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to revision; safe to call from many processes at once."""
     from alembic import command
 
-    with engine.connect() as conn:
-        conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+    # Migrations run as the login (or GLEANER_DATABASE_ROLE) role, not the application role, and see
+    # every tenant's rows: a data migration must not be filtered by row-level security.
+    with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:k), set_config('app.all_tenants', 'on', false)"),
+                     {"k": _MIGRATION_LOCK})
         try:
             cfg = alembic_config(engine)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
             conn.commit()
         finally:
-            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:k), set_config('app.all_tenants', '', false)"),
+                         {"k": _MIGRATION_LOCK})
             conn.commit()
 
 
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
+    with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
         ctx = MigrationContext.configure(conn, opts={"version_table_schema": "knowledge"})
         return ctx.get_current_revision()
 
