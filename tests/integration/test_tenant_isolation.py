@@ -111,3 +111,30 @@ def test_the_cli_acting_as_one_tenant_sees_only_that_tenant(deps, two_tenants, d
     assert sorted(r["run_id"] for r in json.loads(operator.stdout)) == sorted([a["run_id"], b["run_id"]])
     bad = runner.invoke(main, ["--tenant", "_references", "runs"], env=env)
     assert bad.exit_code == 2
+
+
+def test_an_http_route_sees_no_tenant_unless_it_chooses_one(make_deps, two_tenants):
+    """A route mounted on `gleaner serve` (the back office's /v1/ will be one) runs on the server's threads,
+    where no tenant is chosen: a forged id finds nothing until the route enters its caller's scope."""
+    import httpx
+
+    from gleaner.serve import WebhookServer
+
+    a, b = two_tenants
+    deps = make_deps(webhook_secret="s")
+
+    def documents(environ: Any, start_response: Any) -> list[bytes]:
+        site = environ["QUERY_STRING"]
+        meta = deps.metadata
+        if site:
+            with tenancy.scope(site):
+                found = meta.document_by_url(b["url"])
+        else:
+            found = meta.document_by_url(b["url"])
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps(found is not None).encode()]
+
+    with WebhookServer(deps, port=0, routes=[("/v1/", documents)]) as server:
+        seen = {site: httpx.get(f"{server.url}/v1/doc?{site}").json() for site in ("", "a.test", "b.test")}
+    assert seen == {"": False, "a.test": False, "b.test": True}
+    assert a["url"] != b["url"]
