@@ -22,11 +22,13 @@ choice follow the thread (and asyncio task) that set it.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 from gleaner.errors import InvalidInput
 
@@ -132,3 +134,19 @@ def all_tenants() -> Iterator[Scope]:
         yield current()
     finally:
         _current.reset(token)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def across_tenants(fn: Callable[P, R]) -> Callable[P, R]:
+    """Gleaner's own machinery that serves every tenant at once (the change-event outbox and its
+    deliveries): fn's transactions see all tenants, whichever tenant's stage happens to call it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with all_tenants():
+            return fn(*args, **kwargs)
+
+    return wrapper

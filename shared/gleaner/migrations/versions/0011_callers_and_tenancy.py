@@ -1,7 +1,7 @@
 """Tenant isolation: row-level security on every tenant-scoped table, the application role, caller tokens.
 
 Revision ID: 0011
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-30
 
 A token is 32 random bytes (``glt_`` + base64url), so a SHA-256 digest is enough to store it: no
@@ -20,10 +20,10 @@ from alembic import op
 from gleaner.store.rls import APP_ROLE_SQL, tenant_isolation_sql
 
 TENANT_TABLES = ("knowledge.source_hosts", "knowledge.crawl_runs", "knowledge.documents",
-                 "knowledge.composite_documents")
+                 "knowledge.composite_documents", "knowledge.document_events", "knowledge.notify_subscriptions")
 
 revision = "0011"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
