@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import io
 import json
 import logging
 import uuid
@@ -292,18 +293,23 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
     deps = deps if deps is not None else process_deps()
     cap = deps.settings.webhook_max_bytes
-    # functions-framework drains the body after the answer (read_request): past the cap it must not.
-    request.max_content_length = cap
     environ = request.environ
+    reading: list[bool] = []
 
     def body() -> bytes:
-        # Through werkzeug's stream, which counts what was read, so the framework's drain reads no more.
-        return read_body({**environ, "wsgi.input": request.stream}, cap)
+        reading.append(True)
+        # Through werkzeug's stream (opened only once read_body decides to read), which counts what was read.
+        return read_body(environ, cap, lambda: request.stream)
 
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
         query=query_of(request.query_string), read_body=body,
     ), deps)
+    if not reading or status in (400, 413):
+        # functions-framework reads the whole body into memory after the answer (read_request). A body
+        # this handler did not read (unauthenticated, refused) must not be: the framework's read finds
+        # none, and the server discards what the caller still sends.
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(), "0"
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
     return _json_response(answer, status)

@@ -44,18 +44,19 @@ class BodyRefused(Exception):
         self.message = message
 
 
-def read_body(environ: Environ, cap: int) -> bytes:
-    """The request body, at most ``cap`` bytes; BodyRefused (400/411/413) otherwise. Never reads past cap + 1.
+def read_body(environ: Environ, cap: int, stream: Callable[[], Any] | None = None) -> bytes:
+    """The request body, at most ``cap`` bytes; BodyRefused (400/413) otherwise. Never reads past cap + 1.
 
     A chunked body arrives with no Content-Length: waitress has de-chunked it (capped) and set one;
-    other servers mark it ``wsgi.input_terminated``, and it is read up to the cap.
+    other servers mark it ``wsgi.input_terminated``, and it is read up to the cap. ``stream`` opens
+    the input when it is read (default: ``wsgi.input``); a refused body is never opened.
     """
-    stream = environ["wsgi.input"]
+    open_stream = stream or (lambda: environ["wsgi.input"])
     raw = environ.get("CONTENT_LENGTH")
     if raw is None or raw == "":
         if not environ.get("wsgi.input_terminated"):
             return b""  # no Content-Length and not chunked: the body is empty (RFC 9112, 6.3), nothing is read
-        data = _read(stream, cap + 1)
+        data = _read(open_stream(), cap + 1)
         if len(data) > cap:
             raise BodyRefused(413, f"body larger than {cap} bytes")
         return data
@@ -64,7 +65,7 @@ def read_body(environ: Environ, cap: int) -> bytes:
     declared = int(raw)
     if declared > cap:
         raise BodyRefused(413, f"body larger than {cap} bytes")
-    data = _read(stream, declared)
+    data = _read(open_stream(), declared)
     if len(data) < declared:
         raise BodyRefused(400, "body shorter than its Content-Length")
     return data
