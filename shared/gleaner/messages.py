@@ -83,6 +83,12 @@ class CrawlRequested(Message):
     feeds: tuple[str, ...] = ()
     mode: str = "website_mapping"
     triggered_by: str = "api"
+    # A site's own run budget (gleaner sites add --max-*); None: the global GLEANER_RUN_MAX_* settings.
+    max_requests: int | None = None
+    max_bytes: int | None = None
+    max_seconds: float | None = None
+    # Skip URLs whose sitemap <lastmod> is not after their last fetch (scheduled runs of `auto` sites).
+    honour_lastmod: bool = False
 
     def __post_init__(self) -> None:
         # The one message a caller shapes: its tenant key can never name a reserved tenant.
@@ -135,6 +141,7 @@ class FetchedPage:
     fetch_time_ms: int
     byte_size: int
     extractor: str = ""
+    source_blake3: str | None = None  # BLAKE3 of the bytes as fetched; None from an older sender
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:

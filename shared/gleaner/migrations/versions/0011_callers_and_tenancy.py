@@ -1,7 +1,7 @@
 """Tenant isolation: row-level security on every tenant-scoped table, the application role, caller tokens.
 
 Revision ID: 0011
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-30
 
 A token is 32 random bytes (``glt_`` + base64url), so a SHA-256 digest is enough to store it: no
@@ -20,10 +20,13 @@ from alembic import op
 from gleaner.store.rls import APP_ROLE_SQL, tenant_isolation_sql
 
 TENANT_TABLES = ("knowledge.source_hosts", "knowledge.crawl_runs", "knowledge.documents",
-                 "knowledge.composite_documents", "knowledge.document_events", "knowledge.notify_subscriptions")
+                 "knowledge.composite_documents", "knowledge.document_events", "knowledge.notify_subscriptions",
+                 "knowledge.sites", "knowledge.site_rules", "knowledge.document_routings",
+                 "knowledge.composite_document_sources", "knowledge.citations", "knowledge.document_conflicts",
+                 "knowledge.erasures", "knowledge.erased_digests")
 
 revision = "0011"
-down_revision = "0005"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
