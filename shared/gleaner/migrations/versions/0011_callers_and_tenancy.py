@@ -1,7 +1,7 @@
 """Tenant isolation: row-level security on every tenant-scoped table, the application role, caller tokens.
 
 Revision ID: 0011
-Revises: 0007
+Revises: 0009
 Create Date: 2026-11-30
 
 A token is 32 random bytes (``glt_`` + base64url), so a SHA-256 digest is enough to store it: no
@@ -26,7 +26,7 @@ TENANT_TABLES = ("knowledge.source_hosts", "knowledge.crawl_runs", "knowledge.do
                  "knowledge.erasures", "knowledge.erased_digests")
 
 revision = "0011"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
