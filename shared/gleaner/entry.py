@@ -303,7 +303,12 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
         uuid.UUID(run_id)
     except ValueError:
         return _json_response({"error": "run_id must be a run's UUID"}, 400)
-    summary = deps.metadata.run_summary(run_id)
+    from gleaner import tenancy
+
+    # Only the operator's credentials (the shared bearer or the invoker identity) reach this: it
+    # answers for any tenant's run, the operator's deliberate cross-tenant view.
+    with tenancy.all_tenants():
+        summary = deps.metadata.run_summary(run_id)
     if summary is None:
         return _json_response({"error": f"no run {run_id}"}, 404)
     return _json_response(summary, 200)
