@@ -34,7 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "infra" / "functions.lock"
 # The embedded database is for laptops: its wheel carries PostgreSQL binaries no function needs
 # (functions reach Cloud SQL; pgserver is only imported when no database is configured).
-NOT_IN_FUNCTIONS = {"pgserver"}
+# waitress serves `gleaner serve` on a laptop; functions run under functions-framework and never
+# import it (gleaner.web imports it only to build a server).
+NOT_IN_FUNCTIONS = {"pgserver", "waitress"}
 # Needed at runtime but reached only through an extra that resolvers may drop (FACTS.md: justext
 # asks for lxml[html_clean], which lxml 6 spells html-clean; without it `import trafilatura` fails).
 ALSO_IN_FUNCTIONS = ["lxml_html_clean>=0.4"]

@@ -95,6 +95,17 @@ def test_settings(tmp_path: Path, database_url: str | None = None, **overrides: 
 test_settings.__test__ = False  # type: ignore[attr-defined]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def operator_view() -> Iterator[None]:
+    """Tests (and module fixtures) read the database as the operator does (every tenant); the code
+    under test sets its own tenant (stages per message, the CLI per command), and isolation tests
+    narrow it with tenancy.scope() or tenancy.no_tenant()."""
+    from gleaner import tenancy
+
+    with tenancy.all_tenants():
+        yield
+
+
 @pytest.fixture
 def make_deps(tmp_path: Path, database_url: str) -> Iterator[Any]:
     """Factory: make_deps(**settings_overrides) -> Deps on this test's database and blob dir."""

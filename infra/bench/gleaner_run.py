@@ -42,6 +42,7 @@ def main() -> None:
 
     import sqlalchemy as sa
 
+    from gleaner import tenancy
     from gleaner.app import Deps
     from gleaner.bus.local import LocalBus
     from gleaner.config import Settings
@@ -49,6 +50,9 @@ def main() -> None:
     from gleaner.stages import STAGES, dispatch
 
     t_imported = time.monotonic()
+    # The harness reads the ledger as the operator does (every tenant); the stages act for their own.
+    operator = tenancy.all_tenants()
+    operator.__enter__()
     settings = Settings.from_env(os.environ)
     deps = Deps(settings)
     meta = deps.metadata  # starts the embedded PostgreSQL and applies migrations

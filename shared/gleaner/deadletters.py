@@ -24,6 +24,13 @@ _BEFORE_SCRAPE = ("queued", "mapping", "mapped", "sampling")
 
 
 def record_failure(message: Message, deps: Deps, reason: str) -> None:
+    from gleaner.stages import acting_for
+
+    with acting_for(message):
+        _record(message, deps, reason)
+
+
+def _record(message: Message, deps: Deps, reason: str) -> None:
     meta = deps.metadata
     log.error("giving up on %s: %s", type(message).__name__, reason)
     if isinstance(message, CrawlRequested | CrawlMapped):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
 import logging
 import uuid
@@ -277,9 +278,13 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
     except InvalidInput as exc:
         return _json_response({"error": str(exc)}, 400)
     from gleaner import logs
-    from gleaner.urls import canonicalize, site_domain_of
+    from gleaner.tenancy import site_for
+    from gleaner.urls import canonicalize
 
-    site = message.site_domain or site_domain_of(canonicalize(message.target_url))
+    try:
+        site = site_for(canonicalize(message.target_url), message.site_domain)
+    except InvalidInput as exc:
+        return _json_response({"error": str(exc)}, 400)
     try:
         deps.bus.publish(message, ordering_key=site)
     except (RetryableError, ConfigError) as exc:
@@ -298,7 +303,12 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
         uuid.UUID(run_id)
     except ValueError:
         return _json_response({"error": "run_id must be a run's UUID"}, 400)
-    summary = deps.metadata.run_summary(run_id)
+    from gleaner import tenancy
+
+    # Only the operator's credentials (the shared bearer or the invoker identity) reach this: it
+    # answers for any tenant's run, the operator's deliberate cross-tenant view.
+    with tenancy.all_tenants():
+        summary = deps.metadata.run_summary(run_id)
     if summary is None:
         return _json_response({"error": f"no run {run_id}"}, 404)
     return _json_response(summary, 200)
@@ -408,18 +418,30 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     from gleaner.backoffice.wsgi import serves
-    from gleaner.webhook import WebhookRequest, handle, read_capped
+    from gleaner.web import query_of, read_body
+    from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
     if serves(request.path):
         return run_backoffice(request, deps)
-    body, oversized = b"", False
-    if request.method in ("POST", "PUT", "PATCH"):
-        body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
+    cap = deps.settings.webhook_max_bytes
+    environ = request.environ
+    reading: list[bool] = []
+
+    def body() -> bytes:
+        reading.append(True)
+        # Through werkzeug's stream (opened only once read_body decides to read), which counts what was read.
+        return read_body(environ, cap, lambda: request.stream)
+
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
-        body=body, query=request.args.to_dict(), oversized=oversized,
+        query=query_of(request.query_string), read_body=body,
     ), deps)
+    if not reading or status in (400, 413):
+        # functions-framework reads the whole body into memory after the answer (read_request). A body
+        # this handler did not read (unauthenticated, refused) must not be: the framework's read finds
+        # none, and the server discards what the caller still sends.
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(), "0"
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
     return _json_response(answer, status)
@@ -434,8 +456,11 @@ def run_backoffice(request: Any, deps: Deps) -> HttpResponse:
         log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every back office request")
         return _json_response({"error": "the webhook secret is not configured"}, 500)
     sent: list[Any] = []
+    environ = request.environ
     body = b"".join(BackofficeApp(deps, bearer=secret)(
-        request.environ, lambda status, headers, exc_info=None: sent.extend((status, headers))))
+        environ, lambda status, headers, exc_info=None: sent.extend((status, headers))))
+    # functions-framework reads whatever body is left after the answer; a refused caller's must not be.
+    environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(), "0"
     return body.decode("utf-8"), int(str(sent[0]).split(" ", 1)[0]), dict(sent[1])
 
 

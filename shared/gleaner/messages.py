@@ -21,6 +21,7 @@ from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from gleaner.errors import InvalidInput
+from gleaner.tenancy import validate_site_domain
 
 SCHEMA_VERSION = 1
 # Namespace for ids minted from business identity (run ids from request ids, ...).
@@ -89,6 +90,11 @@ class CrawlRequested(Message):
     # Skip URLs whose sitemap <lastmod> is not after their last fetch (scheduled runs of `auto` sites).
     honour_lastmod: bool = False
 
+    def __post_init__(self) -> None:
+        # The one message a caller shapes: its tenant key can never name a reserved tenant.
+        if self.site_domain is not None:
+            validate_site_domain(self.site_domain)
+
     @property
     def run_id(self) -> str:
         return run_id_for(self.request_id)
@@ -99,6 +105,9 @@ class CrawlMapped(Message):
     topic: ClassVar[str] = "crawl-mapped"
     run_id: str
     site_domain: str
+
+    def __post_init__(self) -> None:
+        validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,9 @@ class ScrapeBatch(Message):
     batch_no: int
     document_ids: tuple[str, ...] = ()
     part: int = 0
+
+    def __post_init__(self) -> None:
+        validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
 
     @property
     def task_name(self) -> str:
@@ -154,6 +166,9 @@ class PagesFetched(Message):
     batch_no: int
     pages: tuple[FetchedPage, ...] = ()
 
+    def __post_init__(self) -> None:
+        validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PagesFetched:
         # Two-argument super: slots=True recreates the class, which breaks the zero-argument form.
@@ -171,6 +186,9 @@ class SnapshotsWritten(Message):
     run_id: str | None
     site_domain: str
     snapshot_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,8 +43,11 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message]
         except PermanentError as exc:
             raise CrawlFailed(str(exc)) from exc
         bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
-    _notify(deps)
-    summary = deps.metadata.run_summary(request.run_id)
+    from gleaner.stages import acting_for
+
+    with acting_for(request):
+        _notify(deps)
+        summary = deps.metadata.run_summary(request.run_id)
     if summary is None:  # pragma: no cover - map always creates the run
         raise CrawlFailed("the run was not created")
     if bus.dead_letters:

@@ -1,11 +1,12 @@
 """The ingest function's HTTP surface, framework-free: the feed-poller webhook and reference retrieval.
 
 Adapters (``functions/ingest/main.py`` under functions-framework, ``gleaner serve``
-on the standard library's HTTP server) turn their request into a
-:class:`WebhookRequest`, reading at most ``webhook_max_bytes + 1`` bytes of body,
+under waitress) turn their request into a :class:`WebhookRequest` whose
+``read_body`` reads at most ``webhook_max_bytes`` (:func:`gleaner.web.read_body`),
 and send back the ``(status, json)`` that :func:`handle` answers.
 
-Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
+Routes (all need a bearer: ``$GLEANER_WEBHOOK_SECRET``, the admin, or a workspace
+token from ``gleaner tokens add``, which acts as its workspace)::
 
     POST /             {"articles": [...]}  -> 202 {"accepted", "duplicates", "rejected": [{"index", "reason"}]}
                        empty body or {}     -> 202 {"walk": true, "scheduled": n}
@@ -15,12 +16,15 @@ Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
     GET  /v1/texts/{text_hash}?start=&end=  a slice of canonical text -> 200 {"text_hash", "start",
                        "end", "text", "length"}, 400 bad range, 404 unknown text (textsapi.py)
 
-Checks run in this order, so a request learns nothing it is not entitled to:
-404 unknown path, 405 wrong method, 401 missing or wrong bearer (constant-time
-compare), 413 body over the cap, 400 malformed (every reason listed). Articles
-are validated one by one: valid ones are recorded even when siblings are
-rejected (each rejection says its index and why); a batch with no valid
-article at all is a 400. Unparseable bodies are never half-read.
+Checks run in this order, so a request learns nothing it is not entitled to and
+an unauthenticated caller costs no body read: 404 unknown path, 405 wrong
+method, 401 missing or wrong bearer (constant-time compare), then the body:
+413 over the cap, 400 malformed (every reason listed;
+text that is not valid Unicode, a lone surrogate or a NUL is malformed, in the
+body and in the query alike). Articles are validated one by one: valid ones are
+recorded even when siblings are rejected (each rejection says its index and
+why); a batch with no valid article at all is a 400. A database refusal of the
+input itself (a data exception) is a 400, never "retry later".
 """
 
 from __future__ import annotations
@@ -30,18 +34,22 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
+from gleaner.store.dberrors import is_permanent
 from gleaner.store.references import ArticleRow
+from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller, TokenStore
+from gleaner.tenancy import scope
 from gleaner.urls import canonicalize
+from gleaner.web import BodyRefused
 
 log = logging.getLogger(__name__)
 
@@ -66,20 +74,9 @@ class WebhookRequest:
     headers: Mapping[str, str] = field(default_factory=dict)  # keys lower-cased by the adapter
     body: bytes = b""
     query: Mapping[str, str] = field(default_factory=dict)
-    oversized: bool = False  # the adapter saw more than the cap (declared or read) and stopped reading
-
-
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def read_capped(stream: _Readable, declared_length: int | None, cap: int) -> tuple[bytes, bool]:
-    """Read a request body of at most cap bytes: (body, oversized). Never reads past cap + 1."""
-    if declared_length is not None and declared_length > cap:
-        return b"", True
-    want = cap + 1 if declared_length is None else declared_length
-    data = stream.read(want) or b""
-    return data, len(data) > cap
+    # Reads the body (BodyRefused when it cannot be read as sent); called only after the bearer is
+    # checked, so an unauthenticated caller costs no read. None: ``body`` is the body.
+    read_body: Callable[[], bytes] | None = None
 
 
 class MalformedRequest(InvalidInput):
@@ -115,6 +112,9 @@ def parse_payload(body: bytes) -> Batch | Walk:
         raise MalformedRequest([f"body is not UTF-8: {exc}"]) from exc
     except (ValueError, RecursionError) as exc:
         raise MalformedRequest([f"body is not JSON: {exc}"]) from exc
+    problem = text_problem(data)
+    if problem:
+        raise MalformedRequest([f"body {problem}"])
     if not isinstance(data, dict):
         raise MalformedRequest([f"body must be a JSON object, got {_type(data)}"])
     unknown = sorted(set(data) - _TOP_LEVEL_FIELDS)
@@ -143,6 +143,31 @@ def parse_payload(body: bytes) -> Batch | Walk:
     if articles and not rows:
         raise MalformedRequest([f"no valid article among {len(articles)}"], rejected)
     return Batch(tuple(rows), tuple(rejected))
+
+
+def text_problem(value: object) -> str | None:
+    """Why a parsed JSON value (or a query string) cannot be stored as text, or None.
+
+    JSON may escape a lone surrogate (``"\\ud800"``), which is no Unicode text any database or
+    UTF-8 encoder accepts, and a NUL, which PostgreSQL's text type refuses: both are bad input,
+    refused here rather than failing halfway through a transaction.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains a lone surrogate (not valid Unicode text)"
+    return None
 
 
 def parse_article(raw: object) -> ArticleRow:
@@ -232,33 +257,47 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         return 404, {"error": f"no route {path}"}
     if method not in allowed:
         return 405, {"error": f"method {method} not allowed on {path}", "allow": list(allowed)}
-    denied = _check_bearer(request.headers, deps.settings.webhook_secret)
-    if denied is not None:
-        return denied
-    if request.oversized:
-        return 413, {"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}
+    caller = _caller(request.headers, deps)
+    if not isinstance(caller, Caller):
+        return caller
     try:
+        problem = text_problem([path, *request.query.keys(), *request.query.values()])
+        if problem:
+            raise MalformedRequest([f"the path or query {problem}"])
         if path == "/":
-            return _post(request.body, deps)
+            try:
+                body = request.read_body() if request.read_body is not None else request.body
+            except BodyRefused as exc:
+                return exc.status, {"error": exc.message}
+            return _post(body, deps, caller)
         if path == "/refs":
             return _search(request.query, deps)
         if path.startswith("/v1/texts/"):
             from gleaner.textsapi import text_slice
 
             return text_slice(deps, path[len("/v1/texts/"):], request.query)
-        return _show(path[len("/refs/"):], deps)
+        return _show(path[len("/refs/"):], deps, caller)
     except MalformedRequest as exc:
         answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
         if exc.rejected:
             answer["rejected"] = exc.rejected
         return 400, answer
-    except (RetryableError, sa.exc.DBAPIError) as exc:
+    except sa.exc.DBAPIError as exc:
+        if is_permanent(exc):
+            # The database refused the input itself (a value it cannot store): retrying cannot help.
+            log.warning("webhook input refused by the database: %s", exc.orig)
+            return 400, {"error": "malformed request", "reasons": ["the database refused a value in the request"]}
+        log.error("webhook could not finish: %s", exc)
+        return 503, {"error": "temporarily unavailable, retry later"}
+    except RetryableError as exc:
         # Transient: the caller retries; whatever was recorded before stays recorded (duplicates on resend).
         log.error("webhook could not finish: %s", exc)
         return 503, {"error": "temporarily unavailable, retry later"}
 
 
-def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | None:
+def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
+    """Who the bearer acts for: the admin (the shared secret) or a token's workspace; else the refusal."""
+    secret = deps.settings.webhook_secret
     if not secret:
         # Fail closed: an unconfigured webhook must not be an open one (500, like the map function's).
         log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every webhook request")
@@ -267,12 +306,17 @@ def _check_bearer(headers: Mapping[str, str], secret: str | None) -> Answer | No
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return 401, {"error": "missing bearer token"}
-    if not hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8")):
-        return 401, {"error": "wrong bearer token"}
-    return None
+    token = token.strip()
+    if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), secret.encode("utf-8")):
+        return ADMIN
+    if token.startswith(TOKEN_PREFIX) and len(token) < 100:
+        caller = TokenStore(deps.engine).caller_for(token)
+        if caller is not None:
+            return caller
+    return 401, {"error": "wrong bearer token"}
 
 
-def _post(body: bytes, deps: Deps) -> Answer:
+def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:
     payload = parse_payload(body)
     if isinstance(payload, Walk):
         refs = deps.references
@@ -281,11 +325,14 @@ def _post(body: bytes, deps: Deps) -> Answer:
         log.info(json.dumps({"event": "webhook.walk", "scheduled": scheduled,
                              "full_reprocess": payload.full_reprocess}))
         return 202, {"walk": True, "scheduled": scheduled}
+    if not caller.is_admin:
+        payload = _own_workspace_only(payload, caller)
     # An erased page's URL is refused at the door (seed 004: the blocklist before every dedup path).
     from gleaner.references.identity import REFERENCES_SITE
 
-    erased = deps.blocklist.refused(REFERENCES_SITE, {index: (row.normalised_url.encode("utf-8"),)
-                                                      for index, row in payload.rows})
+    with scope(REFERENCES_SITE):  # the blocklist is per tenant; feed articles belong to Gleaner's own
+        erased = deps.blocklist.refused(REFERENCES_SITE, {index: (row.normalised_url.encode("utf-8"),)
+                                                          for index, row in payload.rows})
     rejected = sorted([*payload.rejected, *({"index": i, "reason": "erased"} for i in erased)],
                       key=lambda r: int(r["index"]))
     ids = deps.references.record_articles([row for index, row in payload.rows if index not in erased])
@@ -310,7 +357,21 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
     return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
 
 
-def _show(raw_id: str, deps: Deps) -> Answer:
+def _own_workspace_only(batch: Batch, caller: Caller) -> Batch:
+    """A workspace token records articles for its own workspace only; others are rejected one by one."""
+    rows, rejected = [], list(batch.rejected)
+    for index, row in batch.rows:
+        if row.workspace_id == caller.workspace_id:
+            rows.append((index, row))
+        else:
+            rejected.append({"index": index, "reason": "'workspace_id' is not the workspace of this token"})
+    if not rows:
+        raise MalformedRequest([f"no valid article among {len(rows) + len(rejected)}"],
+                               sorted(rejected, key=lambda r: r["index"]))
+    return Batch(tuple(rows), tuple(sorted(rejected, key=lambda r: r["index"])))
+
+
+def _show(raw_id: str, deps: Deps, caller: Caller) -> Answer:
     try:
         reference_id = str(uuid.UUID(raw_id))
     except ValueError as exc:
@@ -318,4 +379,10 @@ def _show(raw_id: str, deps: Deps) -> Answer:
     item = deps.references.get(reference_id)
     if item is None:
         return 404, {"error": f"no reference item {reference_id}"}
+    if not caller.is_admin:
+        # A workspace sees its own ledger rows; the others only as counts (no ids, no feed URLs).
+        others = [a for a in item["articles"] if a["workspace_id"] != caller.workspace_id]
+        item["articles"] = [a for a in item["articles"] if a["workspace_id"] == caller.workspace_id]
+        item["other_workspaces"] = {"workspaces": len({a["workspace_id"] for a in others}),
+                                    "articles": len(others)}
     return 200, item

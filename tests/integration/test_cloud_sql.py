@@ -110,31 +110,38 @@ def test_cloud_sql_without_a_user_is_a_configuration_error():
         db.cloudsql_engine(Settings(cloudsql_instance="proj:europe-west1:gleaner"))
 
 
-def test_every_connection_acts_as_the_shared_role(database_url):
-    admin = db.create_engine(Settings(database_url=database_url))
+def test_migrations_act_as_the_shared_role_and_the_application_as_gleaner_app(database_url):
+    base = db.create_engine(Settings(database_url=database_url))
+    admin = base.execution_options(gleaner_admin=True)
     with admin.begin() as conn:
         conn.execute(sa.text("CREATE ROLE gleaner_app_test NOLOGIN"))
         conn.execute(sa.text("GRANT gleaner_app_test TO CURRENT_USER"))
         # What terraform's db_bootstrap_sql grants: the role may create the knowledge schema.
         conn.execute(sa.text("DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO gleaner_app_test',"
                              " current_database()); END $$"))
+        # What db_tenancy_bootstrap_sql grants: the shared role may switch to the application role.
+        conn.execute(sa.text("GRANT gleaner_app TO gleaner_app_test"))
     try:
         engine = db.create_engine(Settings(database_url=database_url, database_role="gleaner_app_test"))
-        with engine.begin() as conn:
+        with engine.connect().execution_options(gleaner_admin=True) as conn:  # as migrations connect
             assert conn.execute(sa.text("SELECT current_user")).scalar() == "gleaner_app_test"
             conn.execute(sa.text("CREATE SCHEMA role_owned"))
             conn.execute(sa.text("CREATE TABLE role_owned.t (x int)"))
             owner = conn.execute(sa.text("SELECT tableowner FROM pg_tables WHERE tablename = 't'"
                                          " AND schemaname = 'role_owned'"))
             assert owner.scalar() == "gleaner_app_test"
+            conn.commit()
+        with engine.begin() as conn:  # every other transaction
+            assert conn.execute(sa.text("SELECT current_user")).scalar() == "gleaner_app"
         engine.dispose()
     finally:
         with admin.begin() as conn:
             conn.execute(sa.text("DROP SCHEMA IF EXISTS role_owned CASCADE"))
             conn.execute(sa.text("DO $$ BEGIN EXECUTE format('REVOKE ALL ON DATABASE %I FROM gleaner_app_test',"
                                  " current_database()); END $$"))
+            conn.execute(sa.text("REVOKE gleaner_app FROM gleaner_app_test"))
             conn.execute(sa.text("DROP ROLE gleaner_app_test"))
-        admin.dispose()
+        base.dispose()
 
 
 def test_a_role_name_that_is_not_an_identifier_is_refused(database_url):

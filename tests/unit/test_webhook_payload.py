@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gleaner.webhook import Batch, MalformedRequest, Walk, parse_payload, read_capped
+from gleaner.web import BodyRefused, read_body
+from gleaner.webhook import Batch, MalformedRequest, Walk, parse_payload
 
 
 def body(value) -> bytes:
@@ -66,9 +67,41 @@ def test_full_reprocess_cannot_ride_along_with_articles():
         parse_payload(body({"articles": [], "full_reprocess": True}))
 
 
-def test_read_capped_never_reads_past_the_cap():
-    stream = io.BytesIO(b"x" * 100)
-    assert read_capped(stream, 200, 50) == (b"", True)
-    assert stream.tell() == 0
-    assert read_capped(io.BytesIO(b"x" * 100), None, 50) == (b"x" * 51, True)
-    assert read_capped(io.BytesIO(b"abc"), 3, 50) == (b"abc", False)
+def environ(data: bytes, length: str | None, terminated: bool = False) -> dict:
+    env = {"wsgi.input": io.BytesIO(data), "wsgi.input_terminated": terminated}
+    if length is not None:
+        env["CONTENT_LENGTH"] = length
+    return env
+
+
+def test_a_body_is_read_only_as_declared_and_never_past_the_cap():
+    env = environ(b"x" * 100, "200")
+    with pytest.raises(BodyRefused) as refused:
+        read_body(env, 50)
+    assert refused.value.status == 413 and env["wsgi.input"].tell() == 0
+    assert read_body(environ(b"abcdef", "3"), 50) == b"abc"
+    env = environ(b"x" * 100, None, terminated=True)  # chunked, de-chunked by the server
+    with pytest.raises(BodyRefused) as refused:
+        read_body(env, 50)
+    assert refused.value.status == 413 and env["wsgi.input"].tell() == 51
+
+
+def test_no_content_length_and_no_chunked_body_means_an_empty_body_and_nothing_is_read():
+    env = environ(b"abc", None)
+    assert read_body(env, 50) == b"" and env["wsgi.input"].tell() == 0
+
+
+@pytest.mark.parametrize(("length", "status"), [("-1", 400), ("1e3", 400), (" 5", 400), ("٣", 400),
+                                                ("10", 400)])
+def test_a_negative_or_malformed_content_length_is_refused(length, status):
+    with pytest.raises(BodyRefused) as refused:
+        read_body(environ(b"abc", length), 50)
+    assert refused.value.status == status
+
+
+@pytest.mark.parametrize("raw", [b'{"articles": [{"url": "https://n.test/a", "title": "\\ud800"}]}',
+                                 b'{"articles": [{"url": "https://n.test/a", "title": "\\u0000"}]}',
+                                 b'{"\\udfff": 1}', b'{"articles": "\xff\xfe"}'])
+def test_text_that_is_not_valid_unicode_or_holds_a_nul_makes_the_whole_body_malformed(raw):
+    with pytest.raises(MalformedRequest):
+        parse_payload(raw)

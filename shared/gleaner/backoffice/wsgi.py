@@ -22,10 +22,10 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from http.cookies import CookieError, SimpleCookie
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 
@@ -54,7 +54,9 @@ class BackofficeApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            status, headers, body = self._answer(environ)
+            # The operator's console: it reads and steers every tenant (docs/security.md).
+            with tenancy.all_tenants():
+                status, headers, body = self._answer(environ)
         except Exception:  # one failing request must not take the server down; the log has the traceback
             log.exception("back office request failed")
             status, headers, body = 500, [("Content-Type", "application/json")], b'{"error": "internal error"}'
@@ -162,40 +164,3 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
 _REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error"}
 
-
-def answer_http(app: BackofficeApp, request: BaseHTTPRequestHandler) -> None:
-    """Answer one request of the standard library's HTTP server through the WSGI app (``gleaner serve``)."""
-    parts = urlsplit(request.path)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": request.command, "PATH_INFO": parts.path, "QUERY_STRING": parts.query,
-        "SERVER_PROTOCOL": request.request_version, "wsgi.url_scheme": "http",
-        "CONTENT_TYPE": request.headers.get("Content-Type", ""), "wsgi.input": request.rfile,
-    }
-    for key, value in request.headers.items():
-        environ["HTTP_" + key.upper().replace("-", "_")] = value
-    declared = request.headers.get("Content-Length")
-    chunked = request.headers.get("Transfer-Encoding", "").lower() == "chunked"
-    try:
-        length = int(declared) if declared else 0
-    except ValueError:
-        length = -1
-    if chunked or length < 0 or length > MAX_BODY_BYTES:
-        environ["CONTENT_LENGTH"] = str(MAX_BODY_BYTES + 1)  # answered 413 without reading
-    else:
-        environ["CONTENT_LENGTH"] = str(length)
-    sent: list[Any] = []
-
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-        sent[:] = [status, headers]
-
-    body = b"".join(app(environ, start_response))
-    code, _, reason = sent[0].partition(" ")
-    request.send_response(int(code), reason)
-    for key, value in sent[1]:
-        request.send_header(key, value)
-    if chunked or length < 0 or length > MAX_BODY_BYTES:
-        request.send_header("Connection", "close")  # the unread body must not be parsed as a request
-        request.close_connection = True
-    request.end_headers()
-    if request.command != "HEAD":
-        request.wfile.write(body)

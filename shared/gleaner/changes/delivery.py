@@ -27,6 +27,7 @@ from gleaner.app import Deps
 from gleaner.changes import signing
 from gleaner.changes.subscriptions import checked_target
 from gleaner.errors import PolicyRefused
+from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ def post(deps: Deps, url: str, body: str, headers: dict[str, str]) -> Response:
     return Response(response.status_code, None, int((time.monotonic() - started) * 1000))
 
 
+@across_tenants  # a delivery's subscription may cover every site
 def attempt(deps: Deps, delivery: str, *, due_only: bool = True, last: bool = False) -> AttemptResult:
     """One attempt of one delivery. ``last``: the caller will not try again (the queue's last attempt)."""
     settings = deps.settings
@@ -135,6 +137,7 @@ def _due(deps: Deps) -> tuple[list[str], float | None]:
     return due, float(wait) if wait is not None else None
 
 
+@across_tenants
 def deliver_due(deps: Deps, *, wait_seconds: float = 0.0) -> dict[str, int]:
     """Attempt every due delivery; keep retrying those that come due within ``wait_seconds``.
 

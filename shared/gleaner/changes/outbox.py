@@ -26,6 +26,7 @@ from gleaner.changes import subscriptions
 from gleaner.changes.events import ChangeEvent, event_from_row, events_columns
 from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
+from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ def webhook_body(event: ChangeEvent) -> str:
                       separators=(",", ":"))
 
 
+@across_tenants  # one outbox for every tenant: whoever commits next drains it
 def flush(deps: Deps) -> int:
     """Publish every unpublished event and schedule its deliveries; how many events went out."""
     engine = deps.engine

@@ -14,6 +14,7 @@ from gleaner.cli import (  # noqa: F401  (each registers its commands)
     provenance,
     reading,
     references,
+    tokens,
     versions,
 )
 from gleaner.cli.base import main

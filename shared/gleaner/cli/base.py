@@ -91,9 +91,19 @@ class Progress:
 
 @contextmanager
 def open_deps(settings: Settings) -> Iterator[Deps]:
+    """The command's dependencies; its database reads act for ``--tenant`` if given, else as the operator.
+
+    The operator sees every tenant (listing runs, sweeping): the deliberate cross-tenant path of
+    row-level security (docs/security.md). Stages a command runs act for their own tenant.
+    """
+    from gleaner import tenancy
+
+    context = click.get_current_context(silent=True)
+    tenant = context.find_root().params.get("tenant") if context is not None else None
     deps = Deps(settings)
     try:
-        yield deps
+        with tenancy.scope(tenant) if tenant else tenancy.all_tenants():
+            yield deps
     finally:
         deps.close()
 
@@ -125,10 +135,24 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a --site-domain / SITE that is not a valid tenant key is a usage error (exit 2)."""
+    from gleaner.tenancy import InvalidTenant, validate_site_domain
+
+    if value is None:
+        return None
+    try:
+        return validate_site_domain(value)
+    except InvalidTenant as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
 @click.group()
 @click.version_option(__version__, prog_name="gleaner")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
-def main(verbose: int) -> None:
+@click.option("--tenant", metavar="SITE", callback=tenant_key,
+              help="Act as this tenant only: other tenants' rows are invisible (row-level security).")
+def main(verbose: int, tenant: str | None) -> None:
     """Keep an auditable, always-current markdown copy of the web sources you depend on."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")

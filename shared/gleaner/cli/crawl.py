@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from gleaner.cli.base import Progress, fail, guard, load_settings, main, open_deps, print_summary
+from gleaner.cli.base import Progress, fail, guard, load_settings, main, open_deps, print_summary, tenant_key
 from gleaner.config import Settings
 
 
@@ -23,7 +23,7 @@ def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> di
 
 @main.command("crawl")
 @click.argument("url", required=False)
-@click.option("--site-domain", help="Tenant key (default: the URL's host without www.).")
+@click.option("--site-domain", callback=tenant_key, help="Tenant key (default: the URL's host without www.).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many URLs in the run.")
 @click.option("--max-depth", type=click.IntRange(min=0), help="Link depth from the start page.")
 @click.option("--include", multiple=True, help="Only paths matching this glob (repeatable).")

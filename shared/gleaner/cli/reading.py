@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from gleaner.app import Deps
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary
+from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary, tenant_key
 
 
 @main.command("runs")
@@ -64,7 +64,7 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
 
 
 @main.command("docs")
-@click.argument("site")
+@click.argument("site", callback=tenant_key)
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def docs_cmd(site: str, as_json: bool) -> None:

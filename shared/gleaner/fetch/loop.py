@@ -14,6 +14,7 @@ and asyncio primitives belong to one loop. A forked child starts its own loop on
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 from collections.abc import Callable, Coroutine
@@ -45,7 +46,14 @@ def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
     if _on_loop_thread(loop):
         coro.close()
         raise RuntimeError("a synchronous fetch was called from the fetch loop itself (it would deadlock)")
-    return asyncio.run_coroutine_threadsafe(coro, loop)
+    return asyncio.run_coroutine_threadsafe(_carrying(contextvars.copy_context(), coro), loop)
+
+
+async def _carrying(context: contextvars.Context, coro: Coroutine[Any, Any, T]) -> T:
+    """Run coro with the submitting thread's context variables (the tenant its database reads act for)."""
+    for var, value in context.items():
+        var.set(value)
+    return await coro
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -55,7 +63,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 async def in_thread(func: Callable[..., T], *args: Any) -> T:
     """Run blocking work (DNS, a database read) off the loop so other fetches go on meanwhile."""
-    return await asyncio.get_running_loop().run_in_executor(None, func, *args)
+    context = contextvars.copy_context()  # the executor's thread would otherwise see none of this task's
+    return await asyncio.get_running_loop().run_in_executor(None, context.run, func, *args)
 
 
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:

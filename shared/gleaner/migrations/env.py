@@ -12,7 +12,7 @@ def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is None:
         engine = config.attributes["engine"]
-        with engine.connect() as conn:
+        with engine.connect().execution_options(gleaner_admin=True) as conn:  # the migration role, not the app's
             _run(conn)
             conn.commit()
         return

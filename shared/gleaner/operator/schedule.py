@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from gleaner.messages import CrawlRequested, run_id_for
+from gleaner.tenancy import across_tenants
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -92,6 +93,7 @@ def _request(row: Any, request_id: str) -> CrawlRequested:
                           max_seconds=max_seconds, honour_lastmod=adaptive)
 
 
+@across_tenants  # the scheduler serves every site: Cloud Scheduler's tick and `gleaner tick` alike
 def tick(deps: Deps, now: datetime | None = None) -> TickReport:
     """Start a crawl of every site due at ``now``; idempotent under concurrent and repeated ticks."""
     now = now or datetime.now(UTC)

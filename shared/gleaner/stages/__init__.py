@@ -7,7 +7,8 @@ the same code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from gleaner.app import Deps
@@ -20,7 +21,9 @@ from gleaner.messages import (
     ScrapeBatch,
     SnapshotsWritten,
 )
+from gleaner.references.identity import REFERENCES_SITE
 from gleaner.stages import ingest, landing, map, sample, scrape, snapshot
+from gleaner.tenancy import scope, site_for
 
 STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
     CrawlRequested.topic: ("map", CrawlRequested, map.handle),
@@ -33,10 +36,30 @@ STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
 }
 
 
+def tenant_of(message: Message) -> str:
+    """The tenant a message's work belongs to (feed articles land under Gleaner's own references tenant)."""
+    if isinstance(message, CrawlRequested):
+        from gleaner.urls import canonicalize
+
+        return site_for(canonicalize(message.target_url), message.site_domain)
+    if isinstance(message, ArticlesAccepted):
+        return REFERENCES_SITE
+    site: str = getattr(message, "site_domain")  # noqa: B009  (every other message names its tenant)
+    return site
+
+
+@contextmanager
+def acting_for(message: Message) -> Iterator[None]:
+    """Database transactions inside act for the message's tenant only (row-level security)."""
+    with scope(tenant_of(message)):
+        yield
+
+
 def dispatch(message: Message, deps: Deps) -> Any:
-    """Run the stage that consumes this message."""
+    """Run the stage that consumes this message, as the message's tenant."""
     _name, _cls, handler = STAGES[message.topic]
-    return handler(message, deps)
+    with acting_for(message):
+        return handler(message, deps)
 
 
 def wire(bus: Any, deps: Deps) -> None:

@@ -39,6 +39,7 @@ from gleaner.operator.lastmod import record_lastmods
 from gleaner.operator.rules import apply_site_rules, gate_for
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
+from gleaner.tenancy import site_for
 from gleaner.urls import (
     canonicalize,
     host_of,
@@ -106,7 +107,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     max_depth = message.max_depth if message.max_depth is not None else settings.default_max_depth
     if limit < 1 or max_depth < 0:
         raise InvalidInput("limit must be >= 1 and max_depth >= 0")
-    site = message.site_domain or site_domain_of(target)
+    site = site_for(target, message.site_domain)
     host = host_of(target)
     run_id = message.run_id
     host_id = meta.upsert_source_host(site, host, own_site=site_domain_of(target) == site)

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Engine
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
+from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,26 @@ def create_engine(settings: Settings) -> Engine:
                                   max_overflow=10, future=True)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
+    discard_broken_connections(engine)
+    install_tenant_guard(engine)
     return engine
+
+
+def discard_broken_connections(engine: Engine) -> None:
+    """A connection on which the driver failed outside the server's protocol is closed, not pooled.
+
+    pg8000 encodes parameters while it writes a statement: a value it cannot encode (a lone
+    surrogate) raises a plain Python error midway, leaving the connection out of step with the
+    server, and every later statement on it fails. A server-side error (a DBAPIError) leaves the
+    protocol in step, and the rollback that follows makes the connection clean again.
+    """
+
+    @sa.event.listens_for(engine, "handle_error")
+    def _discard(context: Any) -> None:
+        error = context.original_exception
+        if isinstance(error, Exception) and not isinstance(error, engine.dialect.loaded_dbapi.Error):
+            context.is_disconnect = True
+            context.invalidate_pool_on_disconnect = False  # only this connection is broken, not the pool
 
 
 def _set_role_on_connect(engine: Engine, role: str) -> None:
@@ -146,22 +166,26 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to revision; safe to call from many processes at once."""
     from alembic import command
 
-    with engine.connect() as conn:
-        conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+    # Migrations run as the login (or GLEANER_DATABASE_ROLE) role, not the application role, and see
+    # every tenant's rows: a data migration must not be filtered by row-level security.
+    with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:k), set_config('app.all_tenants', 'on', false)"),
+                     {"k": _MIGRATION_LOCK})
         try:
             cfg = alembic_config(engine)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
             conn.commit()
         finally:
-            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:k), set_config('app.all_tenants', '', false)"),
+                         {"k": _MIGRATION_LOCK})
             conn.commit()
 
 
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
+    with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
         ctx = MigrationContext.configure(conn, opts={"version_table_schema": "knowledge"})
         return ctx.get_current_revision()
 
