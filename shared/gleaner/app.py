@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from gleaner.config import Settings
+from gleaner.observe import NoObserver, RunObserver
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
+    observer: RunObserver = field(default_factory=NoObserver)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
 

@@ -35,7 +35,7 @@ def site() -> Iterator[TestSite]:
 
 @pytest.fixture
 def env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
             "GLEANER_WEBHOOK_SECRET": SECRET, "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
             "GLEANER_HOST_DELAY": "0", "GLEANER_FETCH_TIMEOUT": "5"}
 

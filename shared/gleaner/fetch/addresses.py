@@ -240,7 +240,8 @@ class AddressBook:
             if address is None:
                 return f"resolver answered a non-address {text!r} for {host}"
             if not is_allowed(address, self._allow):
-                return f"non-public address: {host} resolves to {address}"
+                return (f"non-public address: {host} resolves to {address} "
+                        "(GLEANER_ALLOW_NETWORKS names the networks that may be reached besides public ones)")
             checked.append(address)
         if not checked:
             return f"{host} has no addresses"

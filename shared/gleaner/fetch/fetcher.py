@@ -49,6 +49,7 @@ from gleaner.fetch.addresses import (
 )
 from gleaner.fetch.body import ACCEPT_ENCODING, BodyReader, BodyRefused, coding_of
 from gleaner.fetch.budget import RunBudget, Spent
+from gleaner.fetch.neterrors import describe
 from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable
 from gleaner.fetch.robots import RobotsRules
 from gleaner.fetch.transport import open_session
@@ -230,7 +231,12 @@ class Fetcher:
             return RobotsRules.allow_all(f"robots.txt answered {status}: no rules")
         if result.outcome is FetchOutcome.REFUSED_SIZE:
             return RobotsRules.unknown(f"robots.txt oversized ({result.reason})")
-        return RobotsRules.unknown(f"robots.txt unavailable: {result.outcome} {result.reason}".strip())
+        if status is None and result.outcome is FetchOutcome.UNAVAILABLE:
+            # The host never answered (refused, unreachable, a non-public address): that is the cause to
+            # name, not robots.txt, which only happened to be the first request.
+            return RobotsRules.unknown(result.reason)
+        return RobotsRules.unknown(f"robots.txt unavailable ({result.outcome}: {result.reason}); RFC 9309 "
+                                   "says to fetch nothing from the host then")
 
     async def _robots_verdict(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
         rules = await self._robots_for(url)
@@ -406,7 +412,7 @@ class Fetcher:
             return done(FetchOutcome.UNAVAILABLE, f"timeout {where} (limit {self.settings.fetch_timeout:g}s)")
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             detail = "error while reading the body: " if where != "before the response" else ""
-            return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{exc.__class__.__name__}: {exc}")
+            return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{describe(exc)}")
         if sniff:
             if not _looks_like_html(body):
                 return done(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")

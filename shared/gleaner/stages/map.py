@@ -67,6 +67,8 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # Told the count after each URL found (progress while a polite map walks a large site).
+    on_found: Callable[[int], None] | None = None
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -80,6 +82,8 @@ class Discovery:
         if host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
             return False
         self.urls[url] = (depth, via, source_url)
+        if self.on_found is not None:
+            self.on_found(len(self.urls))
         return True
 
     @property
@@ -116,7 +120,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
-                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
+                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
+                             on_found=deps.observer.urls_found)
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
@@ -148,13 +153,13 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
-             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = ()) -> Discovery:
+             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
+             on_found: Callable[[int], None] | None = None) -> Discovery:
     target = canonicalize(start_url)
-    found = Discovery(limit=limit, include=include, host=host_of(target))
+    found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found)
     robots = fetcher.robots(start_url)
     if robots.state == "unknown":
-        raise MapFailed(f"cannot crawl {host_of(target)}: robots.txt could not be read ({robots.reason}); "
-                        "nothing is fetched from this host this run")
+        raise MapFailed(f"cannot crawl {host_of(target)}: {robots.reason}")
     found.add(start_url, 0, "start")
     named: dict[str, str] = {}
     for feed in feeds:

@@ -60,6 +60,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
 
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in fetcher.fetch_many(requests):
+            deps.observer.page_fetched()
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
                 waiting.append((page, result))
