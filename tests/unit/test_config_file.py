@@ -39,7 +39,7 @@ def test_the_environment_wins_over_the_current_directory_which_wins_over_home(tm
 
 def test_an_unknown_key_or_a_broken_file_is_an_error_naming_the_file(tmp_path):
     (tmp_path / "gleaner.toml").write_text("hots_delay = 1\n")
-    with pytest.raises(ConfigError, match="gleaner.toml: unknown setting 'hots_delay'"):
+    with pytest.raises(ConfigError, match=r"gleaner\.toml: unknown setting 'hots_delay'"):
         layered_env({}, tmp_path)
     (tmp_path / "gleaner.toml").write_text("host_delay = \n")
     with pytest.raises(ConfigError, match="not a readable TOML file"):
