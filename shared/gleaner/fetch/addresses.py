@@ -188,6 +188,29 @@ def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+def lookup(host: str, port: int, resolver: Resolver) -> list[str]:
+    """The addresses a host stands for: itself when it is an address literal, else the resolver's answers."""
+    literal = parse_address(host.strip("[]"))
+    return [str(literal)] if literal is not None else list(resolver(host, port))
+
+
+def check_answers(host: str, answers: Iterable[str], allow: Iterable[IPNetwork]) -> tuple[IPAddress, ...] | str:
+    """Every answer must be allowed: the checked addresses, or why the host is refused."""
+    networks = tuple(allow)
+    checked: list[IPAddress] = []
+    for text in answers:
+        address = parse_address(text)
+        if address is None:
+            return f"resolver answered a non-address {text!r} for {host}"
+        if not is_allowed(address, networks):
+            return (f"non-public address: {host} resolves to {address} "
+                    "(GLEANER_ALLOW_NETWORKS names the networks that may be reached besides public ones)")
+        checked.append(address)
+    if not checked:
+        return f"{host} has no addresses"
+    return tuple(dict.fromkeys(checked))  # getaddrinfo repeats an address per socket type
+
+
 class AddressRefused(Exception):
     """The host cannot be reached under the address policy (or cannot be resolved)."""
 
@@ -226,23 +249,8 @@ class AddressBook:
         return () if value is None or isinstance(value, str) else value
 
     def _check(self, host: str, port: int) -> tuple[IPAddress, ...] | str:
-        literal = parse_address(host.strip("[]"))
-        if literal is not None:
-            answers = [str(literal)]
-        else:
-            try:
-                answers = list(self._resolver(host, port))
-            except (OSError, UnicodeError) as exc:
-                return f"cannot resolve {host}: {exc}"
-        checked: list[IPAddress] = []
-        for text in answers:
-            address = parse_address(text)
-            if address is None:
-                return f"resolver answered a non-address {text!r} for {host}"
-            if not is_allowed(address, self._allow):
-                return (f"non-public address: {host} resolves to {address} "
-                        "(GLEANER_ALLOW_NETWORKS names the networks that may be reached besides public ones)")
-            checked.append(address)
-        if not checked:
-            return f"{host} has no addresses"
-        return tuple(dict.fromkeys(checked))  # getaddrinfo repeats an address per socket type
+        try:
+            answers = lookup(host, port, self._resolver)
+        except (OSError, UnicodeError) as exc:
+            return f"cannot resolve {host}: {exc}"
+        return check_answers(host, answers, self._allow)
