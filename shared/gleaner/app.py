@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from gleaner.bus.local import LocalBus
     from gleaner.bus.port import Bus
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
@@ -117,6 +118,24 @@ class Deps:
         bus = self.bus_override
         in_process = isinstance(bus, LocalBus) if bus is not None else self.settings.bus == "local"
         return CanonicalHandover(CANONICAL_HANDOVER_BYTES if in_process else 0)
+
+    @_built_once
+    def local_bus(self) -> LocalBus | None:
+        """The in-process bus with every stage subscribed, when this process runs the stages itself
+        (the CLI, ``gleaner serve``, a function under plain functions-framework); None on Pub/Sub.
+
+        Callers that must drive the stages ask for this instead of checking the bus's type.
+        """
+        from gleaner.bus.local import LocalBus
+
+        bus = self.bus
+        if not isinstance(bus, LocalBus):
+            return None
+        if not bus.handlers:
+            from gleaner.stages import wire
+
+            wire(bus, self)
+        return bus
 
     @_built_once
     def blobs(self) -> BlobStore:

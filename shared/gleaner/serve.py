@@ -15,7 +15,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from gleaner.app import Deps
-from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError
 from gleaner.webhook import WebhookRequest, handle, read_capped
 
@@ -28,13 +27,9 @@ class WebhookServer:
     def __init__(self, deps: Deps, host: str = "127.0.0.1", port: int = 8080) -> None:
         if not deps.settings.webhook_secret:
             raise ConfigError("GLEANER_WEBHOOK_SECRET must be set: the webhook refuses requests without it")
-        bus = deps.bus
-        if not isinstance(bus, LocalBus):
+        bus = deps.local_bus
+        if bus is None:
             raise ConfigError("gleaner serve runs the in-process bus; unset GLEANER_BUS")
-        from gleaner.stages import wire
-
-        if not bus.handlers:
-            wire(bus, deps)
         self.deps = deps
         self.bus = bus
         self._work = threading.Event()

@@ -95,16 +95,14 @@ def refs_show(reference_id: str, as_json: bool) -> None:
 @guard
 def refs_walk(full_reprocess: bool, as_json: bool) -> None:
     """Land every passed feed article not yet landed, now, in this process (what the walk nudge does)."""
-    from gleaner.bus.local import LocalBus
     from gleaner.messages import ArticlesAccepted
-    from gleaner.stages import dispatch, wire
+    from gleaner.stages import dispatch
 
     with open_deps(load_settings()) as deps:
-        if isinstance(deps.bus, LocalBus) and not deps.bus.handlers:
-            wire(deps.bus, deps)
+        local = deps.local_bus
         report = dispatch(ArticlesAccepted(walk=True, full_reprocess=full_reprocess), deps)
-        if isinstance(deps.bus, LocalBus):
-            deps.bus.drain()
+        if local is not None:
+            local.drain()
     counts = report.to_dict()
     if as_json:
         click.echo(json.dumps(counts))
