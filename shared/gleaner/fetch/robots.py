@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from gleaner.config import ROBOTS_TOKEN
+from gleaner.urls import PERCENT_ESCAPE, canonical_escape
 
-_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 _LINES = re.compile(r"\r\n|\r|\n")
 _AGENT_KEYS = frozenset({"user-agent", "useragent", "user agent"})
@@ -55,10 +54,9 @@ def _encode(text: str, *, keep_wildcards: bool) -> str:
     i = 0
     while i < len(text):
         char = text[i]
-        match = _PCT.match(text, i)
+        match = PERCENT_ESCAPE.match(text, i)
         if match:
-            decoded = chr(int(match.group(1), 16))
-            out.append(decoded if decoded in _UNRESERVED else "%" + match.group(1).upper())
+            out.append(canonical_escape(match.group(1)))
             i += 3
             continue
         if char in "*$" and not keep_wildcards:
