@@ -31,7 +31,6 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.store.blobs import map_key
-from gleaner.store.discovery import record_discovery
 from gleaner.urls import (
     canonicalize,
     host_of,
@@ -125,7 +124,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
-    record_discovery(meta.engine, run_id, site, host_id,
+    meta.record_discovery(run_id, site, host_id,
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
     key = map_key(site, run_id)

@@ -31,7 +31,7 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.store.blobs import sample_key
-from gleaner.store.decisions import PreviousSample, previous_samples
+from gleaner.store.decisions import PreviousSample
 from gleaner.store.records import Decision, RunPage
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         log.warning("run %s is %s; nothing to sample", run_id, status)
         return []
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
-    options = _options(deps, run_id)
+    options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
@@ -95,15 +95,6 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     return scheduled
 
 
-def _options(deps: Deps, run_id: str) -> dict[str, Any]:
-    import sqlalchemy as sa
-
-    with deps.metadata.engine.connect() as conn:
-        options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
-                               {"r": run_id}).scalar()
-    return dict(options or {})
-
-
 def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list[ScrapeBatch]:
     tasks = [ScrapeBatch(run_id=message.run_id, site_domain=message.site_domain, batch_no=no,
                          document_ids=tuple(ids)) for no, ids in enumerate(batches)]
@@ -131,7 +122,7 @@ def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]
     decided by the same decider under the same exclude globs, with validators to ask about it."""
     decider = _decider_name(deps)
     return {section_of(prev.path): prev
-            for prev in previous_samples(deps.metadata.engine, message.site_domain, message.run_id)
+            for prev in deps.metadata.previous_samples(message.site_domain, message.run_id)
             if prev.exclude == exclude and prev.metadata.get("sample", {}).get("decider") == decider
             and (prev.etag or prev.last_modified)}
 

@@ -21,7 +21,6 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
-from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
@@ -77,7 +76,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
             records.append(_record(page, result, extracted.title, handed))
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    record_not_modified(meta.engine, message.run_id, not_modified)
+    meta.record_not_modified(message.run_id, not_modified)
     meta.record_fetches(message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))

@@ -22,9 +22,10 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
   ingest (``ReadStore``).
 
-Other ledger statements live beside them as functions over the engine, which the
-stages also call directly: discovery.py (map), decisions.py (sample), notmodified.py
-(scrape); texts.py is the ingest stage's own TextStore.
+Some statements live in modules of their own (discovery.py for map, decisions.py for
+sample, notmodified.py for scrape), each reached through a method of these classes:
+the stages hold ``deps.metadata`` and never an engine. texts.py is the ingest stage's
+own TextStore.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner.store import discovery
+from gleaner.store.decisions import PreviousSample
+from gleaner.store.decisions import previous_samples as store_previous_samples
 from gleaner.store.decisions import record_decisions as store_decisions
 from gleaner.store.records import Decision, RunPage
 from gleaner.store.sqlstore import SqlStore, json_value
@@ -166,6 +168,22 @@ class RunStore(SqlStore):
     def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
         """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
         store_decisions(self.engine, run_id, decisions)
+
+    def record_discovery(self, run_id: str, site: str, source_host_id: str | None,
+                         rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+        """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
+        return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
+
+    def previous_samples(self, site: str, run_id: str) -> list[PreviousSample]:
+        """The section samples of the site's latest earlier sampled run (a recrawl may reuse their verdicts)."""
+        return store_previous_samples(self.engine, site, run_id)
+
+    def run_options(self, run_id: str) -> dict[str, Any]:
+        """The options a run was requested with (limit, globs, feeds, …); empty for an unknown run."""
+        with self.engine.connect() as conn:
+            options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
+                                   {"r": run_id}).scalar()
+        return dict(options or {})
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:
         """Assign batch numbers and move the run to scraping; False if already done (redelivery)."""
