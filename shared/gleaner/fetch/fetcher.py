@@ -51,7 +51,7 @@ from gleaner.fetch.body import ACCEPT_ENCODING, BodyReader, BodyRefused, coding_
 from gleaner.fetch.budget import RunBudget, Spent
 from gleaner.fetch.neterrors import describe
 from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable
-from gleaner.fetch.robots import RobotsRules
+from gleaner.fetch.robots import RobotsRules, RobotsState
 from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.urls import absolutize, fetchable
@@ -243,7 +243,7 @@ class Fetcher:
         via = f" (redirect target {url})" if hop else ""
         if rules.exhausted:
             return FetchResult(request.url, FetchOutcome.EXHAUSTED, rules.reason, final_url=url, key=request.key)
-        if rules.state == "unknown":
+        if rules.state is RobotsState.UNKNOWN:
             return FetchResult(request.url, FetchOutcome.ROBOTS_UNKNOWN, rules.reason + via, final_url=url,
                                key=request.key)
         if not rules.allows(url):
@@ -311,7 +311,8 @@ class Fetcher:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
                                key=request.key)
         except AddressRefused as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key)
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key,
+                               non_public_address=exc.non_public)
         return checked
 
     async def _exchange(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,

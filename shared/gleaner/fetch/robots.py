@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from gleaner.config import ROBOTS_TOKEN
@@ -208,11 +209,19 @@ def decode_robots(body: bytes) -> str:
     return body.decode("utf-8-sig", errors="replace")
 
 
+class RobotsState(StrEnum):
+    """What robots.txt said for a host this run (stored as its value in ``crawl_run_robots``)."""
+
+    RULES = "rules"  # parsed: obey them
+    NONE = "none"  # a 4xx answer: no rules, everything allowed
+    UNKNOWN = "unknown"  # 5xx, network error, oversized, …: fetch nothing on that host this run
+
+
 @dataclass(slots=True)
 class RobotsRules:
-    """The robots decision for one host: ``rules``, ``none`` (no rules) or ``unknown`` (fetch nothing)."""
+    """The robots decision for one host, with the rules when there are some."""
 
-    state: str  # "rules" | "none" | "unknown"
+    state: RobotsState
     reason: str = ""
     sitemaps: tuple[str, ...] = ()
     crawl_delay: float | None = None
@@ -225,20 +234,20 @@ class RobotsRules:
     @classmethod
     def parse(cls, body: bytes, token: str = ROBOTS_TOKEN) -> RobotsRules:
         policy = parse_robots(decode_robots(body), token)
-        return cls(state="rules", sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy,
+        return cls(state=RobotsState.RULES, sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy,
                    body=body)
 
     @classmethod
     def allow_all(cls, reason: str = "") -> RobotsRules:
-        return cls(state="none", reason=reason)
+        return cls(state=RobotsState.NONE, reason=reason)
 
     @classmethod
     def unknown(cls, reason: str) -> RobotsRules:
-        return cls(state="unknown", reason=reason)
+        return cls(state=RobotsState.UNKNOWN, reason=reason)
 
     def allows(self, url: str) -> bool:
         """May ``url`` (on this host) be fetched? Never while the rules are unknown."""
-        if self.state == "unknown":
+        if self.state is RobotsState.UNKNOWN:
             return False
         parts = urlsplit(url)
         if parts.path == "/robots.txt":

@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gleaner.errors import InvalidInput
-from gleaner.fetch.addresses import IPNetwork, Resolver, UrlRefused, check_answers, check_url, lookup, system_resolver
+from gleaner.fetch.addresses import (
+    AddressRefused,
+    IPNetwork,
+    Resolver,
+    UrlRefused,
+    check_answers,
+    check_url,
+    lookup,
+    system_resolver,
+)
 from gleaner.urls import canonicalize
 
 # Names that mean "this machine" or the cloud metadata server, whatever DNS says today.
@@ -41,4 +50,4 @@ def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Reso
         except (OSError, UnicodeError):
             return None
     verdict = check_answers(host, answers, allow_networks)
-    return verdict if isinstance(verdict, str) else None
+    return verdict.reason if isinstance(verdict, AddressRefused) else None

@@ -28,6 +28,7 @@ from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
 from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
+from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.store.blobs import map_key
@@ -66,6 +67,8 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # Why the start page could not be read, if it could not: with nothing else found, the run fails on it.
+    start_failure: str | None = None
     # Told the count after each URL found (progress while a polite map walks a large site).
     on_found: Callable[[int], None] | None = None
 
@@ -157,7 +160,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found)
     robots = fetcher.robots(start_url)
-    if robots.state == "unknown":
+    if robots.state is RobotsState.UNKNOWN:
         raise MapFailed(f"cannot crawl {host_of(target)}: {robots.reason}")
     found.add(start_url, 0, "start")
     named: dict[str, str] = {}
@@ -171,8 +174,8 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_sitemaps(fetcher, sitemap_urls, found)
     _walk_links(fetcher, start_url, found, max_depth, walkable)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
-    if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
-        raise MapFailed(found.problems[-1])
+    if len(found.urls) == 1 and found.start_failure is not None:
+        raise MapFailed(found.start_failure)
     return found
 
 
@@ -247,7 +250,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             result = results[url]
             if result.outcome is not FetchOutcome.FETCHED:
                 if depth == 0:
-                    found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
+                    found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
+                    found.problems.append(found.start_failure)
                 continue
             if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
                 continue

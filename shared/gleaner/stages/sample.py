@@ -19,6 +19,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
@@ -58,7 +59,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
     for page in pages:
-        if page.scrape_policy == "skip" and not (page.skip_reason or "").startswith("rule: "):
+        if page.skipped_by_operator:
             decisions[page.document_id] = Decision(page.document_id, "exclude", "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
                                                    {"content_kind": "skipped", "evidence": []})
@@ -71,13 +72,13 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
-            sample, verdict, uri, error, seen = _sample_section(deps, fetcher, message, members, exclude,
-                                                                reusable.get(section))
+            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section))
+            sample, verdict = outcome.sample, outcome.verdict
             for page in members:
                 if page is sample:
-                    decisions[page.document_id] = _decision(page, verdict, uri, error, seen)
+                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error, outcome.seen)
                 elif sample is None:
-                    decisions[page.document_id] = _decision(page, verdict, uri, error)
+                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error)
                 else:
                     inherited = PageDecision(
                         verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
@@ -144,14 +145,23 @@ def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: Previou
     seen = {**meta["sample"], "etag": result.etag or prev.etag,
             "last_modified": result.last_modified or prev.last_modified,
             "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
-    return sample, verdict, key, None, seen
+    return SampleOutcome(sample, verdict, key, seen=seen)
 
 
 # A section whose first pages fail to fetch is not judged on a failure: try a few before giving up.
 SAMPLE_ATTEMPTS = 3
 
 
-SampleOutcome = tuple[RunPage | None, PageDecision, str | None, str | None, dict[str, Any] | None]
+@dataclass(frozen=True, slots=True)
+class SampleOutcome:
+    """What sampling a section found: the page sampled (None: no sample), the verdict for the section,
+    the stored sample's key, what went wrong on the way, and the validators seen (for reuse later)."""
+
+    sample: RunPage | None
+    verdict: PageDecision
+    uri: str | None = None
+    error: str | None = None
+    seen: dict[str, Any] | None = None
 
 
 def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None) -> Iterator[RunPage]:
@@ -182,11 +192,12 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
             verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
-            return None, verdict, None, f"{result.outcome}: {result.reason}", None
+            return SampleOutcome(None, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
             facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                               content_type=result.content_type, fetch_outcome=str(result.outcome))
-            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}", None
+            verdict = deps.decider.decide(facts, exclude)
+            return SampleOutcome(sample, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
@@ -201,8 +212,8 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
-        return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen
+        return SampleOutcome(sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen)
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.
-    return None, PageDecision("include", reason, 0.5, content_kind="unsampled"), None, None, None
+    return SampleOutcome(None, PageDecision("include", reason, 0.5, content_kind="unsampled"))
