@@ -199,8 +199,8 @@ class Deps:
 
     @_built_once
     def tls_context(self) -> ssl.SSLContext:
-        """One TLS context for every fetcher of the process: building one (loading the CA bundle) costs
-        ~40 ms of CPU, which a fetcher per scrape batch paid every batch. Contexts are safe to share."""
+        """One TLS context for every fetcher of the process: building one loads the CA bundle, which a
+        fetcher per scrape batch paid every batch. Contexts are safe to share."""
         import httpx
 
         return httpx.create_ssl_context(trust_env=False)

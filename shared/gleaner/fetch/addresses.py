@@ -4,8 +4,8 @@
 explicitly, IPv6 must lie in global unicast 2000::/3, and IPv4 embedded in IPv6
 (mapped, compatible, NAT64, 6to4, Teredo) is unwrapped and checked as IPv4.
 
-A URL is checked on the form the HTTP client (httpx) parses, because parsers
-disagree (FACTS.md: backslashes, userinfo). Its host is then resolved once by
+A URL is checked on the form both httpx's strict parser and yarl (what aiohttp sends) parse,
+because parsers disagree (backslashes, userinfo). Its host is then resolved once by
 :class:`AddressBook`; every address must pass :func:`is_allowed`, and the first
 checked answers are *pinned*: the transport connects to them (in the resolver's
 order, the next one only if the previous cannot be reached) and never looks the name up again,

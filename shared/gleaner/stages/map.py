@@ -135,7 +135,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
              "problems": found.problems}
     try:
-        # No indent: json.dumps with one falls back to the pure-Python encoder (~20 ms for 2,000 links).
+        # No indent: json.dumps with one falls back to the pure-Python encoder, far slower on large maps.
         deps.blobs.put(key, json.dumps(links, sort_keys=True).encode("utf-8"), "application/json")
     except BlobConflict:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
@@ -226,7 +226,7 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
     list of its pages, and reading every listed page for links fetched the whole site once during
-    discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
+    discovery and again in scrape (a large share of a recrawl; infra/bench/README.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched.
     """

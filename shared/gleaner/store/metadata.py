@@ -1,7 +1,7 @@
 """The metadata repository: every SQL statement the stages run, batched per call.
 
 Each method is one short transaction. Per-page writes are one multi-row
-statement (``unnest`` of arrays), never a loop of single statements: pg8000's
+statement (rows as one JSON parameter, or ``unnest`` of arrays), never a loop of single statements: pg8000's
 executemany is round-trip bound (FACTS.md). Idempotency comes from keys:
 ``ON CONFLICT`` on business identity, and a per-(run, document) ledger row whose
 ``fetch_outcome`` / ``snapshot_outcome`` once set is never overwritten, so a
