@@ -42,22 +42,16 @@ class RunStore(SqlStore):
 
     def host_politeness_for(self, host: str) -> tuple[float | None, int | None]:
         """The strictest delay and concurrency any tenant configured for a host (it is one server)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT max(host_delay_seconds), min(host_concurrency) FROM knowledge.source_hosts"
-                    " WHERE host = :h"
-                ),
-                {"h": host},
-            ).first()
+        row = self._first(
+            "SELECT max(host_delay_seconds), min(host_concurrency) FROM knowledge.source_hosts"
+            " WHERE host = :h",
+            {"h": host},
+        )
         return (row[0], row[1]) if row else (None, None)
 
     def run_robots(self, run_id: str, origin: str) -> tuple[str, str, bytes | None] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT state, reason, body FROM knowledge.crawl_run_robots WHERE run_id = :r AND origin = :o"),
-                {"r": run_id, "o": origin},
-            ).first()
+        row = self._first("SELECT state, reason, body FROM knowledge.crawl_run_robots"
+                          " WHERE run_id = :r AND origin = :o", {"r": run_id, "o": origin})
         return (str(row[0]), str(row[1]), bytes(row[2]) if row[2] is not None else None) if row else None
 
     def save_run_robots(self, run_id: str, origin: str, state: str, reason: str,
@@ -215,14 +209,11 @@ class RunStore(SqlStore):
         return True
 
     def batches_of(self, run_id: str) -> list[list[str]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT batch_no, document_id FROM knowledge.crawl_page_decisions"
-                    " WHERE run_id = :r AND batch_no IS NOT NULL ORDER BY batch_no, document_id"
-                ),
-                {"r": run_id},
-            ).all()
+        rows = self._all(
+            "SELECT batch_no, document_id FROM knowledge.crawl_page_decisions"
+            " WHERE run_id = :r AND batch_no IS NOT NULL ORDER BY batch_no, document_id",
+            {"r": run_id},
+        )
         batches: dict[int, list[str]] = {}
         for no, doc in rows:
             batches.setdefault(int(no), []).append(str(doc))
