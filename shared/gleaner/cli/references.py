@@ -59,9 +59,14 @@ def refs_search(query: str, limit: int, as_json: bool) -> None:
         click.echo(f"no reference items match {query!r}", err=True)
         sys.exit(1)
     for r in results:
-        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {r['title']}\n"
+        # One line per field: a title or preview spanning lines would break the listing's layout.
+        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {_one_line(r['title'])}\n"
                    f"        {r['source_url']}  published {r['published_at'] or 'unknown'}\n"
-                   f"        {(r['body_preview'] or '').strip()}")
+                   f"        {_one_line(r['body_preview'])}")
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
 
 
 @refs_group.command("show")
