@@ -183,3 +183,16 @@ def test_a_config_file_sets_what_the_environment_does_not(tmp_path):
     (tmp_path / "gleaner.toml").write_text("hots_delay = 0\n")
     typo = gleaner(env, "info", cwd=tmp_path)
     assert typo.returncode == 1 and "unknown setting 'hots_delay'" in typo.stderr
+
+
+def test_a_failed_runs_error_shows_without_json(tmp_path, database_url):
+    env = clean_env(GLEANER_HOME=str(tmp_path / "home"), GLEANER_DATABASE_URL=database_url,
+                    GLEANER_ALLOW_NETWORKS="127.0.0.0/8")
+    pages = {"/robots.txt": Page("busy", status=503, content_type="text/plain"), "/": Page("<html>hi</html>")}
+    with TestSite(pages, max_seconds=60) as site:
+        crawl = gleaner(env, "crawl", site.url + "/")
+    assert crawl.returncode == 1 and "robots.txt unavailable" in crawl.stderr
+    (run,) = json.loads(gleaner(env, "runs", "--json").stdout)
+    detail = gleaner(env, "runs", run["run_id"])
+    assert run["status"] == "failed"
+    assert "error: cannot crawl 127.0.0.1: robots.txt unavailable" in detail.stdout

@@ -126,6 +126,8 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
         f"  fetched {summary['fetched']}, not modified {summary.get('not_modified', 0)}, failed {summary['failed']}\n"
         f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
     )
+    if summary.get("error"):  # why a run failed or stopped short, not only under --json
+        click.echo(f"  error: {summary['error']}")
 
 
 def is_uuid(value: str) -> bool:
