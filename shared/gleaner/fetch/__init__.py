@@ -3,6 +3,7 @@
 Modules, one concern each:
 
 * ``fetcher``   — the orchestration: robots first, address policy, politeness, budget, redirects, outcomes
+* ``judgement`` — what a status, content type, body start or Retry-After means (pure)
 * ``addresses`` — which URLs and IP addresses may be reached; resolve-once pins
 * ``transport`` — the aiohttp session that connects only to pinned addresses
 * ``loop``      — the one event-loop thread per process every fetch coroutine runs on
