@@ -196,3 +196,16 @@ def test_a_failed_runs_error_shows_without_json(tmp_path, database_url):
     detail = gleaner(env, "runs", run["run_id"])
     assert run["status"] == "failed"
     assert "error: cannot crawl 127.0.0.1: robots.txt unavailable" in detail.stdout
+
+
+def test_scrape_store_keeps_the_page_as_a_run_of_one_url(tmp_path, database_url):
+    env = clean_env(GLEANER_HOME=str(tmp_path / "home"), GLEANER_DATABASE_URL=database_url,
+                    GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_EXTRACT_WORKERS="1")
+    with demo_site() as site:
+        stored = gleaner(env, "scrape", site.url + "/docs/install", "--store", "--site-domain", "demo.test")
+        shown = gleaner(env, "show", site.url + "/docs/install")
+    assert stored.returncode == 0, stored.stderr
+    assert stored.stdout.startswith("# Install") and "Traceback" not in stored.stderr
+    (run,) = json.loads(gleaner(env, "runs", "--json").stdout)
+    assert run["site_domain"] == "demo.test" and run["snapshots"]["new"] == 1
+    assert shown.returncode == 0 and shown.stdout == stored.stdout

@@ -14,7 +14,7 @@ from gleaner.config import Settings
 DEMO_PORT = 8471
 
 
-def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> dict[str, Any]:
+def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = True, **request: Any) -> dict[str, Any]:
     from gleaner.runner import crawl, new_request
 
     with open_deps(settings) as deps:
@@ -26,9 +26,10 @@ def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> di
         with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress:
             deps.observer = progress
             progress.line(f"crawling {url} (data in {settings.data_dir})")
-            summary = crawl(deps, new_request(url, **request), progress.on_message)
-    print_summary(summary, as_json)
-    return summary
+            result = crawl(deps, new_request(url, **request), progress.on_message)
+    if summary:
+        print_summary(result, as_json)
+    return result
 
 
 @main.command("crawl")

@@ -30,8 +30,11 @@ def scrape_cmd(url: str, raw: bool, as_json: bool, store: bool, site_domain: str
     from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
     from gleaner.urls import canonicalize
 
-    canonicalize(url)
+    canonical = canonicalize(url)
     settings = load_settings()
+    if store:
+        _scrape_and_store(settings, url, canonical, raw, as_json, site_domain)
+        return
     with Fetcher(settings) as fetcher:
         result = fetcher.fetch(FetchRequest(url, accept=(ContentKind.HTML,)))
     if result.outcome is not FetchOutcome.FETCHED:
@@ -39,14 +42,43 @@ def scrape_cmd(url: str, raw: bool, as_json: bool, store: bool, site_domain: str
         return
     page = extract_page(result.body or b"", result.charset, result.final_url or url)
     markdown = (page.raw if raw else page.content).decode("utf-8")
-    if store:
-        run_crawl(settings, url, as_json=False, site_domain=site_domain, limit=1, max_depth=0,
-                  triggered_by="api", mode="manual")
     if as_json:
         click.echo(json.dumps({"url": url, "final_url": result.final_url or url, "status": result.status,
-                               "title": page.title, "content_hash": page.content_hash,
-                               "raw_hash": page.raw_hash, "markdown": markdown, "stored": store}))
+                               "title": page.title, "content_hash": page.content_hash, "markdown": markdown,
+                               "stored": False}))
         return
+    _print_markdown(markdown)
+
+
+def _scrape_and_store(settings: Any, url: str, canonical: str, raw: bool, as_json: bool,
+                      site_domain: str | None) -> None:
+    """A run of this one URL (no links followed), then its stored version printed: one fetch of the page."""
+    from gleaner.cli.base import open_deps
+
+    summary = run_crawl(settings, url, as_json=False, summary=False, site_domain=site_domain, limit=1,
+                        max_depth=0, triggered_by="api", mode="manual")
+    with open_deps(settings) as deps:
+        doc = deps.metadata.document_by_url(canonical)
+        versions = deps.metadata.snapshots_of(doc["id"]) if doc else []
+        ref = (versions[0]["raw_ref"] if raw else versions[0]["content_ref"]) if versions else None
+        markdown = deps.blobs.get(ref).decode("utf-8") if ref else None
+        outcomes = deps.metadata.outcome_breakdown(summary["run_id"])
+    if markdown is None or doc is None:
+        fail(f"{url}: not stored ({', '.join(f'{k} {v}' for k, v in outcomes.items()) or summary['status']}); "
+             f"see gleaner runs {summary['run_id']}")
+        return
+    version = versions[0]
+    click.echo(f"gleaner: stored {canonical} as version {version['version']} of {doc['site_domain']} "
+               f"(run {summary['run_id']})", err=True)
+    if as_json:
+        click.echo(json.dumps({"url": url, "title": doc.get("title"), "content_hash": version["content_hash"],
+                               "markdown": markdown, "stored": True, "run_id": summary["run_id"],
+                               "version": version["version"]}))
+        return
+    _print_markdown(markdown)
+
+
+def _print_markdown(markdown: str) -> None:
     sys.stdout.write(markdown if markdown.endswith("\n") else markdown + "\n")
 
 
