@@ -15,13 +15,15 @@ import logging
 from concurrent.futures import Future
 
 from gleaner.app import Deps
-from gleaner.errors import BlobConflict
+from gleaner.changes import outbox
+from gleaner.errors import BlobConflict, InvalidInput
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
 from gleaner.store.records import FetchRecord, RunPage
+from gleaner.urls import canonicalize
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for result in fetcher.fetch_many(requests):
             deps.observer.page_fetched()
             page = pages[str(result.key)]
-            if result.outcome is FetchOutcome.FETCHED:
+            moved_to = _moved_to_known(deps, message.site_domain, page, result)
+            if moved_to is not None:
+                records.append(_record(page, result, None, superseded_by=moved_to))
+            elif result.outcome is FetchOutcome.FETCHED:
                 waiting.append((page, result))
                 if len(waiting) >= PAGES_PER_EXTRACTION:
                     extract_waiting()
@@ -84,14 +89,36 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
     else:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
 
 
-def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None) -> FetchRecord:
+def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None,
+            superseded_by: str | None = None) -> FetchRecord:
     return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
-                       handed.extractor if handed else None)
+                       handed.extractor if handed else None, superseded_by)
+
+
+PERMANENT_REDIRECTS = frozenset({301, 308})
+
+
+def _moved_to_known(deps: Deps, site: str, page: RunPage, result: FetchResult) -> str | None:
+    """The canonical URL of another known document of the site this page permanently redirected to.
+
+    Such a page is superseded (DESIGN.md): what the redirect served is the other document's content,
+    so it is not versioned as this one's.
+    """
+    if not result.ok or not result.redirects or not set(result.redirects) <= PERMANENT_REDIRECTS:
+        return None
+    try:
+        target = canonicalize(result.final_url or "")
+    except InvalidInput:
+        return None
+    if target == page.canonical_url or not deps.metadata.document_ids_by_url(site, [target]):
+        return None
+    return target
 
 
 def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedPage:

@@ -168,6 +168,13 @@ class RunStore(SqlStore):
         """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
         return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
 
+    def mark_unmapped_stale(self, run_id: str, site: str, complete: bool) -> None:
+        """Documents this (complete) mapping no longer found, towards ``stale`` (changes/lifecycle.py)."""
+        from gleaner.changes.lifecycle import mark_unmapped_stale
+
+        with self._tx() as conn:
+            mark_unmapped_stale(conn, run_id, site, complete)
+
     def previous_samples(self, site: str, run_id: str) -> list[PreviousSample]:
         """The section samples of the site's latest earlier sampled run (a recrawl may reuse their verdicts)."""
         return store_previous_samples(self.engine, site, run_id)
