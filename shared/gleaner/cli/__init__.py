@@ -11,6 +11,8 @@ from gleaner.cli import (  # noqa: F401  (each registers its commands)
     database,
     info,
     oneshot,
+    operating,
+    provenance,
     reading,
     references,
     versions,

@@ -21,6 +21,8 @@ class FetchOutcome(StrEnum):
     DENIED = "denied"
     UNAVAILABLE = "unavailable"
     EXHAUSTED = "exhausted"
+    # Not the fetcher's: the page was fetched, but its content was erased and is refused (seed 004).
+    REFUSED_ERASED = "refused-erased"
 
     @property
     def ok(self) -> bool:
