@@ -3,7 +3,8 @@
 The same :func:`gleaner.webhook.handle` as the deployed function answers every
 request; work the webhook publishes goes to the in-process bus, which a
 background thread drains, so a poller gets its 202 without waiting for the
-landing. Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it.
+landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``).
+Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from gleaner.app import Deps
+from gleaner.backoffice.wsgi import BackofficeApp, answer_http, serves
 from gleaner.errors import ConfigError
 from gleaner.webhook import WebhookRequest, handle, read_capped
 
@@ -32,6 +34,8 @@ class WebhookServer:
             raise ConfigError("gleaner serve runs the in-process bus; unset GLEANER_BUS")
         self.deps = deps
         self.bus = bus
+        # The back office needs no credential on loopback (DESIGN.md); bound elsewhere it takes the admin bearer.
+        self.backoffice = BackofficeApp(deps, bearer=None if _loopback(host) else deps.settings.webhook_secret)
         self._work = threading.Event()
         self._stopping = threading.Event()
         server = self
@@ -89,6 +93,9 @@ class WebhookServer:
 
     def _answer(self, request: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(request.path)
+        if serves(parts.path):
+            answer_http(self.backoffice, request)
+            return
         cap = self.deps.settings.webhook_max_bytes
         body, oversized, status, unread = b"", False, 0, False
         length_header = request.headers.get("Content-Length")
@@ -125,3 +132,14 @@ class WebhookServer:
             request.wfile.write(data)
         if status == 202 and self.bus.pending():
             self._work.set()
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
