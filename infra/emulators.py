@@ -359,10 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "shared"))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gleaner-emulators-"))
     database_url = args.database_url
+    from gleaner.config import default_home
+
     if not database_url:
         from gleaner.store.db import embedded_url
 
-        database_url = embedded_url(ROOT / ".gleaner")
+        database_url = embedded_url(default_home(os.environ))
     from gleaner.config import Settings
     from gleaner.store import db
 
@@ -370,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     db.ensure_schema(engine)  # once here, rather than by the first function a request reaches
     engine.dispose()
     stack = Stack(workdir, database_url, extra_env={"GLEANER_ALLOW_NETWORKS": args.allow_networks,
-                                                    "GLEANER_DATA_DIR": str(ROOT / ".gleaner")})
+                                                    "GLEANER_HOME": str(default_home(os.environ))})
     try:
         stack.start_emulators().start_functions()
         print("emulators and functions are up; logs in", workdir, flush=True)

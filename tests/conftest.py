@@ -26,6 +26,19 @@ from gleaner.store import db
 TEMPLATE_DB = "gleaner_template"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_gleaner_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A safety net: a command a test forgets to point elsewhere writes here, never to the user's
+    ~/.local/share/gleaner. Tests that mean a place set GLEANER_HOME themselves."""
+    before = os.environ.get("GLEANER_HOME")
+    os.environ["GLEANER_HOME"] = str(tmp_path_factory.mktemp("gleaner-home"))
+    yield
+    if before is None:
+        os.environ.pop("GLEANER_HOME", None)
+    else:
+        os.environ["GLEANER_HOME"] = before
+
+
 def _with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))

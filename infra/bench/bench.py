@@ -157,7 +157,8 @@ def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_a
 def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
     env.update({
-        "GLEANER_DATA_DIR": str(data_dir),
+        "GLEANER_HOME": str(data_dir),
+        "GLEANER_DATA_DIR": str(data_dir),  # what commits before GLEANER_HOME read (compare.py --ref)
         "GLEANER_HOST_DELAY": "0",
         "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
@@ -423,7 +424,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": "infra/bench/run.sh " + " ".join(argv if argv is not None else sys.argv[1:]),
             "machine": machine(), "server": args.server, "concurrency": CONCURRENCY,
             "gleaner_env": {k: v for k, v in gleaner_env(work).items() if k.startswith("GLEANER_")
-                            and k != "GLEANER_DATA_DIR"},
+                            and k not in ("GLEANER_HOME", "GLEANER_DATA_DIR")},
             "synthetic_bytes": manifest["page_bytes"], "corpora": {},
         }
         for name in ("synthetic", "real"):

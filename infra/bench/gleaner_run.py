@@ -1,7 +1,7 @@
 """One Gleaner crawl in this process, timed; writes a JSON report (the benchmark runs it as a subprocess).
 
 It builds Deps from the environment exactly as ``gleaner crawl`` does (embedded
-PostgreSQL and blob dir under GLEANER_DATA_DIR, the in-process bus) and calls
+PostgreSQL and blob dir under GLEANER_HOME, the in-process bus) and calls
 the same runner. The crawl time runs from the call of ``runner.crawl`` to its
 return: interpreter start, imports and the embedded PostgreSQL's start are
 reported apart. Stage times are the seconds each stage's handlers spent

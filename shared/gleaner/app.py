@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from gleaner.config import Settings
+from gleaner.observe import NoObserver, RunObserver
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from gleaner.bus.local import LocalBus
     from gleaner.bus.port import Bus
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
@@ -77,6 +79,8 @@ class Deps:
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
     decider_override: Decider | None = None
+    # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
+    observer: RunObserver = field(default_factory=NoObserver)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
     _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
@@ -144,6 +148,24 @@ class Deps:
         bus = self.bus_override
         in_process = isinstance(bus, LocalBus) if bus is not None else self.settings.bus == "local"
         return CanonicalHandover(CANONICAL_HANDOVER_BYTES if in_process else 0)
+
+    @_built_once
+    def local_bus(self) -> LocalBus | None:
+        """The in-process bus with every stage subscribed, when this process runs the stages itself
+        (the CLI, ``gleaner serve``, a function under plain functions-framework); None on Pub/Sub.
+
+        Callers that must drive the stages ask for this instead of checking the bus's type.
+        """
+        from gleaner.bus.local import LocalBus
+
+        bus = self.bus
+        if not isinstance(bus, LocalBus):
+            return None
+        if not bus.handlers:
+            from gleaner.stages import wire
+
+            wire(bus, self)
+        return bus
 
     @_built_once
     def blobs(self) -> BlobStore:
@@ -231,8 +253,8 @@ class Deps:
 
     @_built_once
     def tls_context(self) -> ssl.SSLContext:
-        """One TLS context for every fetcher of the process: building one (loading the CA bundle) costs
-        ~40 ms of CPU, which a fetcher per scrape batch paid every batch. Contexts are safe to share."""
+        """One TLS context for every fetcher of the process: building one loads the CA bundle, which a
+        fetcher per scrape batch paid every batch. Contexts are safe to share."""
         import httpx
 
         return httpx.create_ssl_context(trust_env=False)

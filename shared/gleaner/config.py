@@ -50,6 +50,20 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
     return value
 
 
+def default_home(env: Mapping[str, str]) -> Path:
+    """Where embedded state lives: GLEANER_HOME, else $XDG_DATA_HOME/gleaner, else ~/.local/share/gleaner.
+
+    Never the current directory: every command must see the same runs from wherever it is started.
+    """
+    home = env.get("GLEANER_HOME", "").strip()
+    if home:
+        return Path(home).expanduser().absolute()
+    xdg = env.get("XDG_DATA_HOME", "").strip()
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative value
+        return Path(xdg) / "gleaner"
+    return Path.home() / ".local" / "share" / "gleaner"
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
@@ -94,8 +108,9 @@ class HttpAuth(StrEnum):
 class Settings:
     """Everything configurable, with safe defaults for one laptop."""
 
-    # Where embedded state lives (PostgreSQL data dir, local blobs).
-    data_dir: Path = Path(".gleaner")
+    # GLEANER_HOME: where embedded state lives (PostgreSQL data dir, local blobs), the same for every
+    # command wherever it is started (DESIGN.md "Where data lives").
+    data_dir: Path = field(default_factory=lambda: default_home({}))
     # None means: start the embedded PostgreSQL (pgserver) under data_dir.
     database_url: str | None = None
     # None means: a local directory under data_dir with the bucket's exact layout.
@@ -237,7 +252,7 @@ class Settings:
             raise ConfigError(f"GLEANER_TASKS_BACKEND must be 'cloudtasks' or 'pubsub', got {tasks_backend!r}")
         d = cls()  # defaults (class attributes are slot descriptors on a slotted dataclass)
         settings = cls(
-            data_dir=Path(env.get("GLEANER_DATA_DIR", "").strip() or ".gleaner"),
+            data_dir=default_home(env),
             database_url=env.get("GLEANER_DATABASE_URL", "").strip() or None,
             blob_url=env.get("GLEANER_BLOB_URL", "").strip() or None,
             allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),

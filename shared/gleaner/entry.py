@@ -338,14 +338,8 @@ def run_tick(deps: Deps) -> HttpResponse:
 
 def _drain_if_local(deps: Deps) -> None:
     """Under plain functions-framework with the in-process bus, run the crawl here: nothing else would."""
-    from gleaner.bus.local import LocalBus
-
-    bus = deps.bus
-    if isinstance(bus, LocalBus):
-        from gleaner.stages import wire
-
-        if not bus.handlers:
-            wire(bus, deps)
+    bus = deps.local_bus
+    if bus is not None:
         bus.drain()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.errors import GleanerError, PermanentError
+from gleaner.errors import ConfigError, GleanerError, PermanentError
 from gleaner.messages import CrawlRequested, Message, ScrapeBatch
 from gleaner.stages import dispatch
 
@@ -29,13 +29,9 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message]
     The map stage runs first and directly, so that a run that cannot start (bad
     URL, robots.txt unreadable, start page unreachable) raises a clear error.
     """
-    bus = deps.bus
-    if not isinstance(bus, LocalBus):
-        raise TypeError("the local runner needs the in-process bus")
-    from gleaner.stages import wire
-
-    if not bus.handlers:
-        wire(bus, deps)
+    bus = deps.local_bus
+    if bus is None:
+        raise ConfigError("a crawl on this machine runs the in-process bus; unset GLEANER_BUS (it is 'gcp')")
     deps.extract_pool.start()  # starting the extraction processes overlaps map and sample
     with _overlapping_batches(bus):
         try:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError
 from gleaner.web import (
     Environ,
@@ -69,13 +68,9 @@ class WebhookServer:
                  routes: Sequence[tuple[str, WsgiApp]] = (), limits: ServerLimits | None = None) -> None:
         if not deps.settings.webhook_secret:
             raise ConfigError("GLEANER_WEBHOOK_SECRET must be set: the webhook refuses requests without it")
-        bus = deps.bus
-        if not isinstance(bus, LocalBus):
+        bus = deps.local_bus
+        if bus is None:
             raise ConfigError("gleaner serve runs the in-process bus; unset GLEANER_BUS")
-        from gleaner.stages import wire
-
-        if not bus.handlers:
-            wire(bus, deps)
         self.deps = deps
         self.bus = bus
         self._work = threading.Event()

@@ -68,7 +68,7 @@ class TestSite:
     __test__ = False  # not a pytest test class
 
     def __init__(self, pages: dict[str, Page], *, max_requests: int = 20_000, max_seconds: float = 600.0,
-                 host: str = "127.0.0.1", ssl_context: ssl.SSLContext | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None) -> None:
         self.pages = pages
         self.log: list[Request] = []
         self.max_requests = max_requests
@@ -90,7 +90,7 @@ class TestSite:
             def do_HEAD(self) -> None:
                 site._serve(self)
 
-        self._server = ThreadingHTTPServer((host, 0), Handler)
+        self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
         self._scheme = "http"
         if ssl_context is not None:  # HTTPS: the handshake happens on accept, in the serving loop

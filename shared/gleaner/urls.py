@@ -50,7 +50,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE = re.compile(r"[\x00-\x20\x7f\\]")
 # Characters RFC 3986 leaves unreserved: percent-encoding them means nothing.
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+PERCENT_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def _is_tracking(name: str) -> bool:
@@ -58,14 +58,16 @@ def _is_tracking(name: str) -> bool:
     return lowered.startswith("utm_") or lowered in TRACKING_PARAMS
 
 
+def canonical_escape(hex_digits: str) -> str:
+    """One percent escape in canonical form (RFC 3986 §6.2.2.2, RFC 9309 §2.2.2): the character itself
+    when it is unreserved, else the escape upper-cased."""
+    char = chr(int(hex_digits, 16))
+    return char if char in _UNRESERVED else "%" + hex_digits.upper()
+
+
 def _normalise_percent(text: str) -> str:
     """Decode percent-encoded unreserved characters and uppercase the remaining escapes."""
-
-    def fix(match: re.Match[str]) -> str:
-        char = chr(int(match.group(1), 16))
-        return char if char in _UNRESERVED else "%" + match.group(1).upper()
-
-    return _PCT.sub(fix, text)
+    return PERCENT_ESCAPE.sub(lambda match: canonical_escape(match.group(1)), text)
 
 
 def _split(url: str) -> SplitResult:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def ingest_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str, secret: str | None):
     monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
-    monkeypatch.setenv("GLEANER_DATA_DIR", str(tmp_path / "gleaner"))
+    monkeypatch.setenv("GLEANER_HOME", str(tmp_path / "gleaner"))
     if secret:
         monkeypatch.setenv("GLEANER_WEBHOOK_SECRET", secret)
     else:

@@ -52,7 +52,7 @@ def make_client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Pa
 
     def factory(allow_networks: str | None = "127.0.0.0/8", **env: str) -> Any:
         monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
-        monkeypatch.setenv("GLEANER_DATA_DIR", str(tmp_path / "gleaner"))
+        monkeypatch.setenv("GLEANER_HOME", str(tmp_path / "gleaner"))
         monkeypatch.setenv("GLEANER_WEBHOOK_SECRET", SECRET)
         monkeypatch.setenv("GLEANER_HOST_DELAY", "0")
         monkeypatch.setenv("GLEANER_HOST_CONCURRENCY", "4")

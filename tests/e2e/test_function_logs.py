@@ -31,7 +31,7 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 def scrape_function(tmp_path: Path, database_url: str) -> Iterator[tuple[str, Path]]:
     port = emulators.free_port()
     env = {**os.environ, "LOG_EXECUTION_ID": "true", "GOOGLE_CLOUD_PROJECT": PROJECT,
-           "GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+           "GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
            "PYTHONPATH": str(ROOT / "shared")}
     env.pop("GLEANER_TEST_DATABASE_URL", None)
     log = tmp_path / "function.log"

@@ -108,7 +108,7 @@ def cloud(pubsub_host: str, gcs_url: str, pg_server_url: str, pg_template: str,
     workdir = tmp_path_factory.mktemp("stack")
     suffix = uuid.uuid4().hex[:8]
     stack = emulators.Stack(workdir, database_url, project=f"p-{suffix}", bucket=f"b-{suffix}",
-                            extra_env={**SITE_ENV, "GLEANER_DATA_DIR": str(workdir / "data")},
+                            extra_env={**SITE_ENV, "GLEANER_HOME": str(workdir / "data")},
                             min_backoff=0.2, max_backoff=1.0, ack_deadline=10)
     cloud = None
     try:

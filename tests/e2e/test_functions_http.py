@@ -30,7 +30,7 @@ def client(stage: str, target: str) -> Any:
 @pytest.fixture
 def function_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str) -> Iterator[dict[str, str]]:
     env = {"GLEANER_WEBHOOK_SECRET": SECRET, "GLEANER_DATABASE_URL": database_url,
-           "GLEANER_DATA_DIR": str(tmp_path / "gleaner"), "GLEANER_WEBHOOK_MAX_BYTES": "2048"}
+           "GLEANER_HOME": str(tmp_path / "gleaner"), "GLEANER_WEBHOOK_MAX_BYTES": "2048"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     gleaner_app.reset_process_deps()

@@ -35,7 +35,7 @@ def site() -> Iterator[TestSite]:
 
 @pytest.fixture
 def env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
             "GLEANER_WEBHOOK_SECRET": SECRET, "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
             "GLEANER_HOST_DELAY": "0", "GLEANER_FETCH_TIMEOUT": "5"}
 
@@ -117,6 +117,8 @@ def test_refs_cli_searches_and_shows_what_landed(env, site):
     assert found.exit_code == 0, found.output
     (hit,) = json.loads(found.stdout)["results"]
     assert hit["published_at"] == "2026-05-30T10:00:00+00:00"
+    listed = runner.invoke(main, ["refs", "search", "sea ice"], env=env)
+    assert len(listed.stdout.splitlines()) == 3  # one result, three lines, however its preview is broken
     shown = runner.invoke(main, ["refs", "show", hit["reference_id"]], env=env)
     assert shown.exit_code == 0
     assert "Glaciologists attribute the loss" in shown.stdout

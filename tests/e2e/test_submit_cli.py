@@ -25,7 +25,7 @@ SECRET = "submit-secret"
 def map_http(tmp_path: Path, database_url: str) -> Iterator[str]:
     """map's on_http with IAM trusted (as deployed) and the in-process bus, so a crawl runs right there."""
     port = emulators.free_port()
-    env = {**os.environ, "GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+    env = {**os.environ, "GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
            "GLEANER_HTTP_AUTH": "iam", "GLEANER_WEBHOOK_SECRET": SECRET, "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
            "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1", "PYTHONPATH": str(ROOT / "shared")}
     env.pop("GLEANER_TEST_DATABASE_URL", None)

@@ -87,7 +87,7 @@ def test_gleaner_crawl_with_only_a_feed_crawls_the_feed_entries(database_url, tm
     pages: dict[str, Page] = {}
     with TestSite(pages, max_seconds=60) as site:
         pages.update(feed_pages(site.url))
-        env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "g"),
+        env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "g"),
                "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1"}
         result = CliRunner().invoke(main, ["crawl", "--feed", site.url + "/feeds/rss1.rdf", "--json"], env=env)
     assert result.exit_code == 0, result.output

@@ -151,7 +151,7 @@ def test_gleaner_runs_shows_the_per_url_breakdown(make_deps: Any, database_url: 
         pages["/sitemap.xml"] = _sitemap(site.url, list(docs))
         request = new_request(site.url + "/", site_domain="cli.test")
         crawl(deps, request)
-    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "cli")}
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli")}
     result = CliRunner().invoke(main, ["runs", request.run_id, "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["outcomes"] == {"denied": 1, "fetched": 2}

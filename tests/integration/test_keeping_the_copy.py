@@ -35,7 +35,7 @@ def site() -> Any:
 @pytest.fixture
 def env(database_url: str, tmp_path: Path) -> dict[str, str]:
     # The same database and blob directory as make_deps (tests/conftest.py: data_dir = tmp_path/gleaner).
-    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
             "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8"}
 
 

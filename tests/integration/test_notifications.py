@@ -87,7 +87,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
             "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_NOTIFY_RETRY_SECONDS": "0.1"}
 
 

@@ -31,7 +31,7 @@ def test_a_name_resolving_to_a_private_address_is_refused_and_a_public_one_passe
     resolver = fake_resolver({"intranet.test": ["192.168.1.5"], "news.test": ["93.184.215.14"],
                               "split.test": ["93.184.215.14", "10.0.0.1"]})
     reason = refusal_reason("https://intranet.test/", (), resolver)
-    assert reason == "non-public address: intranet.test resolves to 192.168.1.5"  # the fetcher's wording
+    assert reason is not None and reason.startswith("non-public address: intranet.test resolves to 192.168.1.5")
     assert refusal_reason("https://news.test/a", (), resolver) is None
     assert refusal_reason("https://split.test/a", (), resolver) is not None  # every address must pass
 

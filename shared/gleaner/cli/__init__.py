@@ -10,6 +10,8 @@ from gleaner.cli import (  # noqa: F401  (each registers its commands)
     changes,
     crawl,
     database,
+    info,
+    oneshot,
     operating,
     provenance,
     reading,

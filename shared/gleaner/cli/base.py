@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,9 +20,9 @@ import sqlalchemy.exc
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.cli.progress import Progress  # noqa: F401  (re-exported: command modules take it from here)
 from gleaner.config import Settings
 from gleaner.errors import GleanerError
-from gleaner.messages import Message
 
 log = logging.getLogger("gleaner")
 
@@ -31,62 +31,12 @@ SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "ex
 
 
 def load_settings(**overrides: Any) -> Settings:
-    return Settings.from_env(os.environ, **overrides)
+    """Settings from the environment over ``gleaner.toml`` (the current directory's, then GLEANER_HOME's)."""
+    from pathlib import Path
 
+    from gleaner.configfile import layered_env
 
-class Progress:
-    """Stage progress on stderr: a rich bar on a terminal, plain lines otherwise."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self._bar: Any = None
-        self._task: Any = None
-        self.batches_total = 0
-        self.batches_done = 0
-
-    def __enter__(self) -> Progress:
-        if self.enabled and self.tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-            from rich.progress import Progress as Bar
-
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            console=Console(stderr=True), transient=False)
-            self._bar.__enter__()
-            self._task = self._bar.add_task("mapping", total=None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-
-    def line(self, text: str) -> None:
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.update(self._task, description=text)
-        else:
-            click.echo(f"gleaner: {text}", err=True)
-
-    def on_message(self, topic: str, message: Message) -> None:
-        from gleaner.messages import CrawlMapped, PagesFetched, ScrapeBatch, SnapshotsWritten
-
-        if isinstance(message, CrawlMapped):
-            self.line(f"mapped run {message.run_id}; sampling sections")
-        elif isinstance(message, ScrapeBatch):
-            self.batches_total += 1
-            if self._bar is not None:
-                self._bar.update(self._task, total=self.batches_total, description="scraping batches")
-        elif isinstance(message, PagesFetched):
-            self.batches_done += 1
-            if self._bar is not None:
-                self._bar.update(self._task, completed=self.batches_done)
-            else:
-                self.line(f"batch {message.batch_no}: {len(message.pages)} pages fetched "
-                          f"({self.batches_done}/{self.batches_total})")
-        elif isinstance(message, SnapshotsWritten):
-            self.line(f"ingesting {len(message.snapshot_ids)} new snapshots")
+    return Settings.from_env(layered_env(os.environ, Path.cwd()).env, **overrides)
 
 
 @contextmanager
@@ -108,8 +58,13 @@ def open_deps(settings: Settings) -> Iterator[Deps]:
         deps.close()
 
 
-def fail(message: str, code: int = 1) -> None:
+def error_line(message: str) -> None:
+    """The one shape every error takes on stderr: ``gleaner: error: <cause>; <what to do>``."""
     click.echo(f"gleaner: error: {message}", err=True)
+
+
+def fail(message: str, code: int = 1) -> None:
+    error_line(message)
     sys.exit(code)
 
 
@@ -147,7 +102,33 @@ def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) 
         raise click.BadParameter(str(exc)) from exc
 
 
-@click.group()
+class GleanerGroup(click.Group):
+    """The ``main`` group: click's own errors (bad options, unknown commands) in Gleaner's one-line
+    style, and no traceback for an unexpected failure unless asked for with ``-vv``."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(args, prog_name or "gleaner", complete_var, False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "gleaner"
+            fail(f"{exc.format_message()} (see '{command} --help')", exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("interrupted", 130)
+        except Exception as exc:
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                raise
+            fail(f"unexpected {exc.__class__.__name__}: {str(exc).splitlines()[0][:500] if str(exc) else ''} "
+                 "(run with -vv for the traceback, and please report it)")
+
+
+@click.group(cls=GleanerGroup)
 @click.version_option(__version__, prog_name="gleaner")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
 @click.option("--tenant", metavar="SITE", callback=tenant_key,
@@ -169,6 +150,8 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
         f"  fetched {summary['fetched']}, not modified {summary.get('not_modified', 0)}, failed {summary['failed']}\n"
         f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
     )
+    if summary.get("error"):  # why a run failed or stopped short, not only under --json
+        click.echo(f"  error: {summary['error']}")
 
 
 def is_uuid(value: str) -> bool:

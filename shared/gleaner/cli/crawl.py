@@ -10,15 +10,26 @@ import click
 from gleaner.cli.base import Progress, fail, guard, load_settings, main, open_deps, print_summary, tenant_key
 from gleaner.config import Settings
 
+# The demo site's fixed address: the same URLs every time, so a second demo is an unchanged recrawl.
+DEMO_PORT = 8471
 
-def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> dict[str, Any]:
+
+def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = True, **request: Any) -> dict[str, Any]:
     from gleaner.runner import crawl, new_request
 
-    with open_deps(settings) as deps, Progress(enabled=True) as progress:
-        progress.line(f"crawling {url}")
-        summary = crawl(deps, new_request(url, **request), progress.on_message)
-    print_summary(summary, as_json)
-    return summary
+    with open_deps(settings) as deps:
+        def pages_total(run_id: str) -> int:
+            summary = deps.metadata.run_summary(run_id)
+            return int(summary["included"]) if summary else 0
+
+        per_page = settings.host_delay / max(settings.host_concurrency, 1)
+        with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress:
+            deps.observer = progress
+            progress.line(f"crawling {url} (data in {settings.data_dir})")
+            result = crawl(deps, new_request(url, **request), progress.on_message)
+    if summary:
+        print_summary(result, as_json)
+    return result
 
 
 @main.command("crawl")
@@ -29,10 +40,15 @@ def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> di
 @click.option("--include", multiple=True, help="Only paths matching this glob (repeatable).")
 @click.option("--exclude", multiple=True, help="Never scrape paths matching this glob (repeatable).")
 @click.option("--feed", "feeds", multiple=True, help="Also read this RSS/Atom feed for URLs (repeatable).")
+@click.option("--delay", type=click.FloatRange(min=0), help="Seconds between requests to one host "
+              "(GLEANER_HOST_DELAY; robots.txt's Crawl-delay can ask for more).")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Requests at once to one host "
+              "(GLEANER_HOST_CONCURRENCY).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
 @guard
 def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_depth: int | None,
-              include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], as_json: bool) -> None:
+              include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], delay: float | None,
+              concurrency: int | None, as_json: bool) -> None:
     """Crawl URL's site into versioned markdown snapshots.
 
     With --feed and no URL, crawls the feed's entries: the run starts at the feed host's root page and
@@ -51,25 +67,51 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
     canonicalize(url)
     for glob in (*include, *exclude):
         validate_glob(glob)
-    summary = run_crawl(load_settings(), url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
+    settings = load_settings(**politeness(delay, concurrency))
+    summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
                          include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
     if summary["status"] == "failed":
         sys.exit(1)
 
 
+def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:
+    """The CLI's politeness options as settings overrides (an option wins over the environment)."""
+    overrides: dict[str, Any] = {}
+    if delay is not None:
+        overrides["host_delay"] = delay
+    if concurrency is not None:
+        overrides["host_concurrency"] = concurrency
+    return overrides
+
+
+def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
+    from gleaner.testsite import TestSite
+
+    try:
+        return TestSite(pages, port=port, max_seconds=serve_seconds)
+    except OSError as exc:
+        if port == 0:
+            raise
+        click.echo(f"gleaner: port {port} is taken ({exc.strerror}); serving the demo on another port, so its "
+                   "URLs differ from earlier demos and nothing is recognised as unchanged (free the port, or "
+                   "pass --port)", err=True)
+        return TestSite(pages, max_seconds=serve_seconds)
+
+
 @main.command("demo")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEMO_PORT, show_default=True,
+              help="Serve the demo site on 127.0.0.1 at this port (0: any free port).")
 @click.option("--serve-seconds", type=float, default=300.0, show_default=True,
               help="The demo site stops by itself after this long.")
 @guard
-def demo_cmd(as_json: bool, serve_seconds: float) -> None:
-    """Serve the bundled demo site on 127.0.0.1 and crawl it."""
+def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
+    """Serve the bundled demo site on 127.0.0.1 and crawl it (again: an unchanged recrawl)."""
     from gleaner.config import parse_networks
     from gleaner.demo import demo_pages
-    from gleaner.testsite import TestSite
 
     pages: dict[str, Any] = {}
-    site = TestSite(pages, max_seconds=serve_seconds)
+    site = _demo_site(pages, port, serve_seconds)
     pages.update(demo_pages(site.url))
     # The demo site is on loopback: allow exactly that, and relax politeness for our own server.
     settings = load_settings(allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=4)
@@ -80,6 +122,6 @@ def demo_cmd(as_json: bool, serve_seconds: float) -> None:
                              triggered_by="api", mode="manual")
     if not as_json:
         click.echo("\nTry: gleaner docs demo.gleaner.local    gleaner runs    "
-                   f"gleaner show {site.url}/docs/install", err=True)
+                   f"gleaner show {site.url}/docs/install    gleaner demo (again: nothing changed)", err=True)
     if summary["status"] == "failed":
         sys.exit(1)

@@ -20,13 +20,8 @@ from gleaner.cli.base import guard, load_settings, main, open_deps
 
 def drain_local(deps: Deps) -> None:
     """Run what an operation queued on the in-process bus (nothing else would); a no-op on Pub/Sub."""
-    from gleaner.bus.local import LocalBus
-    from gleaner.stages import wire
-
-    bus = deps.bus
-    if isinstance(bus, LocalBus) and bus.pending():
-        if not bus.handlers:
-            wire(bus, deps)
+    bus = deps.local_bus
+    if bus is not None and bus.pending():
         bus.drain()
 
 

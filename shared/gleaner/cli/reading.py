@@ -17,7 +17,7 @@ from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_dep
 
 @main.command("runs")
 @click.argument("run_id", required=False)
-@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many runs.")
 @click.option("--urls", is_flag=True, help="With RUN_ID: every URL of the run with its status and reason.")
 @click.option("--status", "status_filter", help="With --urls: only URLs with this status (e.g. unavailable).")
 @click.option("--json", "as_json", is_flag=True)
@@ -26,7 +26,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     """Recent runs with their counters, or one run's per-URL status breakdown (--urls: each URL)."""
     if (urls or status_filter) and not run_id:
         fail("--urls and --status need a RUN_ID", 2)
-    with open_deps(load_settings()) as deps:
+    settings = load_settings()
+    with open_deps(settings) as deps:
         if run_id:
             summary = deps.metadata.run_summary(run_id) if is_uuid(run_id) else None
             if summary is None:
@@ -55,7 +56,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
         click.echo(json.dumps(runs))
         return
     if not runs:
-        click.echo("no runs yet: try `gleaner demo`")
+        click.echo(f"no runs yet in {settings.data_dir} (GLEANER_HOME; `gleaner info` shows where data lives): "
+                   "try `gleaner demo`")
     for r in runs:
         s = r["snapshots"]
         click.echo(f"{r['run_id']}  {r['status']:<9} {r['site_domain']:<24} disc {r['discovered']:>5}  "

@@ -60,9 +60,14 @@ def refs_search(query: str, limit: int, as_json: bool) -> None:
         click.echo(f"no reference items match {query!r}", err=True)
         sys.exit(1)
     for r in results:
-        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {r['title']}\n"
+        # One line per field: a title or preview spanning lines would break the listing's layout.
+        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {_one_line(r['title'])}\n"
                    f"        {r['source_url']}  published {r['published_at'] or 'unknown'}\n"
-                   f"        {(r['body_preview'] or '').strip()}")
+                   f"        {_one_line(r['body_preview'])}")
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
 
 
 @refs_group.command("show")
@@ -96,16 +101,14 @@ def refs_show(reference_id: str, as_json: bool) -> None:
 @guard
 def refs_walk(full_reprocess: bool, as_json: bool) -> None:
     """Land every passed feed article not yet landed, now, in this process (what the walk nudge does)."""
-    from gleaner.bus.local import LocalBus
     from gleaner.messages import ArticlesAccepted
-    from gleaner.stages import dispatch, wire
+    from gleaner.stages import dispatch
 
     with open_deps(load_settings()) as deps:
-        if isinstance(deps.bus, LocalBus) and not deps.bus.handlers:
-            wire(deps.bus, deps)
+        local = deps.local_bus
         report = dispatch(ArticlesAccepted(walk=True, full_reprocess=full_reprocess), deps)
-        if isinstance(deps.bus, LocalBus):
-            deps.bus.drain()
+        if local is not None:
+            local.drain()
     counts = report.to_dict()
     if as_json:
         click.echo(json.dumps(counts))

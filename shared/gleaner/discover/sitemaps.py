@@ -9,12 +9,12 @@ inflated with a hard ceiling, so a hostile sitemap cannot bomb memory.
 from __future__ import annotations
 
 import io
-import zlib
 from dataclasses import dataclass
 
 from lxml import etree
 
 from gleaner.errors import InvalidInput
+from gleaner.fetch.body import BodyRefused, Decoder
 
 # sitemaps.org: at most 50,000 URLs and 50 MB uncompressed per sitemap.
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024
@@ -34,16 +34,14 @@ def inflate(data: bytes, limit: int = MAX_SITEMAP_BYTES) -> bytes:
     """Gunzip if gzipped, refusing anything that inflates past limit."""
     if not data.startswith(b"\x1f\x8b"):
         return data
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = io.BytesIO()
+    decoder = Decoder("gzip")
     try:
-        chunk = inflater.decompress(data, limit + 1)
-        out.write(chunk)
-        if out.tell() > limit or inflater.unconsumed_tail:
-            raise InvalidInput(f"gzipped sitemap inflates past {limit} bytes")
-    except zlib.error as exc:
-        raise InvalidInput(f"corrupt gzip sitemap: {exc}") from exc
-    return out.getvalue()
+        body = decoder.feed(data, limit)
+        return body + decoder.finish(limit - len(body))
+    except BodyRefused as exc:
+        if exc.kind == "size":
+            raise InvalidInput(f"gzipped sitemap inflates past {limit} bytes") from exc
+        raise InvalidInput(f"corrupt gzip sitemap: {exc.reason}") from exc
 
 
 def parse_sitemap(data: bytes) -> Sitemap:

@@ -24,7 +24,7 @@ class ExtractPool:
             import multiprocessing
 
             # forkserver: workers start from a clean process, not a copy of a threaded one. The server
-            # imports the extractor (trafilatura, lxml: ~0.4 s of CPU) once, before it forks the workers,
+            # imports the extractor (trafilatura, lxml: a costly import) once, before it forks the workers,
             # instead of every worker importing it again (ignored if this process started one already).
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["gleaner.extract.page"])
@@ -50,7 +50,7 @@ class ExtractPool:
     def submit(self, items: list[tuple[bytes, str | None, str]]) -> Future[list[ExtractedPage]]:
         """A future for a few fetched pages, (body, charset, url) each (scrape overlaps extraction with
         fetching). Several pages a task: the pool's per-task cost in this process (pickling, its
-        manager and feeder threads) falls from 0.35 to 0.13 ms a page at four (2,000 synthetic pages)."""
+        manager and feeder threads) is paid once for them all."""
         pool = self._pool()
         if pool is None:
             future: Future[list[ExtractedPage]] = Future()

@@ -3,13 +3,16 @@
 Modules, one concern each:
 
 * ``fetcher``   — the orchestration: robots first, address policy, politeness, budget, redirects, outcomes
+* ``judgement`` — what a status, content type, body start or Retry-After means (pure)
 * ``addresses`` — which URLs and IP addresses may be reached; resolve-once pins
-* ``transport`` — the httpx transport that connects only to pinned addresses, within a total deadline
+* ``transport`` — the aiohttp session that connects only to pinned addresses
+* ``loop``      — the one event-loop thread per process every fetch coroutine runs on
+* ``neterrors`` — network failures in words a person can act on
 * ``robots``    — RFC 9309 parsing and matching (pure)
 * ``body``      — reading a body under wire and decoded caps (pure)
 * ``budget``    — the run's budget of requests, bytes and time
 * ``politeness`` — per-host concurrency slots and delays, shared by a process's fetchers
 * ``types``     — FetchRequest, FetchResult and the FetchOutcome every URL ends with
 
-The operator-facing guarantees and settings are in ``infra/docs/fetcher.md``.
+The operator-facing guarantees are in ``docs/fetcher.md``.
 """

@@ -4,8 +4,8 @@
 explicitly, IPv6 must lie in global unicast 2000::/3, and IPv4 embedded in IPv6
 (mapped, compatible, NAT64, 6to4, Teredo) is unwrapped and checked as IPv4.
 
-A URL is checked on the form the HTTP client (httpx) parses, because parsers
-disagree (FACTS.md: backslashes, userinfo). Its host is then resolved once by
+A URL is checked on the form both httpx's strict parser and yarl (what aiohttp sends) parse,
+because parsers disagree (backslashes, userinfo). Its host is then resolved once by
 :class:`AddressBook`; every address must pass :func:`is_allowed`, and the first
 checked answers are *pinned*: the transport connects to them (in the resolver's
 order, the next one only if the previous cannot be reached) and never looks the name up again,
@@ -188,8 +188,41 @@ def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+def lookup(host: str, port: int, resolver: Resolver) -> list[str]:
+    """The addresses a host stands for: itself when it is an address literal, else the resolver's answers."""
+    literal = parse_address(host.strip("[]"))
+    return [str(literal)] if literal is not None else list(resolver(host, port))
+
+
+def check_answers(host: str, answers: Iterable[str], allow: Iterable[IPNetwork],
+                  ) -> tuple[IPAddress, ...] | AddressRefused:
+    """Every answer must be allowed: the checked addresses, or the refusal (not raised: callers keep it)."""
+    networks = tuple(allow)
+    checked: list[IPAddress] = []
+    for text in answers:
+        address = parse_address(text)
+        if address is None:
+            return AddressRefused(f"resolver answered a non-address {text!r} for {host}")
+        if not is_allowed(address, networks):
+            return AddressRefused(f"non-public address: {host} resolves to {address} (GLEANER_ALLOW_NETWORKS "
+                                  "names the networks that may be reached besides public ones)", non_public=True)
+        checked.append(address)
+    if not checked:
+        return AddressRefused(f"{host} has no addresses")
+    return tuple(dict.fromkeys(checked))  # getaddrinfo repeats an address per socket type
+
+
 class AddressRefused(Exception):
-    """The host cannot be reached under the address policy (or cannot be resolved)."""
+    """The host cannot be reached under the address policy (or cannot be resolved).
+
+    ``non_public`` says the policy itself refused it (an address outside the public internet and
+    GLEANER_ALLOW_NETWORKS), which is permanent; a lookup failure may pass by the next run.
+    """
+
+    def __init__(self, reason: str, *, non_public: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.non_public = non_public
 
 
 class AddressBook:
@@ -202,7 +235,7 @@ class AddressBook:
     def __init__(self, resolver: Resolver, allow: tuple[IPNetwork, ...]) -> None:
         self._resolver = resolver
         self._allow = allow
-        self._pins: dict[tuple[str, int], tuple[IPAddress, ...] | str] = {}
+        self._pins: dict[tuple[str, int], tuple[IPAddress, ...] | AddressRefused] = {}
         self._locks: dict[tuple[str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -215,33 +248,19 @@ class AddressBook:
             if key not in self._pins:
                 self._pins[key] = self._check(host, port)
             pinned = self._pins[key]
-        if isinstance(pinned, str):
-            raise AddressRefused(pinned)
+        if isinstance(pinned, AddressRefused):
+            raise AddressRefused(pinned.reason, non_public=pinned.non_public)
         return pinned
 
     def pinned(self, host: str, port: int) -> tuple[IPAddress, ...]:
         """The addresses already checked for host:port, or none: the transport never resolves."""
         with self._lock:
             value = self._pins.get((host.lower(), port))
-        return () if value is None or isinstance(value, str) else value
+        return () if value is None or isinstance(value, AddressRefused) else value
 
-    def _check(self, host: str, port: int) -> tuple[IPAddress, ...] | str:
-        literal = parse_address(host.strip("[]"))
-        if literal is not None:
-            answers = [str(literal)]
-        else:
-            try:
-                answers = list(self._resolver(host, port))
-            except (OSError, UnicodeError) as exc:
-                return f"cannot resolve {host}: {exc}"
-        checked: list[IPAddress] = []
-        for text in answers:
-            address = parse_address(text)
-            if address is None:
-                return f"resolver answered a non-address {text!r} for {host}"
-            if not is_allowed(address, self._allow):
-                return f"non-public address: {host} resolves to {address}"
-            checked.append(address)
-        if not checked:
-            return f"{host} has no addresses"
-        return tuple(dict.fromkeys(checked))  # getaddrinfo repeats an address per socket type
+    def _check(self, host: str, port: int) -> tuple[IPAddress, ...] | AddressRefused:
+        try:
+            answers = lookup(host, port, self._resolver)
+        except (OSError, UnicodeError) as exc:
+            return AddressRefused(f"cannot resolve {host}: {exc}")
+        return check_answers(host, answers, self._allow)

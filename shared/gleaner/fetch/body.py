@@ -42,8 +42,9 @@ def coding_of(content_encoding: str | None) -> str:
     raise BodyRefused("content", f"content-encoding {content_encoding!r} not accepted")
 
 
-class _Decoder:
-    """Incremental gzip/deflate decoding that never produces more than it is allowed."""
+class Decoder:
+    """Incremental gzip/deflate decoding that never produces more than it is allowed (response bodies,
+    and gzipped sitemaps, which arrive as bytes the server did not mark as encoded)."""
 
     def __init__(self, coding: str) -> None:
         self._coding = coding
@@ -104,7 +105,7 @@ class BodyReader:
 
     def __init__(self, *, coding: str, max_wire: int, max_decoded: int,
                  on_wire: Callable[[int], None] | None = None) -> None:
-        self._decoder = _Decoder(coding)
+        self._decoder = Decoder(coding)
         self._max_wire = max_wire
         self._max_decoded = max_decoded
         self._on_wire = on_wire

@@ -12,7 +12,8 @@ decoded caps and a total deadline. Redirects are followed up to
 
 The public methods are synchronous (the stages are); each request runs as a
 coroutine on :mod:`gleaner.fetch.loop`. Every call returns a :class:`FetchResult`
-with exactly one :class:`FetchOutcome`; nothing raises for a URL's failure.
+with exactly one :class:`FetchOutcome`; nothing raises for a URL's failure. What a response means
+(status, content type, robots.txt answer, Retry-After) is decided in :mod:`gleaner.fetch.judgement`.
 Library exceptions are translated here::
 
     TimeoutError (the deadline) -> unavailable (timeout), or exhausted when the run's deadline cut it
@@ -30,7 +31,6 @@ import ssl
 import time
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import replace
-from email.utils import parsedate_to_datetime
 from queue import SimpleQueue
 from urllib.parse import urlsplit
 
@@ -50,8 +50,20 @@ from gleaner.fetch.addresses import (
 )
 from gleaner.fetch.body import ACCEPT_ENCODING, BodyReader, BodyRefused, coding_of
 from gleaner.fetch.budget import RunBudget, Spent
+from gleaner.fetch.judgement import (
+    BACKOFF,
+    REDIRECTS,
+    accept_header,
+    judge_status,
+    kind_of,
+    looks_like_html,
+    parse_content_type,
+    retry_after,
+    robots_rules_from,
+)
+from gleaner.fetch.neterrors import describe
 from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable, SharedTurns, Turn
-from gleaner.fetch.robots import RobotsRules
+from gleaner.fetch.robots import RobotsRules, RobotsState
 from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.urls import absolutize, fetchable
@@ -61,27 +73,8 @@ __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
 log = logging.getLogger(__name__)
 
 
-_KIND_TYPES: dict[ContentKind, tuple[str, ...]] = {
-    ContentKind.HTML: ("text/html", "application/xhtml+xml"),
-    ContentKind.XML: ("application/xml", "text/xml", "application/x-gzip", "application/gzip",
-                      "application/octet-stream", "text/plain"),
-    ContentKind.FEED: ("application/rss+xml", "application/atom+xml", "application/rdf+xml",
-                       "application/xml", "text/xml", "application/feed+json"),
-    ContentKind.PDF: ("application/pdf",),
-    ContentKind.TEXT: ("text/plain",),
-}
-_ACCEPT_HEADER: dict[ContentKind, str] = {
-    ContentKind.HTML: "text/html,application/xhtml+xml",
-    ContentKind.XML: "application/xml,text/xml",
-    ContentKind.FEED: "application/rss+xml,application/atom+xml,application/xml",
-    ContentKind.PDF: "application/pdf",
-    ContentKind.TEXT: "text/plain",
-}
 # Requests handed to the fetch loop at once by fetch_many (the concurrency is bounded separately).
 FETCH_CHUNK = 256
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_DENIED = frozenset({401, 403, 407, 451})
-_BACKOFF = frozenset({429, 503})
 # A shared turn is leased for the request's own deadline plus this much (then a dead holder's turn frees).
 LEASE_MARGIN_SECONDS = 10.0
 
@@ -244,24 +237,14 @@ class Fetcher:
         url = origin + "/robots.txt"
         result = await self._follow(FetchRequest(url, accept=(ContentKind.ANY,)), url, check_robots=False,
                                     max_bytes=self.settings.robots_max_bytes, robots=True)
-        if result.outcome is FetchOutcome.FETCHED:
-            return RobotsRules.parse(result.body or b"")
-        if result.outcome is FetchOutcome.EXHAUSTED:
-            return replace(RobotsRules.unknown(result.reason), exhausted=True)
-        status = result.status
-        if status is not None and 400 <= status < 500 and status != 429 and result.outcome is not (
-                FetchOutcome.REDIRECT_REFUSED):
-            return RobotsRules.allow_all(f"robots.txt answered {status}: no rules")
-        if result.outcome is FetchOutcome.REFUSED_SIZE:
-            return RobotsRules.unknown(f"robots.txt oversized ({result.reason})")
-        return RobotsRules.unknown(f"robots.txt unavailable: {result.outcome} {result.reason}".strip())
+        return robots_rules_from(result)
 
     async def _robots_verdict(self, request: FetchRequest, url: str, hop: int) -> FetchResult | None:
         rules = await self._robots_for(url)
         via = f" (redirect target {url})" if hop else ""
         if rules.exhausted:
             return FetchResult(request.url, FetchOutcome.EXHAUSTED, rules.reason, final_url=url, key=request.key)
-        if rules.state == "unknown":
+        if rules.state is RobotsState.UNKNOWN:
             return FetchResult(request.url, FetchOutcome.ROBOTS_UNKNOWN, rules.reason + via, final_url=url,
                                key=request.key)
         if not rules.allows(url):
@@ -284,7 +267,7 @@ class Fetcher:
                 if verdict is not None:
                     return _elapsed(verdict, started)
             result = await self._exchange(request, admitted, max_bytes=max_bytes, robots=robots)
-            if result.status not in _REDIRECTS or result.outcome is not FetchOutcome.REDIRECT_REFUSED:
+            if result.status not in REDIRECTS or result.outcome is not FetchOutcome.REDIRECT_REFUSED:
                 return _elapsed(replace(result, redirects=tuple(hops)) if hops else result, started)
             location = result.headers.get("location", "").strip()
             if not location:
@@ -331,7 +314,8 @@ class Fetcher:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
                                key=request.key)
         except AddressRefused as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key)
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key,
+                               non_public_address=exc.non_public)
         return checked
 
     async def _exchange(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,
@@ -363,14 +347,14 @@ class Fetcher:
                     result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
                 finally:
                     pause = max(host.delay, host.crawl_delay)
-                    if result is not None and result.status in _BACKOFF:
-                        backoff = _retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
+                    if result is not None and result.status in BACKOFF:
+                        backoff = retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
                         pause = max(pause, min(backoff, self.settings.max_retry_after))
                     host.next_at = time.monotonic() + pause
                     await self._release(turn, pause)
-                if result.status not in _BACKOFF:
+                if result.status not in BACKOFF:
                     return result
-                pause = _retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
+                pause = retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
                 if retries >= self.settings.max_retries or pause > self.settings.max_retry_after:
                     return _with(result, result.outcome, f"{result.reason} after {retries + 1} attempt(s); "
                                  f"Retry-After {pause:g}s")
@@ -423,7 +407,7 @@ class Fetcher:
         run_deadline = self.budget.deadline
         deadline = min(fetch_deadline, run_deadline) if run_deadline is not None else fetch_deadline
         run_cut = run_deadline is not None and run_deadline <= fetch_deadline
-        headers = {"Accept": "*/*" if robots else _accept(request.accept)}
+        headers = {"Accept": "*/*" if robots else accept_header(request.accept)}
         if request.etag:
             headers["If-None-Match"] = request.etag
         if request.last_modified:
@@ -445,7 +429,7 @@ class Fetcher:
                     response_headers = _lowered(response)
                     meta.update(status=response.status, headers=response_headers,
                                 etag=response_headers.get("etag"), last_modified=response_headers.get("last-modified"))
-                    outcome = _judge(request, response.status, robots)
+                    outcome = judge_status(request, response.status, robots)
                     if outcome is not None:
                         return done(*outcome)
                     limit = max_bytes or self.settings.max_body_bytes
@@ -453,8 +437,8 @@ class Fetcher:
                     if declared.strip().isdigit() and int(declared) > limit:
                         return done(FetchOutcome.REFUSED_SIZE,
                                     f"Content-Length {declared.strip()} exceeds {limit} bytes")
-                    content_type, charset = _parse_content_type(response_headers.get("content-type", ""))
-                    kind = ContentKind.ANY if robots else _kind_of(content_type, target.text, request.accept)
+                    content_type, charset = parse_content_type(response_headers.get("content-type", ""))
+                    kind = ContentKind.ANY if robots else kind_of(content_type, target.text, request.accept)
                     sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
                     if kind is None and not sniff:
                         return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} "
@@ -476,9 +460,9 @@ class Fetcher:
             return done(FetchOutcome.UNAVAILABLE, f"timeout {where} (limit {self.settings.fetch_timeout:g}s)")
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             detail = "error while reading the body: " if where != "before the response" else ""
-            return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{exc.__class__.__name__}: {exc}")
+            return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{describe(exc)}")
         if sniff:
-            if not _looks_like_html(body):
+            if not looks_like_html(body):
                 return done(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")
             kind, content_type = ContentKind.HTML, "text/html"
         return done(FetchOutcome.FETCHED, "", content_type=content_type, charset=charset, kind=kind, body=body,
@@ -508,23 +492,6 @@ def _taken(results: SimpleQueue[FetchResult | BaseException | None]) -> FetchRes
     return item
 
 
-def _judge(request: FetchRequest, status: int, robots: bool) -> tuple[FetchOutcome, str] | None:
-    """The outcome a status alone decides, or None when the body should be read."""
-    if status in _REDIRECTS:
-        return FetchOutcome.REDIRECT_REFUSED, f"HTTP {status} redirect"  # _follow decides what happens next
-    if status == 304:
-        if request.etag or request.last_modified:
-            return FetchOutcome.NOT_MODIFIED, "304 not modified"
-        return FetchOutcome.UNAVAILABLE, "unexpected 304 to an unconditional request"
-    if robots:
-        return None if 200 <= status < 300 else (FetchOutcome.UNAVAILABLE, f"HTTP {status}")
-    if status in _DENIED:
-        return FetchOutcome.DENIED, f"HTTP {status}"
-    if status not in (200, 203):
-        return FetchOutcome.UNAVAILABLE, f"HTTP {status}"
-    return None
-
-
 def _lowered(response: aiohttp.ClientResponse) -> dict[str, str]:
     """Response headers by lower-case name; a repeated header's values joined as RFC 9110 allows."""
     headers: dict[str, str] = {}
@@ -540,51 +507,3 @@ def _elapsed(result: FetchResult, started: float) -> FetchResult:
 
 def _with(result: FetchResult, outcome: FetchOutcome, reason: str) -> FetchResult:
     return replace(result, outcome=outcome, reason=reason, body=None)
-
-
-def _retry_after(value: str | None, *, default: float) -> float:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return default
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return default
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _accept(kinds: tuple[ContentKind, ...]) -> str:
-    values = [_ACCEPT_HEADER[k] for k in kinds if k in _ACCEPT_HEADER]
-    return ",".join(values) + ";q=1.0,*/*;q=0.1" if values else "*/*"
-
-
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html", b"\xef\xbb\xbf<!doctype html", b"\xef\xbb\xbf<html"))
-
-
-def _parse_content_type(value: str) -> tuple[str | None, str | None]:
-    if not value:
-        return None, None
-    parts = [p.strip() for p in value.split(";")]
-    charset = None
-    for p in parts[1:]:
-        name, _, val = p.partition("=")
-        if name.strip().lower() == "charset":
-            charset = val.strip().strip('"\'') or None
-    return parts[0].lower() or None, charset
-
-
-def _kind_of(content_type: str | None, url: str, accept: tuple[ContentKind, ...]) -> ContentKind | None:
-    if ContentKind.ANY in accept:
-        return ContentKind.ANY
-    path = urlsplit(url).path.lower()
-    for kind in accept:
-        if content_type and content_type in _KIND_TYPES.get(kind, ()):
-            return kind
-        if content_type is None and kind is ContentKind.XML and path.endswith((".xml", ".xml.gz", ".gz")):
-            return kind
-    return None

@@ -1,9 +1,8 @@
 """The fetcher's event loop: one daemon thread per process that runs every fetch coroutine.
 
 The stages are synchronous functions (the local bus, Pub/Sub and Cloud Tasks call them), but the
-network side is asynchronous because it is much cheaper: aiohttp costs about 0.2 ms of CPU per
-request where httpx's threaded client cost 1.2-1.4 ms (infra/bench, 2,000 loopback pages at 16
-connections), and on two cores that CPU is taken from extraction. Synchronous callers hand
+network side is asynchronous because it costs far less CPU per request than a threaded client
+(infra/bench/README.md has the figures), and on two cores that CPU is taken from extraction. Synchronous callers hand
 coroutines to this loop and wait on ordinary futures.
 
 One loop per process, not per fetcher, because per-host politeness (asyncio semaphores in the

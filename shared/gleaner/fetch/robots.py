@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from gleaner.config import ROBOTS_TOKEN
+from gleaner.urls import PERCENT_ESCAPE, canonical_escape
 
-_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 _LINES = re.compile(r"\r\n|\r|\n")
 _AGENT_KEYS = frozenset({"user-agent", "useragent", "user agent"})
@@ -55,10 +55,9 @@ def _encode(text: str, *, keep_wildcards: bool) -> str:
     i = 0
     while i < len(text):
         char = text[i]
-        match = _PCT.match(text, i)
+        match = PERCENT_ESCAPE.match(text, i)
         if match:
-            decoded = chr(int(match.group(1), 16))
-            out.append(decoded if decoded in _UNRESERVED else "%" + match.group(1).upper())
+            out.append(canonical_escape(match.group(1)))
             i += 3
             continue
         if char in "*$" and not keep_wildcards:
@@ -210,11 +209,19 @@ def decode_robots(body: bytes) -> str:
     return body.decode("utf-8-sig", errors="replace")
 
 
+class RobotsState(StrEnum):
+    """What robots.txt said for a host this run (stored as its value in ``crawl_run_robots``)."""
+
+    RULES = "rules"  # parsed: obey them
+    NONE = "none"  # a 4xx answer: no rules, everything allowed
+    UNKNOWN = "unknown"  # 5xx, network error, oversized, …: fetch nothing on that host this run
+
+
 @dataclass(slots=True)
 class RobotsRules:
-    """The robots decision for one host: ``rules``, ``none`` (no rules) or ``unknown`` (fetch nothing)."""
+    """The robots decision for one host, with the rules when there are some."""
 
-    state: str  # "rules" | "none" | "unknown"
+    state: RobotsState
     reason: str = ""
     sitemaps: tuple[str, ...] = ()
     crawl_delay: float | None = None
@@ -227,20 +234,20 @@ class RobotsRules:
     @classmethod
     def parse(cls, body: bytes, token: str = ROBOTS_TOKEN) -> RobotsRules:
         policy = parse_robots(decode_robots(body), token)
-        return cls(state="rules", sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy,
+        return cls(state=RobotsState.RULES, sitemaps=policy.sitemaps, crawl_delay=policy.crawl_delay, policy=policy,
                    body=body)
 
     @classmethod
     def allow_all(cls, reason: str = "") -> RobotsRules:
-        return cls(state="none", reason=reason)
+        return cls(state=RobotsState.NONE, reason=reason)
 
     @classmethod
     def unknown(cls, reason: str) -> RobotsRules:
-        return cls(state="unknown", reason=reason)
+        return cls(state=RobotsState.UNKNOWN, reason=reason)
 
     def allows(self, url: str) -> bool:
         """May ``url`` (on this host) be fetched? Never while the rules are unknown."""
-        if self.state == "unknown":
+        if self.state is RobotsState.UNKNOWN:
             return False
         parts = urlsplit(url)
         if parts.path == "/robots.txt":

@@ -71,6 +71,8 @@ class FetchResult:
     wire_bytes: int | None = None  # bytes received on the wire (compressed), for the run's byte budget
     # The status of each redirect followed to get here, in order: (301, 308) means the page moved for good.
     redirects: tuple[int, ...] = ()
+    # The address policy refused the host (outcome unavailable): permanent, unlike a timeout or a lookup.
+    non_public_address: bool = False
 
     @property
     def ok(self) -> bool:

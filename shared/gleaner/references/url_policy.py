@@ -11,46 +11,43 @@ down for a minute) and is left to the fetcher, which reports it as transient.
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from gleaner.errors import InvalidInput
-from gleaner.fetch.addresses import IPNetwork, UrlRefused, check_url, is_allowed, parse_address
+from gleaner.fetch.addresses import (
+    AddressRefused,
+    IPNetwork,
+    Resolver,
+    UrlRefused,
+    check_answers,
+    check_url,
+    lookup,
+    system_resolver,
+)
 from gleaner.urls import canonicalize
 
-Resolver = Callable[[str, int], list[str]]
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    return [str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+# Names that mean "this machine" or the cloud metadata server, whatever DNS says today.
+_LOOPBACK_NAMES = ("localhost",)
+_METADATA_NAMES = ("metadata", "metadata.google.internal")
 
 
 def refusal_reason(url: str, allow_networks: Iterable[IPNetwork], resolver: Resolver = system_resolver,
                    ) -> str | None:
-    """Why this URL must not be fetched, or None if it may be."""
+    """Why this URL must not be fetched, or None if it may be (the fetcher's own address check)."""
     try:
         canonicalize(url)
-        parsed = check_url(url.strip())  # parsed as the HTTP client will parse it (FACTS.md: parsers disagree)
+        parsed = check_url(url.strip())  # parsed as the HTTP client will parse it (parsers disagree)
     except (InvalidInput, UrlRefused) as exc:
         return str(exc)
     host = parsed.host.rstrip(".")
-    if host in ("localhost", "metadata", "metadata.google.internal") or host.endswith(".localhost"):
-        # Names that mean "this machine" or the cloud metadata server, whatever DNS says today.
-        addresses = ["127.0.0.1"] if "localhost" in host else ["169.254.169.254"]
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        answers = ["127.0.0.1"]
+    elif host in _METADATA_NAMES:
+        answers = ["169.254.169.254"]
     else:
-        literal = parse_address(host.strip("[]"))
-        if literal is not None:
-            addresses = [str(literal)]
-        else:
-            try:
-                addresses = resolver(host, parsed.port)
-            except (OSError, UnicodeError):
-                return None
-    networks = tuple(allow_networks)
-    for text in addresses:
-        address = parse_address(text)
-        if address is None:
-            return f"{host} resolves to a non-address {text!r}"
-        if not is_allowed(address, networks):
-            return f"non-public address: {host} resolves to {address}"
-    return None
+        try:
+            answers = lookup(host, parsed.port, resolver)
+        except (OSError, UnicodeError):
+            return None
+    verdict = check_answers(host, answers, allow_networks)
+    return verdict.reason if isinstance(verdict, AddressRefused) else None

@@ -210,8 +210,8 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
 
 
 def _address_refused(result: FetchResult) -> bool:
-    """The fetcher's address-policy refusal (it reports it as "unavailable" with this reason)."""
-    return result.outcome is FetchOutcome.UNAVAILABLE and "non-public address" in result.reason
+    """The fetcher's address-policy refusal (reported as "unavailable", and marked as such)."""
+    return result.outcome is FetchOutcome.UNAVAILABLE and result.non_public_address
 
 
 def _extract(result: FetchResult, url: str) -> _Body:

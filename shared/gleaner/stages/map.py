@@ -26,19 +26,18 @@ from dataclasses import dataclass, field
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.changes.lifecycle import mark_unmapped_stale
 from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
 from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
+from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.operator.lastmod import record_lastmods
 from gleaner.operator.rules import apply_site_rules, gate_for
 from gleaner.store.blobs import map_key
-from gleaner.store.discovery import record_discovery
 from gleaner.tenancy import site_for
 from gleaner.urls import (
     canonicalize,
@@ -77,6 +76,10 @@ class Discovery:
     feeds: dict[str, str] = field(default_factory=dict)
     # Sitemap <lastmod> of the URLs a sitemap listed: canonical url -> the text as written.
     lastmod: dict[str, str] = field(default_factory=dict)
+    # Why the start page could not be read, if it could not: with nothing else found, the run fails on it.
+    start_failure: str | None = None
+    # Told the count after each URL found (progress while a polite map walks a large site).
+    on_found: Callable[[int], None] | None = None
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -90,6 +93,8 @@ class Discovery:
         if host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
             return False
         self.urls[url] = (depth, via, source_url)
+        if self.on_found is not None:
+            self.on_found(len(self.urls))
         return True
 
     @property
@@ -136,11 +141,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
-                             skipped=lambda url: gate.skipped(url, path_of(url)))
+                             skipped=lambda url: gate.skipped(url, path_of(url)),
+                             on_found=deps.observer.urls_found)
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
-    record_discovery(meta.engine, run_id, site, host_id,
+    meta.record_discovery(run_id, site, host_id,
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
     apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
@@ -150,7 +156,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
              "problems": found.problems}
     try:
-        # No indent: json.dumps with one falls back to the pure-Python encoder (~20 ms for 2,000 links).
+        # No indent: json.dumps with one falls back to the pure-Python encoder, far slower on large maps.
         deps.blobs.put(key, json.dumps(links, sort_keys=True).encode("utf-8"), "application/json")
     except BlobConflict:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
@@ -158,8 +164,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         log.info("run %s: keeping the map JSON of the first delivery", run_id)
     # Before finish_map: a redelivery after a crash here still finds the run mapping and gets this far again.
     complete = not found.full and not include and max_depth >= 1
-    with meta.engine.begin() as conn:
-        mark_unmapped_stale(conn, run_id, site, complete)
+    meta.mark_unmapped_stale(run_id, site, complete)
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
@@ -176,13 +181,13 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
              walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
-             skipped: Callable[[str], bool] = lambda url: False) -> Discovery:
+             skipped: Callable[[str], bool] = lambda url: False,
+             on_found: Callable[[int], None] | None = None) -> Discovery:
     target = canonicalize(start_url)
-    found = Discovery(limit=limit, include=include, host=host_of(target))
+    found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found)
     robots = fetcher.robots(start_url)
-    if robots.state == "unknown":
-        raise MapFailed(f"cannot crawl {host_of(target)}: robots.txt could not be read ({robots.reason}); "
-                        "nothing is fetched from this host this run")
+    if robots.state is RobotsState.UNKNOWN:
+        raise MapFailed(f"cannot crawl {host_of(target)}: {robots.reason}")
     found.add(start_url, 0, "start")
     named: dict[str, str] = {}
     for feed in feeds:
@@ -195,8 +200,8 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_sitemaps(fetcher, sitemap_urls, found)
     _walk_links(fetcher, start_url, found, max_depth, walkable, skipped)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
-    if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
-        raise MapFailed(found.problems[-1])
+    if len(found.urls) == 1 and found.start_failure is not None:
+        raise MapFailed(found.start_failure)
     return found
 
 
@@ -248,7 +253,7 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
     list of its pages, and reading every listed page for links fetched the whole site once during
-    discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
+    discovery and again in scrape (a large share of a recrawl; infra/bench/README.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
     skipped (``skipped``), the start page included.
@@ -274,7 +279,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             result = results[url]
             if result.outcome is not FetchOutcome.FETCHED:
                 if depth == 0:
-                    found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
+                    found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
+                    found.problems.append(found.start_failure)
                 continue
             if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
                 continue

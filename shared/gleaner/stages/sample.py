@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
@@ -37,8 +38,7 @@ from gleaner.operator.lastmod import unchanged_since_last_fetch
 from gleaner.operator.rules import apply_site_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.store.blobs import sample_key
-from gleaner.store.decisions import PreviousSample, previous_samples
-from gleaner.store.notmodified import record_not_modified
+from gleaner.store.decisions import PreviousSample
 from gleaner.store.records import Decision, FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         log.warning("run %s is %s; nothing to sample", run_id, status)
         return []
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
-    options = _options(deps, run_id)
+    options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
     apply_site_rules(meta.engine, message.site_domain)  # a rule added since map holds for this run too
     pages = meta.run_pages(run_id)
@@ -71,7 +71,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                                                    f"operator review: {page.operator_decision}", 1.0,
                                                    {"content_kind": "reviewed", "evidence": []})
             continue
-        if page.scrape_policy == "skip" and not (page.skip_reason or "").startswith("rule: "):
+        if page.skipped_by_operator:
             decisions[page.document_id] = Decision(page.document_id, "exclude", "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
                                                    {"content_kind": "skipped", "evidence": []})
@@ -84,13 +84,13 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
-            sample, verdict, uri, error, seen = _sample_section(deps, fetcher, message, members, exclude,
-                                                                reusable.get(section))
+            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section))
+            sample, verdict = outcome.sample, outcome.verdict
             for page in members:
                 if page is sample:
-                    decisions[page.document_id] = _decision(page, verdict, uri, error, seen)
+                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error, outcome.seen)
                 elif sample is None:
-                    decisions[page.document_id] = _decision(page, verdict, uri, error)
+                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error)
                 else:
                     inherited = PageDecision(
                         verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
@@ -102,8 +102,8 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
         unchanged = unchanged_since_last_fetch(meta.engine, run_id, include)
-        record_not_modified(meta.engine, run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None,
-                                                              None) for d in sorted(unchanged)])
+        meta.record_not_modified(run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None, None)
+                                          for d in sorted(unchanged)])
         include = [d for d in include if d not in unchanged]
     settings = deps.settings
     # Sized to the host's pace (delay, Crawl-delay) so a task settles its batch before its soft deadline.
@@ -117,15 +117,6 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     if not batches:
         meta.try_finish_run(run_id)
     return scheduled
-
-
-def _options(deps: Deps, run_id: str) -> dict[str, Any]:
-    import sqlalchemy as sa
-
-    with deps.metadata.engine.connect() as conn:
-        options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
-                               {"r": run_id}).scalar()
-    return dict(options or {})
 
 
 def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list[ScrapeBatch]:
@@ -155,7 +146,7 @@ def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]
     decided by the same decider under the same exclude globs, with validators to ask about it."""
     decider = _decider_name(deps)
     return {section_of(prev.path): prev
-            for prev in previous_samples(deps.metadata.engine, message.site_domain, message.run_id)
+            for prev in deps.metadata.previous_samples(message.site_domain, message.run_id)
             if prev.exclude == exclude and prev.metadata.get("sample", {}).get("decider") == decider
             and (prev.etag or prev.last_modified)}
 
@@ -177,14 +168,23 @@ def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: Previou
     seen = {**meta["sample"], "etag": result.etag or prev.etag,
             "last_modified": result.last_modified or prev.last_modified,
             "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
-    return sample, verdict, key, None, seen
+    return SampleOutcome(sample, verdict, key, seen=seen)
 
 
 # A section whose first pages fail to fetch is not judged on a failure: try a few before giving up.
 SAMPLE_ATTEMPTS = 3
 
 
-SampleOutcome = tuple[RunPage | None, PageDecision, str | None, str | None, dict[str, Any] | None]
+@dataclass(frozen=True, slots=True)
+class SampleOutcome:
+    """What sampling a section found: the page sampled (None: no sample), the verdict for the section,
+    the stored sample's key, what went wrong on the way, and the validators seen (for reuse later)."""
+
+    sample: RunPage | None
+    verdict: PageDecision
+    uri: str | None = None
+    error: str | None = None
+    seen: dict[str, Any] | None = None
 
 
 def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None) -> Iterator[RunPage]:
@@ -215,11 +215,12 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
             verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
-            return None, verdict, None, f"{result.outcome}: {result.reason}", None
+            return SampleOutcome(None, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
             facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                               content_type=result.content_type, fetch_outcome=str(result.outcome))
-            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}", None
+            verdict = deps.decider.decide(facts, exclude)
+            return SampleOutcome(sample, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
@@ -234,8 +235,8 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
-        return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen
+        return SampleOutcome(sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen)
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.
-    return None, PageDecision("include", reason, 0.5, content_kind="unsampled"), None, None, None
+    return SampleOutcome(None, PageDecision("include", reason, 0.5, content_kind="unsampled"))

@@ -32,7 +32,6 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.store.blobs import run_content_key, run_raw_key
-from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
 from gleaner.urls import canonicalize
 
@@ -98,6 +97,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
 
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in fetcher.fetch_many(requests, stop_at=stop_at):
+            deps.observer.page_fetched()
             page = pages[str(result.key)]
             answered.add(page.document_id)
             moved_to = _moved_to_known(deps, message.site_domain, page, result)
@@ -136,7 +136,7 @@ def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[
     """Record settled pages now, so a batch cut short by its hard deadline keeps what it did."""
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    record_not_modified(deps.metadata.engine, run_id, not_modified)
+    deps.metadata.record_not_modified(run_id, not_modified)
     deps.metadata.record_fetches(run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
     for r in records:
         counts[r.outcome if r.outcome in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) else "failed"] += 1

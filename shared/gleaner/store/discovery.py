@@ -5,7 +5,7 @@ A recrawl rediscovers the same URLs: known documents are looked up, not rewritte
 row every run), only new ones are inserted, and the run's ledger rows are inserted
 from the ids in the same statement, so no list of ids travels back and forth.
 Rows travel as one JSON parameter: pg8000 escapes ``text[]`` parameters character
-by character in Python (FACTS.md, infra/docs/bench.md).
+by character in Python (infra/bench/README.md).
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
     if new >= ANALYZE_AFTER_ROWS:
         # Fresh statistics for the tables this run just grew. Without them the planner keeps planning
         # scrape's ledger updates (one statement per 100 URLs) for the tables as they were, nearly empty,
-        # and scans the whole run's ledger once per updated row: at 20,000 pages the database spent
-        # 88 s of CPU (4.4 ms a page, 1 ms at 2,000). ANALYZE needs the tables' owner: it runs as the
+        # and scans the whole run's ledger once per updated row, so the database's cost per page grows
+        # with the run (infra/bench/README.md). ANALYZE needs the tables' owner: it runs as the
         # migration role, not the application role (it reads statistics, no tenant's rows come back).
         with engine.execution_options(**{ADMIN_OPTION: True}).begin() as conn:
             conn.execute(sa.text("ANALYZE knowledge.crawl_page_decisions, knowledge.documents"))

@@ -17,11 +17,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner.changes.lifecycle import FetchFacts, settle_fetches
+from gleaner.store.notmodified import record_not_modified as store_not_modified
 from gleaner.store.records import FetchRecord
 from gleaner.store.sqlstore import SqlStore
 
 
 class FetchStore(SqlStore):
+    def record_not_modified(self, run_id: str, records: Sequence[FetchRecord]) -> None:
+        """Settle the run's pages that answered 304 in one lean statement (see ``notmodified.py``)."""
+        store_not_modified(self.engine, run_id, records)
+
     def record_fetches(self, run_id: str, records: Sequence[FetchRecord]) -> None:
         """Record each URL's fetch outcome once; a not-modified page is settled as unchanged here."""
         if not records:

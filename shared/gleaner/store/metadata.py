@@ -1,7 +1,7 @@
 """The metadata repository: every SQL statement the stages run, batched per call.
 
 Each method is one short transaction. Per-page writes are one multi-row
-statement (``unnest`` of arrays), never a loop of single statements: pg8000's
+statement (rows as one JSON parameter, or ``unnest`` of arrays), never a loop of single statements: pg8000's
 executemany is round-trip bound (FACTS.md). Idempotency comes from keys:
 ``ON CONFLICT`` on business identity, and a per-(run, document) ledger row whose
 ``fetch_outcome`` / ``snapshot_outcome`` once set is never overwritten, so a
@@ -22,9 +22,10 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
   ingest (``ReadStore``).
 
-Other ledger statements live beside them as functions over the engine, which the
-stages also call directly: discovery.py (map), decisions.py (sample), notmodified.py
-(scrape); texts.py is the ingest stage's own TextStore.
+Some statements live in modules of their own (discovery.py for map, decisions.py for
+sample, notmodified.py for scrape), each reached through a method of these classes:
+the stages hold ``deps.metadata`` and never an engine. texts.py is the ingest stage's
+own TextStore.
 """
 
 from __future__ import annotations

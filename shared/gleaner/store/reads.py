@@ -18,16 +18,13 @@ class ReadStore(SqlStore):
     # -- runs -----------------------------------------------------------------------------------
 
     def run_summary(self, run_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT id, site_domain, status::text, urls_discovered, urls_included, urls_excluded,"
-                    " urls_scraped, urls_not_modified, urls_failed, snapshots_new, snapshots_changed,"
-                    " snapshots_unchanged, target_url, started_at, finished_at, error"
-                    " FROM knowledge.crawl_runs WHERE id = :r"
-                ),
-                {"r": run_id},
-            ).first()
+        row = self._first(
+            "SELECT id, site_domain, status::text, urls_discovered, urls_included, urls_excluded,"
+            " urls_scraped, urls_not_modified, urls_failed, snapshots_new, snapshots_changed,"
+            " snapshots_unchanged, target_url, started_at, finished_at, error"
+            " FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         if row is None:
             return None
         return {
@@ -48,15 +45,12 @@ class ReadStore(SqlStore):
         }
 
     def outcome_breakdown(self, run_id: str) -> dict[str, int]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT COALESCE(fetch_outcome::text, CASE WHEN decision = 'include' THEN 'pending'"
-                    " ELSE 'not-fetched (' || decision::text || ')' END), count(*)"
-                    " FROM knowledge.crawl_page_decisions WHERE run_id = :r GROUP BY 1 ORDER BY 1"
-                ),
-                {"r": run_id},
-            ).all()
+        rows = self._all(
+            "SELECT COALESCE(fetch_outcome::text, CASE WHEN decision = 'include' THEN 'pending'"
+            " ELSE 'not-fetched (' || decision::text || ')' END), count(*)"
+            " FROM knowledge.crawl_page_decisions WHERE run_id = :r GROUP BY 1 ORDER BY 1",
+            {"r": run_id},
+        )
         return {str(k): int(v) for k, v in rows}
 
     def run_urls(self, run_id: str, status: str | None = None) -> list[dict[str, Any]]:
@@ -87,16 +81,13 @@ class ReadStore(SqlStore):
     # -- documents, snapshots and their texts ---------------------------------------------------
 
     def documents_tree(self, site: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT d.path, d.status::text, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
-                    " FROM knowledge.documents d"
-                    " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                    " WHERE d.site_domain = :s AND NOT d.is_deleted ORDER BY d.path"
-                ),
-                {"s": site},
-            ).all()
+        rows = self._all(
+            "SELECT d.path, d.status::text, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
+            " FROM knowledge.documents d"
+            " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " WHERE d.site_domain = :s AND NOT d.is_deleted ORDER BY d.path",
+            {"s": site},
+        )
         return [
             {"path": r[0], "status": r[1], "scrape_policy": r[2], "skip_reason": r[3], "version": r[4],
              "url": r[5]}
@@ -104,15 +95,12 @@ class ReadStore(SqlStore):
         ]
 
     def document_by_url(self, canonical_url: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
-                    " current_snapshot_id FROM knowledge.documents WHERE canonical_url = :u"
-                    " ORDER BY updated_at DESC LIMIT 1"
-                ),
-                {"u": canonical_url},
-            ).first()
+        row = self._first(
+            "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
+            " current_snapshot_id FROM knowledge.documents WHERE canonical_url = :u"
+            " ORDER BY updated_at DESC LIMIT 1",
+            {"u": canonical_url},
+        )
         if row is None:
             return None
         return dict(zip(("id", "site_domain", "canonical_url", "path", "status", "scrape_policy", "title",
@@ -162,15 +150,12 @@ class ReadStore(SqlStore):
                  "content_ref": r[4], "raw_ref": r[5]} for r in rows]
 
     def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, version, content_hash, processed_markdown_ref, raw_markdown_ref, change_signal::text,"
-                    " produced_by_run_id, created_at, fetch_status, byte_size"
-                    " FROM knowledge.document_snapshots WHERE document_id = :d ORDER BY version DESC"
-                ),
-                {"d": document_id},
-            ).all()
+        rows = self._all(
+            "SELECT id, version, content_hash, processed_markdown_ref, raw_markdown_ref, change_signal::text,"
+            " produced_by_run_id, created_at, fetch_status, byte_size"
+            " FROM knowledge.document_snapshots WHERE document_id = :d ORDER BY version DESC",
+            {"d": document_id},
+        )
         keys = ("id", "version", "content_hash", "content_ref", "raw_ref", "change_signal", "run_id", "created_at",
                 "fetch_status", "byte_size")
         return [dict(zip(keys, (str(r[0]), *r[1:6], str(r[6]) if r[6] else None, r[7].isoformat(), *r[8:]),
@@ -181,29 +166,23 @@ class ReadStore(SqlStore):
         ids = list(snapshot_ids)
         if not ids:
             return []
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT s.id, s.processed_markdown_ref, s.content_hash FROM knowledge.document_snapshots s"
-                    " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
-                    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL ORDER BY s.id"
-                ),
-                {"ids": ids},
-            ).all()
+        rows = self._all(
+            "SELECT s.id, s.processed_markdown_ref, s.content_hash FROM knowledge.document_snapshots s"
+            " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+            " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL ORDER BY s.id",
+            {"ids": ids},
+        )
         return [(str(r[0]), r[1], r[2]) for r in rows]
 
     def texts_of_document(self, document_id: str) -> list[tuple[int, str, str, bool]]:
         """(version, snapshot_id, text_hash, is_current) of every ingested version, newest first."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT s.version, s.id, t.text_hash, s.id = d.current_snapshot_id"
-                    " FROM knowledge.document_snapshots s JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
-                    " JOIN knowledge.documents d ON d.id = s.document_id WHERE s.document_id = :d"
-                    " ORDER BY s.version DESC"
-                ),
-                {"d": document_id},
-            ).all()
+        rows = self._all(
+            "SELECT s.version, s.id, t.text_hash, s.id = d.current_snapshot_id"
+            " FROM knowledge.document_snapshots s JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+            " JOIN knowledge.documents d ON d.id = s.document_id WHERE s.document_id = :d"
+            " ORDER BY s.version DESC",
+            {"d": document_id},
+        )
         return [(int(r[0]), str(r[1]), str(r[2]), bool(r[3])) for r in rows]
 
     def canonical_text(self, text_hash: str) -> tuple[str, list[tuple[int, int, str]]] | None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# How the decisions statement marks a skip it materialised from an exclude decision.
+DECIDER_SKIP_PREFIX = "rule: "
+
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
@@ -35,6 +38,12 @@ class RunPage:
     fetch_time_ms: int | None = None
     byte_size: int | None = None
     operator_decision: str | None = None  # `gleaner review decide`: include | exclude
+
+    @property
+    def skipped_by_operator(self) -> bool:
+        """``scrape_policy=skip`` set by a person, not carried over from a decider's exclude: those the
+        decisions statement writes with a ``rule: `` reason (store/decisions.py), and re-decides each run."""
+        return self.scrape_policy == "skip" and not (self.skip_reason or "").startswith(DECIDER_SKIP_PREFIX)
 
     @property
     def fetch_url(self) -> str:

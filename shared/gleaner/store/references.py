@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from gleaner.errors import InvalidInput
 from gleaner.references.identity import REFERENCES_SITE, source_document_id
+from gleaner.store.sqlstore import SqlStore
 from gleaner.urls import fetchable, host_of, path_of, url_hash
 
 # Findings that a later walk cannot change by itself: the URL is not retried until new ledger rows
@@ -87,10 +87,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-class ReferenceStore:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
+class ReferenceStore(SqlStore):
     # -- the ledger -----------------------------------------------------------------------------
 
     def record_articles(self, rows: Sequence[ArticleRow]) -> list[str | None]:
@@ -164,14 +161,11 @@ class ReferenceStore:
 
     def articles_of(self, reference_id: str) -> list[dict[str, Any]]:
         """The ledger rows backlinked to a reference item (workspace provenance lives here)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, workspace_id, feed_source, external_url, published_at, ingested_at"
-                    " FROM knowledge.feed_articles WHERE reference_item_id = :r ORDER BY ingested_at, id"
-                ),
-                {"r": reference_id},
-            ).all()
+        rows = self._all(
+            "SELECT id, workspace_id, feed_source, external_url, published_at, ingested_at"
+            " FROM knowledge.feed_articles WHERE reference_item_id = :r ORDER BY ingested_at, id",
+            {"r": reference_id},
+        )
         return [{"id": str(r[0]), "workspace_id": r[1], "feed_source": r[2], "external_url": r[3],
                  "published_at": _iso(r[4]), "ingested_at": _iso(r[5])} for r in rows]
 
@@ -273,22 +267,19 @@ class ReferenceStore:
         ``fulltext_score`` is ts_rank_cd normalised to [0, 1) (rank / (rank + 1)) over title (A),
         summary (B) and body (C); ``embedding_score`` is null until reference items carry embeddings.
         """
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "WITH q AS (SELECT websearch_to_tsquery('english', :q) AS tsq)"
-                    " SELECT r.id, r.title, left(r.summary, :n),"
-                    "   ts_headline('english', left(r.body, 20000), q.tsq,"
-                    "     'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**'),"
-                    "   round(ts_rank_cd(r.search_vector, q.tsq, 32)::numeric, 4),"
-                    "   r.source_url, r.published_at, r.source_document_id, r.source_snapshot_id,"
-                    "   r.ingestion_source, r.extraction_method, r.layer"
-                    " FROM knowledge.reference_items r, q WHERE r.search_vector @@ q.tsq"
-                    " ORDER BY ts_rank_cd(r.search_vector, q.tsq, 32) DESC, r.published_at DESC NULLS LAST, r.id"
-                    " LIMIT :lim"
-                ),
-                {"q": query, "n": PREVIEW_CHARS, "lim": limit},
-            ).all()
+        rows = self._all(
+            "WITH q AS (SELECT websearch_to_tsquery('english', :q) AS tsq)"
+            " SELECT r.id, r.title, left(r.summary, :n),"
+            "   ts_headline('english', left(r.body, 20000), q.tsq,"
+            "     'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**'),"
+            "   round(ts_rank_cd(r.search_vector, q.tsq, 32)::numeric, 4),"
+            "   r.source_url, r.published_at, r.source_document_id, r.source_snapshot_id,"
+            "   r.ingestion_source, r.extraction_method, r.layer"
+            " FROM knowledge.reference_items r, q WHERE r.search_vector @@ q.tsq"
+            " ORDER BY ts_rank_cd(r.search_vector, q.tsq, 32) DESC, r.published_at DESC NULLS LAST, r.id"
+            " LIMIT :lim",
+            {"q": query, "n": PREVIEW_CHARS, "lim": limit},
+        )
         return [
             {"reference_id": str(r[0]), "title": r[1], "summary_preview": r[2], "body_preview": r[3],
              "fulltext_score": float(r[4]), "embedding_score": None, "source_url": r[5],
@@ -300,15 +291,12 @@ class ReferenceStore:
 
     def get(self, reference_id: str) -> dict[str, Any] | None:
         """Step 2: the whole item, verbatim, with its ledger backlinks."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT id, title, body, summary, source_url, published_at, primary_domain, primary_subtopic,"
-                    " layer, source_document_id, source_snapshot_id, ingestion_source, extraction_method,"
-                    " mime_type, created_at, updated_at FROM knowledge.reference_items WHERE id = :r"
-                ),
-                {"r": reference_id},
-            ).first()
+        row = self._first(
+            "SELECT id, title, body, summary, source_url, published_at, primary_domain, primary_subtopic,"
+            " layer, source_document_id, source_snapshot_id, ingestion_source, extraction_method,"
+            " mime_type, created_at, updated_at FROM knowledge.reference_items WHERE id = :r",
+            {"r": reference_id},
+        )
         if row is None:
             return None
         keys = ("reference_id", "title", "body", "summary", "source_url", "published_at", "primary_domain",

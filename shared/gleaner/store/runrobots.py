@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 
-from gleaner.fetch.robots import RobotsRules
+from gleaner.fetch.robots import RobotsRules, RobotsState
 from gleaner.store.metadata import MetadataStore
 
 
@@ -31,7 +31,7 @@ class RunRobots(MutableMapping[str, RobotsRules]):
         return rules
 
     def __setitem__(self, origin: str, rules: RobotsRules) -> None:
-        stored = self._metadata.save_run_robots(self._run_id, origin, rules.state, rules.reason, rules.body)
+        stored = self._metadata.save_run_robots(self._run_id, origin, rules.state.value, rules.reason, rules.body)
         # A racing process may have stored its decision first: use that one, so the run has one answer.
         self._memory[origin] = _rebuild(*stored) if stored != (rules.state, rules.reason, rules.body) else rules
 
@@ -46,10 +46,11 @@ class RunRobots(MutableMapping[str, RobotsRules]):
 
 
 def _rebuild(state: str, reason: str, body: bytes | None) -> RobotsRules:
-    if state == "rules":
+    stored = RobotsState(state)
+    if stored is RobotsState.RULES:
         rules = RobotsRules.parse(body or b"")
         rules.reason = reason
         return rules
-    if state == "none":
+    if stored is RobotsState.NONE:
         return RobotsRules.allow_all(reason)
     return RobotsRules.unknown(reason)

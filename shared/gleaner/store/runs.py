@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner.store import discovery
+from gleaner.store.decisions import PreviousSample
+from gleaner.store.decisions import previous_samples as store_previous_samples
 from gleaner.store.decisions import record_decisions as store_decisions
 from gleaner.store.records import Decision, RunPage
 from gleaner.store.sqlstore import SqlStore, json_value
@@ -40,22 +42,16 @@ class RunStore(SqlStore):
 
     def host_politeness_for(self, host: str) -> tuple[float | None, int | None]:
         """The strictest delay and concurrency any tenant configured for a host (it is one server)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT max(host_delay_seconds), min(host_concurrency) FROM knowledge.source_hosts"
-                    " WHERE host = :h"
-                ),
-                {"h": host},
-            ).first()
+        row = self._first(
+            "SELECT max(host_delay_seconds), min(host_concurrency) FROM knowledge.source_hosts"
+            " WHERE host = :h",
+            {"h": host},
+        )
         return (row[0], row[1]) if row else (None, None)
 
     def run_robots(self, run_id: str, origin: str) -> tuple[str, str, bytes | None] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT state, reason, body FROM knowledge.crawl_run_robots WHERE run_id = :r AND origin = :o"),
-                {"r": run_id, "o": origin},
-            ).first()
+        row = self._first("SELECT state, reason, body FROM knowledge.crawl_run_robots"
+                          " WHERE run_id = :r AND origin = :o", {"r": run_id, "o": origin})
         return (str(row[0]), str(row[1]), bytes(row[2]) if row[2] is not None else None) if row else None
 
     def save_run_robots(self, run_id: str, origin: str, state: str, reason: str,
@@ -174,6 +170,29 @@ class RunStore(SqlStore):
         """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
         store_decisions(self.engine, run_id, decisions)
 
+    def record_discovery(self, run_id: str, site: str, source_host_id: str | None,
+                         rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+        """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
+        return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
+
+    def mark_unmapped_stale(self, run_id: str, site: str, complete: bool) -> None:
+        """Documents this (complete) mapping no longer found, towards ``stale`` (changes/lifecycle.py)."""
+        from gleaner.changes.lifecycle import mark_unmapped_stale
+
+        with self._tx() as conn:
+            mark_unmapped_stale(conn, run_id, site, complete)
+
+    def previous_samples(self, site: str, run_id: str) -> list[PreviousSample]:
+        """The section samples of the site's latest earlier sampled run (a recrawl may reuse their verdicts)."""
+        return store_previous_samples(self.engine, site, run_id)
+
+    def run_options(self, run_id: str) -> dict[str, Any]:
+        """The options a run was requested with (limit, globs, feeds, …); empty for an unknown run."""
+        with self.engine.connect() as conn:
+            options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
+                                   {"r": run_id}).scalar()
+        return dict(options or {})
+
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:
         """Assign batch numbers and move the run to scraping; False if already done (redelivery)."""
         with self._tx() as conn:
@@ -204,14 +223,11 @@ class RunStore(SqlStore):
         return True
 
     def batches_of(self, run_id: str) -> list[list[str]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT batch_no, document_id FROM knowledge.crawl_page_decisions"
-                    " WHERE run_id = :r AND batch_no IS NOT NULL ORDER BY batch_no, document_id"
-                ),
-                {"r": run_id},
-            ).all()
+        rows = self._all(
+            "SELECT batch_no, document_id FROM knowledge.crawl_page_decisions"
+            " WHERE run_id = :r AND batch_no IS NOT NULL ORDER BY batch_no, document_id",
+            {"r": run_id},
+        )
         batches: dict[int, list[str]] = {}
         for no, doc in rows:
             batches.setdefault(int(no), []).append(str(doc))

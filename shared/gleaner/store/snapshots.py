@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import Change, EventType, record_changes
 from gleaner.store.records import SnapshotInput, SnapshotResult
-from gleaner.store.sqlstore import SqlStore, json_rows, json_value
+from gleaner.store.sqlstore import SqlStore, json_rows
 
 
 class SnapshotStore(SqlStore):
@@ -71,8 +71,8 @@ class SnapshotStore(SqlStore):
                 ids_by_doc = self._insert_snapshots(conn, run_id, versioned, meta)
             else:  # one document twice in one message: versions must follow each other, one at a time
                 ids_by_doc = {}
-                for page, outcome in versioned:
-                    ids_by_doc[page.document_id] = self._insert_snapshot(conn, run_id, page, outcome, meta)
+                for one in versioned:
+                    ids_by_doc.update(self._insert_snapshots(conn, run_id, [one], meta))
             results = [SnapshotResult(r.document_id, r.outcome, ids_by_doc[r.document_id])
                        if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
@@ -160,30 +160,3 @@ class SnapshotStore(SqlStore):
                 {"rows": json_rows([{"d": r["d"], "h": r["h"]} for r in rows if r["d"] not in inserted])},
             )})
         return inserted
-
-    @staticmethod
-    def _insert_snapshot(conn: Connection, run_id: str | None, page: SnapshotInput, outcome: str,
-                         meta: dict[str, Any]) -> str:
-        metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
-        row = conn.execute(
-            sa.text(
-                "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
-                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
-                " fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
-                " SELECT :d, COALESCE(max(version), 0) + 1, :h, :ck, :rk, CAST(:m AS jsonb), 'plain_fetch', :fs,"
-                " :ft, :bs, CAST(:cs AS knowledge.change_signal), :r, :sb"
-                " FROM knowledge.document_snapshots WHERE document_id = :d"
-                " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id"
-            ),
-            {"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
-             "m": json_value(metadata), "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
-             "cs": "hash_changed" if outcome == "changed" else None, "r": run_id, "sb": page.source_blake3},
-        ).first()
-        if row is not None:
-            return str(row[0])
-        # The content went back to an earlier version: point at that snapshot again (bodies are immutable).
-        existing = conn.execute(
-            sa.text("SELECT id FROM knowledge.document_snapshots WHERE document_id = :d AND content_hash = :h"),
-            {"d": page.document_id, "h": page.content_hash},
-        ).scalar_one()
-        return str(existing)

@@ -7,8 +7,10 @@ per concern; each method opens its own short transaction through ``_tx``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 
@@ -27,3 +29,15 @@ class SqlStore:
 
     def _tx(self) -> Any:
         return self.engine.begin()
+
+    def _all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
+        """Every row of one read, on a connection of its own."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).all()
+
+    def _first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first row of one read (None if there is none), on a connection of its own.
+
+        Rows are typed Any: the statements are text, so SQLAlchemy knows no column types anyway."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).first()

@@ -1,0 +1,80 @@
+"""``gleaner info``: where this Gleaner keeps its data, and which schema and version it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import click
+
+from gleaner import __version__
+from gleaner.cli.base import guard, main
+from gleaner.config import Settings
+
+_SECRET_PARAMS = ("password", "secret", "token", "key")
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password (userinfo or query parameter) replaced by ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = urlencode([(k, "***" if any(s in k.lower() for s in _SECRET_PARAMS) else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="/*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
+    from gleaner.store import db
+
+    if settings.cloudsql_instance:
+        database = f"cloudsql://{settings.cloudsql_instance}/{settings.cloudsql_database}"
+    elif settings.database_url:
+        database = mask_url(settings.database_url)
+    else:
+        database = mask_url(db.embedded_url(settings.data_dir))
+    engine = db.create_engine(settings)
+    try:
+        revision = db.current_revision(engine)
+    finally:
+        engine.dispose()
+    return {
+        "version": __version__,
+        "home": str(settings.data_dir),
+        "config_files": [str(f) for f in files],
+        "database_url": database,
+        "database_embedded": not (settings.cloudsql_instance or settings.database_url),
+        "blob_url": mask_url(settings.blob_url) if settings.blob_url else (settings.data_dir / "blobs").as_uri(),
+        "schema_revision": revision,
+        "schema_head": db.head_revision(),
+        "bus": settings.bus,
+    }
+
+
+@main.command("info")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@guard
+def info_cmd(as_json: bool) -> None:
+    """Where the data lives (GLEANER_HOME, database, blobs), the schema revision and the version."""
+    from gleaner.configfile import layered_env
+
+    layered = layered_env(os.environ, Path.cwd())
+    info = describe(Settings.from_env(layered.env), layered.files)
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    schema = info["schema_revision"] or "none yet"
+    if info["schema_revision"] != info["schema_head"]:
+        schema += f" (this version brings {info['schema_head']}; the next command applies it)"
+    click.echo(f"gleaner {info['version']}\n"
+               f"  home      {info['home']}  (GLEANER_HOME)\n"
+               f"  config    {', '.join(info['config_files']) or 'no gleaner.toml found'}\n"
+               f"  database  {info['database_url']}" + ("  (embedded)" if info["database_embedded"] else "") + "\n"
+               f"  blobs     {info['blob_url']}\n"
+               f"  schema    {schema}\n"
+               f"  bus       {info['bus']}")

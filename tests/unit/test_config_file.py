@@ -1,0 +1,57 @@
+"""gleaner.toml and GLEANER_HOME: where settings and data come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gleaner.cli.info import mask_url
+from gleaner.config import Settings, default_home
+from gleaner.configfile import layered_env, setting_names
+from gleaner.errors import ConfigError
+
+
+def test_home_defaults_to_the_xdg_data_dir_and_never_to_the_current_directory(tmp_path):
+    assert default_home({"GLEANER_HOME": str(tmp_path / "g")}) == tmp_path / "g"
+    assert default_home({"XDG_DATA_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "gleaner"
+    assert default_home({"XDG_DATA_HOME": "relative/ignored"}) == Path.home() / ".local" / "share" / "gleaner"
+    assert default_home({}) == Path.home() / ".local" / "share" / "gleaner"
+    assert Settings.from_env({"GLEANER_HOME": "rel"}).data_dir.is_absolute()
+
+
+def test_the_environment_wins_over_the_current_directory_which_wins_over_home(tmp_path):
+    cwd, home = tmp_path / "project", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    (home / "gleaner.toml").write_text('host_delay = 3\nfetch_timeout = 7\nGLEANER_MAX_REDIRECTS = 2\n')
+    (cwd / "gleaner.toml").write_text('host_delay = 2\nallow_networks = ["127.0.0.0/8", "10.0.0.0/8"]\n'
+                                      f'home = "{home}"\n')
+    layered = layered_env({"GLEANER_FETCH_TIMEOUT": "9"}, cwd)
+    settings = Settings.from_env(layered.env)
+    assert layered.files == (cwd / "gleaner.toml", home / "gleaner.toml")
+    assert settings.data_dir == home
+    assert settings.host_delay == 2.0  # the current directory's file over the home's
+    assert settings.fetch_timeout == 9.0  # the environment over both
+    assert settings.max_redirects == 2  # the home's file where nothing else says
+    assert [str(n) for n in settings.allow_networks] == ["127.0.0.0/8", "10.0.0.0/8"]
+
+
+def test_an_unknown_key_or_a_broken_file_is_an_error_naming_the_file(tmp_path):
+    (tmp_path / "gleaner.toml").write_text("hots_delay = 1\n")
+    with pytest.raises(ConfigError, match=r"gleaner\.toml: unknown setting 'hots_delay'"):
+        layered_env({}, tmp_path)
+    (tmp_path / "gleaner.toml").write_text("host_delay = \n")
+    with pytest.raises(ConfigError, match="not a readable TOML file"):
+        layered_env({}, tmp_path)
+
+
+def test_every_environment_setting_is_a_config_file_key():
+    names = setting_names()
+    assert {"GLEANER_ALLOW_NETWORKS", "GLEANER_HOME", "GLEANER_HOST_DELAY", "GOOGLE_CLOUD_PROJECT"} <= names
+
+
+def test_info_masks_passwords_in_urls():
+    assert mask_url("postgresql://app:s3cret@db.internal:5432/gleaner") == "postgresql://app:***@db.internal:5432/gleaner"
+    assert mask_url("postgresql://app@db/g?password=s3cret&host=/run/pg") == "postgresql://app@db/g?password=***&host=/run/pg"
+    assert mask_url("gs://bucket/prefix") == "gs://bucket/prefix"

@@ -1,0 +1,34 @@
+"""What a response means, decided from values alone (fetch/judgement.py)."""
+
+from __future__ import annotations
+
+from gleaner.fetch.judgement import judge_status, kind_of, robots_rules_from
+from gleaner.fetch.robots import RobotsState
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+
+ROBOTS = "http://site.test/robots.txt"
+
+
+def test_robots_answers_mean_rules_no_rules_or_nothing_this_run():
+    fetched = robots_rules_from(FetchResult(ROBOTS, FetchOutcome.FETCHED, body=b"User-agent: *\nDisallow: /x\n"))
+    assert fetched.state is RobotsState.RULES and not fetched.allows("http://site.test/x")
+    assert robots_rules_from(FetchResult(ROBOTS, FetchOutcome.UNAVAILABLE, "HTTP 404", status=404)).state \
+        is RobotsState.NONE
+    busy = robots_rules_from(FetchResult(ROBOTS, FetchOutcome.UNAVAILABLE, "HTTP 503", status=503))
+    assert busy.state is RobotsState.UNKNOWN and "RFC 9309" in busy.reason
+
+
+def test_a_host_that_never_answered_is_named_as_the_cause_not_its_robots_txt():
+    refused = FetchResult(ROBOTS, FetchOutcome.UNAVAILABLE, "network: connection refused by site.test:80")
+    rules = robots_rules_from(refused)
+    assert rules.state is RobotsState.UNKNOWN and rules.reason == refused.reason
+
+
+def test_statuses_decide_before_the_body_is_read():
+    plain, conditional = FetchRequest("http://site.test/a"), FetchRequest("http://site.test/a", etag='"e"')
+    assert judge_status(plain, 200, robots=False) is None
+    assert judge_status(conditional, 304, robots=False) == (FetchOutcome.NOT_MODIFIED, "304 not modified")
+    assert judge_status(plain, 304, robots=False)[0] is FetchOutcome.UNAVAILABLE  # type: ignore[index]
+    assert judge_status(plain, 451, robots=False) == (FetchOutcome.DENIED, "HTTP 451")
+    assert kind_of("application/xhtml+xml", "http://site.test/a", (ContentKind.HTML,)) is ContentKind.HTML
+    assert kind_of("application/pdf", "http://site.test/a", (ContentKind.HTML,)) is None
