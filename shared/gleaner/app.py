@@ -73,13 +73,18 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    # The local process driving the runs this Deps creates (``host:pid:start``; run control's
+    # liveness check); None in the cloud, where a run's heartbeat is all that tells.
+    worker: str | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
 
     @_built_once
     def engine(self) -> Engine:
         if self.engine_override is not None:
-            return self.engine_override
+            from gleaner.store.dberrors import guard_engine
+
+            return guard_engine(self.engine_override, self.settings.database_wait_seconds)
         from gleaner.store import db
 
         engine = db.create_engine(self.settings)

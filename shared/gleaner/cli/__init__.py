@@ -5,7 +5,8 @@ errors); each other module registers the commands of one concern on ``main``. A 
 own module here and one import line below.
 """
 
-from gleaner.cli import crawl, database, reading, references  # noqa: F401  (each registers its commands)
+# Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
+from gleaner.cli import crawl, database, reading, references, runctl  # noqa: F401
 from gleaner.cli.base import main
 
 __all__ = ["main"]

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from gleaner.cli.base import Progress, fail, guard, load_settings, main, open_deps, print_summary
+from gleaner.cli.base import (
+    Progress,
+    exit_for_run,
+    fail,
+    guard,
+    interruptible,
+    load_settings,
+    main,
+    open_deps,
+    print_summary,
+)
 from gleaner.config import Settings
 
 
 def run_crawl(settings: Settings, url: str, as_json: bool, **request: Any) -> dict[str, Any]:
     from gleaner.runner import crawl, new_request
 
-    with open_deps(settings) as deps, Progress(enabled=True) as progress:
+    message = new_request(url, **request)
+    with open_deps(settings) as deps, Progress(enabled=True) as progress, interruptible(message.run_id):
         progress.line(f"crawling {url}")
-        summary = crawl(deps, new_request(url, **request), progress.on_message)
+        summary = crawl(deps, message, progress.on_message)
     print_summary(summary, as_json)
     return summary
 
@@ -53,8 +63,7 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
         validate_glob(glob)
     summary = run_crawl(load_settings(), url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
                          include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
-    if summary["status"] == "failed":
-        sys.exit(1)
+    exit_for_run(summary)
 
 
 @main.command("demo")
@@ -81,5 +90,4 @@ def demo_cmd(as_json: bool, serve_seconds: float) -> None:
     if not as_json:
         click.echo("\nTry: gleaner docs demo.gleaner.local    gleaner runs    "
                    f"gleaner show {site.url}/docs/install", err=True)
-    if summary["status"] == "failed":
-        sys.exit(1)
+    exit_for_run(summary)

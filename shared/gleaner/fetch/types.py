@@ -21,6 +21,9 @@ class FetchOutcome(StrEnum):
     DENIED = "denied"
     UNAVAILABLE = "unavailable"
     EXHAUSTED = "exhausted"
+    # Recorded by the scrape stage, never returned by the fetcher: fetched, but the body could not be
+    # stored (the blob store failed); settled for the run, so the site is not asked for it again.
+    STORE_FAILED = "store-failed"
 
     @property
     def ok(self) -> bool:

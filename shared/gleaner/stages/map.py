@@ -26,7 +26,7 @@ from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
-from gleaner.errors import BlobConflict, InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, GleanerError, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
@@ -103,7 +103,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     host_id = meta.upsert_source_host(site, host, own_site=site_domain_of(target) == site)
     options = {"limit": limit, "max_depth": max_depth, "include": list(include), "exclude": list(exclude),
                "feeds": list(message.feeds), "request_id": message.request_id}
-    created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by)
+    created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
+                              worker=deps.worker)
     if not created:
         status = meta.run_status(run_id)
         if status != "mapping":
@@ -134,6 +135,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
         # stands (blobs are create-only), and the run must still move on rather than stay mapping.
         log.info("run %s: keeping the map JSON of the first delivery", run_id)
+    except GleanerError as exc:
+        # The blob store cannot take the map: it will not take the pages either. End the run now rather
+        # than map the site again on every redelivery.
+        reason = f"blob store failed: {exc}"
+        meta.set_run_status(run_id, "failed", error=reason)
+        raise MapFailed(reason) from exc
     meta.finish_map(run_id, key)
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)

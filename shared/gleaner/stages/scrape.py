@@ -5,7 +5,12 @@ snapshot; a 304 settles the page as unchanged with no body. Extraction runs in
 the extract pool while other fetches are in flight. A page whose content hash
 equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
-this run (a redelivered task) are skipped.
+this run (a redelivered task) are skipped. A batch of a run that is no longer
+scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
+
+A body the blob store will not take settles its page as ``store-failed`` and
+ends the run (partial if it stored anything, else failed): the store failed, not
+the site, so the site is never asked for the page again in this run.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ import logging
 from concurrent.futures import Future
 
 from gleaner.app import Deps
-from gleaner.errors import BlobConflict
+from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.runstate import RunStatus
 from gleaner.store.blobs import run_content_key, run_raw_key
+from gleaner.store.dberrors import again_on_transient
 from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
 
@@ -37,6 +44,12 @@ def sha1(data: bytes) -> str:
 
 def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     meta = deps.metadata
+    status = meta.touch_run(message.run_id)
+    if status is not RunStatus.SCRAPING:
+        # Cancelled, interrupted, failed (the blob store gave up) or already finished: ask the site nothing.
+        log.info("run %s is %s: batch %d is not fetched", message.run_id, status, message.batch_no)
+        return PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
+                            pages=())
     batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
     pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
     # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
@@ -69,15 +82,33 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                 records.append(_record(page, result, None))
     if waiting:
         extract_waiting()
+    store_failure: GleanerError | None = None
     for fetched_pages, future in pending:
         for (page, result), extracted in zip(fetched_pages, future.result(), strict=True):
-            handed = _hand_off(deps, message, page, result, extracted)
+            try:
+                handed = _hand_off(deps, message, page, result, extracted)
+            except GleanerError as exc:
+                # Storage failed, not the site: fetching the page again cannot help, so the page is
+                # settled as not stored (a redelivery would ask the site for the whole batch again).
+                store_failure = store_failure or exc
+                records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
+                                       reason=f"blob store: {exc}"[:500]))
+                continue
             fetched.append(handed)
             records.append(_record(page, result, extracted.title, handed))
+    # The pages are fetched: a database blip now is waited out here, not by fetching them all again.
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    record_not_modified(meta.engine, message.run_id, not_modified)
-    meta.record_fetches(message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
+    again_on_transient(lambda: record_not_modified(meta.engine, message.run_id, not_modified))
+    again_on_transient(lambda: meta.record_fetches(
+        message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED]))
+    if store_failure is not None:
+        unstored = sum(1 for r in records if r.outcome == FetchOutcome.STORE_FAILED)
+        ended = meta.end_run_unstored(
+            message.run_id, f"blob store failed: {store_failure}; {unstored} fetched pages of batch "
+            f"{message.batch_no} not stored, later batches not fetched")
+        if ended is not None:
+            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, store_failure)
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
     if fetched:
@@ -87,8 +118,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     return out
 
 
-def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None) -> FetchRecord:
-    return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
+def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None, *,
+            outcome: FetchOutcome | None = None, reason: str | None = None) -> FetchRecord:
+    return FetchRecord(page.document_id, str(outcome or result.outcome), reason or result.reason, result.status,
+                       result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
                        handed.extractor if handed else None)

@@ -28,6 +28,8 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
     meta = deps.metadata
     blobs = deps.blobs
     site = message.site_domain
+    if message.run_id is not None:
+        meta.touch_run(message.run_id)
     inputs: list[SnapshotInput] = []
     for page in message.pages:
         content_key = raw_key = None

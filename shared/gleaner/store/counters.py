@@ -69,7 +69,13 @@ class CounterStore(SqlStore):
             row = conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
+                    # Pages whose bodies could not be stored: partial if any page was, failed if none was.
                     " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
+                    "   WHERE run_id = :r AND fetch_outcome = 'store-failed') THEN CASE WHEN EXISTS ("
+                    "     SELECT 1 FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+                    "     AND snapshot_outcome IS NOT NULL) THEN 'partial'::knowledge.crawl_status"
+                    "     ELSE 'failed'::knowledge.crawl_status END"
+                    "   WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
                     "   WHERE run_id = :r AND fetch_outcome = 'exhausted') THEN 'partial'::knowledge.crawl_status"
                     "   ELSE 'finished'::knowledge.crawl_status END,"
                     " finished_at = now()"

@@ -64,7 +64,7 @@ class FetchStore(SqlStore):
                     " last_fetched_at = CASE WHEN t.o IN ('fetched', 'not-modified') THEN now()"
                     "   ELSE d.last_fetched_at END,"
                     " last_seen_at = CASE WHEN t.o = 'not-modified' THEN now() ELSE d.last_seen_at END,"
-                    " status = CASE WHEN t.o NOT IN ('fetched', 'not-modified', 'exhausted')"
+                    " status = CASE WHEN t.o NOT IN ('fetched', 'not-modified', 'exhausted', 'store-failed')"
                     "   AND d.current_snapshot_id IS NULL THEN 'failed'::knowledge.document_status ELSE d.status END,"
                     " updated_at = now()"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:et AS text[]), CAST(:lm AS text[]),"

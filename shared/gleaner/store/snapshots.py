@@ -22,7 +22,8 @@ class SnapshotStore(SqlStore):
                         meta: dict[str, Any]) -> list[SnapshotResult]:
         """Version each page whose content hash differs from its current snapshot, in one transaction.
 
-        Documents are locked in id order (no deadlock between racing deliveries); a page whose ledger row
+        Documents are locked in id order (no deadlock between racing deliveries or concurrent runs of a
+        site), then read afresh; a page whose ledger row
         already has a snapshot outcome for this run is reported as a duplicate and left alone.
         """
         if not pages:
@@ -30,6 +31,14 @@ class SnapshotStore(SqlStore):
         ids = sorted({p.document_id for p in pages})
         results: list[SnapshotResult] = []
         with self._tx() as conn:
+            # Lock first, read second: a statement reads with the snapshot of its start, so a read that
+            # waited for another run's lock would miss the version that run just committed and report
+            # a false change (FACTS.md, PostgreSQL under concurrent writers). Ids in order: no deadlock.
+            conn.execute(
+                sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id"
+                        " FOR UPDATE"),
+                {"ids": ids},
+            )
             state = {
                 str(r[0]): (r[1], r[2], r[3], r[4])
                 for r in conn.execute(
@@ -39,7 +48,7 @@ class SnapshotStore(SqlStore):
                         " FROM knowledge.documents d"
                         " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
                         " LEFT JOIN knowledge.crawl_page_decisions c ON c.document_id = d.id AND c.run_id = :r"
-                        " WHERE d.id = ANY(CAST(:ids AS uuid[])) ORDER BY d.id FOR UPDATE OF d"
+                        " WHERE d.id = ANY(CAST(:ids AS uuid[]))"
                     ),
                     {"ids": ids, "r": run_id},
                 ).all()
