@@ -17,8 +17,9 @@ from http.server import BaseHTTPRequestHandler
 
 from gleaner.testsite import Page, TestSite
 
-_WORDS = ("gleaner keeps an auditable copy of every page it reads and verifies each quote against the exact "
-          "bytes stored for the version that held it while the crawl settles every run").split()
+_TEXT = ("gleaner keeps an auditable copy of every page it reads and verifies each quote against the exact "
+         "bytes stored for the version that held it while the crawl settles every run")
+_WORDS = _TEXT.split()
 
 
 def article(i: int) -> str:

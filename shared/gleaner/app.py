@@ -73,6 +73,7 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    blobs_override: BlobStore | None = None
     # The local process driving the runs this Deps creates (``host:pid:start``; run control's
     # liveness check); None in the cloud, where a run's heartbeat is all that tells.
     worker: str | None = None
@@ -122,6 +123,8 @@ class Deps:
 
     @_built_once
     def blobs(self) -> BlobStore:
+        if self.blobs_override is not None:
+            return self.blobs_override
         from gleaner.store.blobs import open_blob_store
 
         return open_blob_store(self.settings)

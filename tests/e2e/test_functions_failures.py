@@ -79,10 +79,10 @@ def test_a_blob_store_that_cannot_write_settles_the_batch_at_once_and_the_site_i
                       bus_override=LocalBus())
         assert isinstance(batch, ScrapeBatch)
         before = len(site.log)
-        body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
+        _body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
         assert status == 200  # settled: fetching again cannot fix the store
         fetched = len(site.log) - before
-        body, status, _ = entry.run_task(_task(batch, retries=1), ScrapeBatch, broken)  # delivered again anyway
+        _body, status, _ = entry.run_task(_task(batch, retries=1), ScrapeBatch, broken)  # delivered again anyway
         assert status == 200 and len(site.log) - before == fetched
     summary = deps.metadata.run_summary(request.run_id)
     breakdown = deps.metadata.outcome_breakdown(request.run_id)
