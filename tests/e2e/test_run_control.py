@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,84 @@ def test_run_control_refuses_what_it_cannot_do_in_one_line(site: TestSite, env: 
         result = gleaner(env, *args)
         assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
     assert "cancel" in gleaner(env, "runs", "--help").stdout
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """A directory even root cannot write into (``chattr +i``): chmod does not stop root, this does."""
+    path.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode != 0:
+        if os.environ.get("CI"):
+            raise AssertionError("chattr +i is needed for the read-only directory tests")
+        pytest.skip("this filesystem does not support chattr +i")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_blob_directory_fails_the_run_at_map_in_one_line_without_fetching_pages(
+        site: TestSite, env: dict[str, str], database_url: str, tmp_path: Path) -> None:
+    blobs = tmp_path / "readonly"
+    since = len(site.log)
+    with immutable(blobs):
+        result = gleaner({**env, "GLEANER_BLOB_URL": f"file://{blobs}"}, "crawl", site.url + "/", "--json")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "blob store failed: cannot write blob" in result.stderr and "Operation not permitted" in result.stderr
+    assert rows(database_url, "SELECT status::text FROM knowledge.crawl_runs")[0][0] == "failed"
+    assert sum(page_requests(site, since).values()) == 0  # the map never became pages to fetch
+
+
+def test_snapshots_that_cannot_be_stored_end_the_run_partial_and_resume_stores_them_without_refetching(
+        site: TestSite, env: dict[str, str], database_url: str, tmp_path: Path) -> None:
+    since = len(site.log)
+    with immutable(tmp_path / "data" / "blobs" / "domains" / "gen.test" / "document-snapshots"):
+        result = gleaner(env, "crawl", site.url + "/", "--site-domain", "gen.test", "--json")
+    run_id = json.loads(result.stdout)["run_id"]
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    # Each snapshot message was retried, then dead-lettered, and the dead letter is recorded on the run.
+    assert json.loads(result.stdout)["status"] == "partial"
+    assert f"run {run_id} ended partial: snapshot of batch" in result.stderr and "dead-lettered" in result.stderr
+    fetched = page_requests(site, since)
+    resumed = gleaner(env, "runs", "resume", run_id, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["snapshots"]["new"] == PAGES
+    assert page_requests(site, since) == fetched  # the run-scoped bodies were there: nothing fetched again
+    assert_the_copy_is_whole(database_url, tmp_path / "data")
+
+
+@pytest.mark.parametrize("wait", ["30", "0"])  # a connect waits the restart out / the stores' retries do
+def test_a_postgresql_restart_mid_crawl_costs_a_pause_not_the_run(site: TestSite, env: dict[str, str],
+                                                                  tmp_path: Path, wait: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver._commands import pg_ctl
+
+    server = pgserver.get_server(tmp_path / "pg", cleanup_mode="stop")  # its own server: this test stops it
+    url = server.get_uri()
+    original = site.pages["/p/40"]
+    gate = Gate(original)
+    site.pages["/p/40"] = type(original)("", handler=gate.handler)
+    since = len(site.log)
+    try:
+        crawl = Crawl({**env, "GLEANER_DATABASE_URL": url, "GLEANER_DATABASE_WAIT_SECONDS": wait}, site.url + "/")
+        assert gate.reached.wait(60)
+        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
+        gate.released.set()  # the crawl goes on fetching while the database is away
+        time.sleep(3)
+        pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
+        code, out = crawl.finish()
+    finally:
+        gate.released.set()
+        site.pages["/p/40"] = original
+    stderr = "".join(crawl.lines)
+    assert code == 0, stderr
+    summary = json.loads(out)
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == PAGES
+    assert "Traceback" not in stderr and not any(line.startswith("  File ") for line in crawl.lines)
+    assert_no_page_fetched_more_than_twice(site, since)
+    assert_the_copy_is_whole(url, tmp_path / "data")
+    server.cleanup()
