@@ -105,3 +105,29 @@ def test_database_errors_arrive_as_gleaner_errors_permanent_or_retryable(deps, d
     with deps.metadata.engine.connect() as conn, pytest.raises(RetryableError):
         conn.execute(sa.text("SELECT pg_terminate_backend(pg_backend_pid())"))
     assert scalar(deps, "SELECT 1") == 1  # and the pool reconnects
+
+
+def test_a_change_fetched_just_before_a_crash_is_versioned_by_the_next_run(make_deps):
+    from gleaner.messages import PagesFetched
+    from gleaner.stages import wire
+    from gleaner.testsite import Page
+
+    from ..generated_site import article
+
+    deps = make_deps()
+    with generated_site(30) as site:
+        crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        site.pages["/p/3"] = Page(article(1003))  # the page changes (and so does its ETag)
+        crashed = make_deps()
+        wire(crashed.bus, crashed)
+        crashed.bus.handlers[PagesFetched.topic] = [lambda _m: None]  # the process dies after scrape recorded
+        crawl(crashed, new_request(site.url + "/", site_domain=SITE))
+        since = len(site.log)
+        after = crawl(make_deps(), new_request(site.url + "/", site_domain=SITE))
+        asked = [r.headers.get("if-none-match") for r in site.log[since:] if r.path == "/p/3"]
+    # The new ETag was not kept beside the old version: the next run asks with the old one and gets the change.
+    assert asked == [Page(article(3)).etag]
+    assert after["snapshots"]["changed"] == 1
+    versions = scalar(deps, "SELECT count(*) FROM knowledge.document_snapshots s JOIN knowledge.documents d"
+                            " ON d.id = s.document_id WHERE d.path = '/p/3'")
+    assert versions == 2

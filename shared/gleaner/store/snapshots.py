@@ -79,13 +79,20 @@ class SnapshotStore(SqlStore):
                        if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
             if changed:
+                # The validators the fetch answered with belong to this version: they move with it.
                 conn.execute(
                     sa.text(
                         "UPDATE knowledge.documents d SET current_snapshot_id = t.s, status = 'active',"
-                        " last_seen_at = now(), last_fetched_at = now(), updated_at = now()"
-                        " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s) WHERE d.id = t.d"
+                        " last_seen_at = now(), last_fetched_at = now(), updated_at = now(),"
+                        " http_etag = CASE WHEN c.document_id IS NULL THEN d.http_etag ELSE c.fetched_etag END,"
+                        " http_last_modified = CASE WHEN c.document_id IS NULL THEN d.http_last_modified"
+                        "   ELSE c.fetched_last_modified END"
+                        " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s)"
+                        " LEFT JOIN knowledge.crawl_page_decisions c ON c.run_id = CAST(:r AS uuid)"
+                        "   AND c.document_id = t.d AND c.fetch_outcome = 'fetched'"
+                        " WHERE d.id = t.d"
                     ),
-                    {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
+                    {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed], "r": run_id},
                 )
             if unchanged:
                 conn.execute(
