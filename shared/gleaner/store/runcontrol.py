@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner.runstate import ACTIVE, RunStatus
-from gleaner.store.counters import CounterStore
+from gleaner.store.counters import UNSTORED_STATUS, CounterStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +97,7 @@ class RunControlStore(CounterStore):
             self._refresh_counters(conn, run_id)
             status = conn.execute(
                 sa.text(
-                    "UPDATE knowledge.crawl_runs SET status = CASE WHEN EXISTS ("
-                    "   SELECT 1 FROM knowledge.crawl_page_decisions WHERE run_id = :r"
-                    "   AND snapshot_outcome IS NOT NULL) THEN 'partial'::knowledge.crawl_status"
-                    "   ELSE 'failed'::knowledge.crawl_status END,"
-                    " error = :err, finished_at = now()"
+                    f"UPDATE knowledge.crawl_runs SET status = {UNSTORED_STATUS}, error = :err, finished_at = now()"
                     " WHERE id = :r AND status = 'scraping' RETURNING status::text"
                 ),
                 {"r": run_id, "err": error},
