@@ -115,6 +115,15 @@ def _record_map_failure(deps: Deps, request: CrawlRequested, reason: str) -> Non
         log.warning("could not record the failure of run %s", request.run_id, exc_info=True)
 
 
+def _notify(deps: Deps) -> None:
+    """Publish the run's change events and deliver its webhooks, retrying for a while, before returning
+    (DESIGN.md: locally the run retries before it returns; ``gleaner deliver`` retries the rest)."""
+    from gleaner.changes import delivery, outbox
+
+    outbox.flush(deps)
+    delivery.deliver_due(deps, wait_seconds=deps.settings.notify_run_wait)
+
+
 @contextmanager
 def _driving(deps: Deps, bus: LocalBus, run_id: str) -> Iterator[None]:
     """Let scrape batches overlap while this process drives the run, and settle the run if it is cut off.
@@ -142,6 +151,7 @@ def _settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> None:
 
 
 def _summary(deps: Deps, bus: LocalBus, run_id: str) -> dict[str, Any]:
+    _notify(deps)
     meta = deps.metadata
     status = meta.run_status(run_id)
     # Nothing is left to deliver, so nothing else will settle an active run: finish it if every page is

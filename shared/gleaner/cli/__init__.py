@@ -6,7 +6,7 @@ own module here and one import line below.
 """
 
 # Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
-from gleaner.cli import crawl, database, reading, references, runctl  # noqa: F401
+from gleaner.cli import changes, crawl, database, reading, references, runctl, versions  # noqa: F401
 from gleaner.cli.base import main
 
 __all__ = ["main"]

@@ -7,6 +7,8 @@ hash, so a redelivery writes the same object), then one transaction inserts the
 document_snapshots row (version = previous + 1) and advances
 documents.current_snapshot_id; then SnapshotsWritten is published. Body first,
 metadata second, publish last: the order that survives a crash at any point.
+Each new current version's change event is recorded in that transaction and
+published from the outbox after it (gleaner.changes).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.errors import BlobConflict
 from gleaner.messages import PagesFetched, SnapshotsWritten
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
@@ -53,4 +56,5 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
                          ordering_key=site)
     if message.run_id is not None:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # the versions' change events, committed with them
     return results

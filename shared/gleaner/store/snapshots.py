@@ -1,7 +1,8 @@
 """The snapshot stage's writes: a new document version where the content hash changed, in one transaction.
 
 Versions are immutable and keyed by (document, content hash): content that goes
-back to an earlier version points at that snapshot again. The run's ledger row
+back to an earlier version points at that snapshot again. Each new current version
+records its change event (document.new / document.changed) in the same transaction. The run's ledger row
 records the outcome once, so a redelivered message is reported as a duplicate.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.changes.events import Change, EventType, record_changes
 from gleaner.store.records import SnapshotInput, SnapshotResult
 from gleaner.store.sqlstore import SqlStore, json_rows, json_value
 
@@ -31,14 +33,11 @@ class SnapshotStore(SqlStore):
         ids = sorted({p.document_id for p in pages})
         results: list[SnapshotResult] = []
         with self._tx() as conn:
-            # Lock first, read second: a statement reads with the snapshot of its start, so a read that
-            # waited for another run's lock would miss the version that run just committed and report
-            # a false change (FACTS.md, PostgreSQL under concurrent writers). Ids in order: no deadlock.
-            conn.execute(
-                sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id"
-                        " FOR UPDATE"),
-                {"ids": ids},
-            )
+            # Lock first, read second: a statement that waited for the lock sees the locked row as the
+            # other delivery left it but its joined rows as they were when it started (FACTS.md), and
+            # would take a version the other delivery just wrote for a change to make again.
+            conn.execute(sa.text("SELECT 1 FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[]))"
+                                 " ORDER BY id FOR UPDATE"), {"ids": ids})
             state = {
                 str(r[0]): (r[1], r[2], r[3], r[4])
                 for r in conn.execute(
@@ -79,10 +78,16 @@ class SnapshotStore(SqlStore):
                        if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
             if changed:
+                # A first version makes the page active; other statuses (failed, stale, superseded, blocked)
+                # are the lifecycle's (gleaner.changes.lifecycle), settled when the page was fetched.
                 # The validators the fetch answered with belong to this version: they move with it.
                 conn.execute(
                     sa.text(
-                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s, status = 'active',"
+                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s,"
+                        " status = CASE WHEN d.status IN ('discovered', 'failed') THEN 'active'"
+                        "   ELSE d.status END,"
+                        " status_reason = CASE WHEN d.status IN ('discovered', 'failed') THEN NULL"
+                        "   ELSE d.status_reason END,"
                         " last_seen_at = now(), last_fetched_at = now(), updated_at = now(),"
                         " http_etag = CASE WHEN c.document_id IS NULL THEN d.http_etag ELSE c.fetched_etag END,"
                         " http_last_modified = CASE WHEN c.document_id IS NULL THEN d.http_last_modified"
@@ -94,6 +99,11 @@ class SnapshotStore(SqlStore):
                     ),
                     {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed], "r": run_id},
                 )
+                previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
+                record_changes(conn, [
+                    Change(document_id=r.document_id, type=EventType.NEW if r.outcome == "new" else EventType.CHANGED,
+                           run_id=run_id, snapshot_id=r.snapshot_id, previous_snapshot_id=previous.get(r.document_id))
+                    for r in changed])
             if unchanged:
                 conn.execute(
                     sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
