@@ -6,7 +6,17 @@ own module here and one import line below.
 """
 
 # Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
-from gleaner.cli import changes, crawl, database, reading, references, runctl, versions  # noqa: F401
+from gleaner.cli import (  # noqa: F401
+    changes,
+    crawl,
+    database,
+    operating,
+    provenance,
+    reading,
+    references,
+    runctl,
+    versions,
+)
 from gleaner.cli.base import main
 
 __all__ = ["main"]

@@ -26,6 +26,8 @@ class Sitemap:
     kind: str  # "urlset" | "index"
     locs: tuple[str, ...]
     truncated: bool = False
+    # <lastmod> of each <loc> as the sitemap wrote it (None where absent): parallel to ``locs``.
+    lastmods: tuple[str | None, ...] = ()
 
 
 def inflate(data: bytes, limit: int = MAX_SITEMAP_BYTES) -> bytes:
@@ -63,16 +65,25 @@ def parse_sitemap(data: bytes) -> Sitemap:
     else:
         raise InvalidInput(f"not a sitemap: root element <{tag}>")
     locs: list[str] = []
+    lastmods: list[str | None] = []
     truncated = False
     for node in root:
         if not isinstance(node.tag, str) or etree.QName(node).localname.lower() != child:
             continue
+        loc = lastmod = None
         for sub in node:
-            if isinstance(sub.tag, str) and etree.QName(sub).localname.lower() == "loc" and sub.text:
-                locs.append(sub.text.strip())
-                break
+            if not isinstance(sub.tag, str) or not sub.text:
+                continue
+            name = etree.QName(sub).localname.lower()
+            if name == "loc" and loc is None:
+                loc = sub.text.strip()
+            elif name == "lastmod" and lastmod is None:
+                lastmod = sub.text.strip()[:64]
+        if loc:
+            locs.append(loc)
+            lastmods.append(lastmod)
         if len(locs) >= MAX_SITEMAP_URLS:
             truncated = True
             break
-    return Sitemap(kind, tuple(locs), truncated)
+    return Sitemap(kind, tuple(locs), truncated, tuple(lastmods))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gleaner.extract.html import EXTRACTOR, extract_html
 from gleaner.fetch.types import decode_body
-from gleaner.provenance.canonical import CanonicalText, canonicalise
+from gleaner.provenance.canonical import CanonicalText, bytes_hash, canonicalise
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,7 @@ class ExtractedPage:
     title: str | None
     canonical: CanonicalText  # what ingest stores for content.md
     extractor: str = EXTRACTOR
+    source_blake3: str = ""  # BLAKE3 of the body as fetched (seed 004's content hash)
 
 
 def extract_page(body: bytes, charset: str | None, url: str) -> ExtractedPage:
@@ -39,7 +40,7 @@ def extract_page(body: bytes, charset: str | None, url: str) -> ExtractedPage:
     return ExtractedPage(
         content=content, raw=raw, content_hash=hashlib.sha1(content).hexdigest(),
         raw_hash=hashlib.sha1(raw).hexdigest(), title=extracted.title,
-        canonical=canonicalise(content, content_md), extractor=extracted.extractor,
+        canonical=canonicalise(content, content_md), extractor=extracted.extractor, source_blake3=bytes_hash(body),
     )
 
 

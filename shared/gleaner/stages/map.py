@@ -35,6 +35,8 @@ from gleaner.errors import BlobConflict, GleanerError, InvalidInput, PermanentEr
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
 from gleaner.messages import CrawlMapped, CrawlRequested
+from gleaner.operator.lastmod import record_lastmods
+from gleaner.operator.rules import apply_site_rules, gate_for
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
 from gleaner.urls import (
@@ -72,6 +74,8 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # Sitemap <lastmod> of the URLs a sitemap listed: canonical url -> the text as written.
+    lastmod: dict[str, str] = field(default_factory=dict)
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -108,6 +112,13 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     host_id = meta.upsert_source_host(site, host, own_site=site_domain_of(target) == site)
     options = {"limit": limit, "max_depth": max_depth, "include": list(include), "exclude": list(exclude),
                "feeds": list(message.feeds), "request_id": message.request_id}
+    budget = {name: value for name, value in (("max_requests", message.max_requests),
+                                              ("max_bytes", message.max_bytes), ("max_seconds", message.max_seconds))
+              if value is not None}
+    if budget:
+        options["budget"] = budget
+    if message.honour_lastmod:
+        options["honour_lastmod"] = True
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
                               worker=deps.worker)
     if not created:
@@ -119,16 +130,21 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
+    # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
+    gate = gate_for(meta.engine, site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
-                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
+                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
+                             skipped=lambda url: gate.skipped(url, path_of(url)))
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
     record_discovery(meta.engine, run_id, site, host_id,
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
+    apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
+    record_lastmods(meta.engine, run_id, site, found.lastmod)
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -165,7 +181,8 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
-             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = ()) -> Discovery:
+             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
+             skipped: Callable[[str], bool] = lambda url: False) -> Discovery:
     target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target))
     robots = fetcher.robots(start_url)
@@ -182,7 +199,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, start_url, found, max_depth, walkable)
+    _walk_links(fetcher, start_url, found, max_depth, walkable, skipped)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
@@ -215,7 +232,7 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
         except InvalidInput as exc:
             found.problems.append(f"sitemap {url}: {exc}")
             continue
-        for loc in sitemap.locs:
+        for loc, lastmod in zip(sitemap.locs, sitemap.lastmods or (None,) * len(sitemap.locs), strict=True):
             try:
                 canonical = canonicalize(loc)
             except InvalidInput:
@@ -225,20 +242,22 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
                 if level + 1 <= MAX_SITEMAP_DEPTH:
                     queue.append((loc, level + 1))
             else:
-                found.add(loc, 1, "sitemap", canonical)
+                if (found.add(loc, 1, "sitemap", canonical) or canonical in found.urls) and lastmod:
+                    found.lastmod.setdefault(canonical, lastmod)
                 if found.full:
                     break
 
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
-                walkable: Callable[[str], bool]) -> None:
+                walkable: Callable[[str], bool], skipped: Callable[[str], bool] = lambda url: False) -> None:
     """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
     list of its pages, and reading every listed page for links fetched the whole site once during
     discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
-    search, tag, pagination, excluded paths) are recorded but not fetched.
+    search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
+    skipped (``skipped``), the start page included.
     """
     listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
     start = canonicalize(start_url)
@@ -248,7 +267,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
         todo: list[str] = []
         for url in level:
             canonical = canonicalize(url)
-            if canonical in walked or (canonical != start and (canonical in listed or not walkable(canonical))):
+            if canonical in walked or skipped(canonical) or (
+                    canonical != start and (canonical in listed or not walkable(canonical))):
                 continue
             walked.add(canonical)
             if fetcher.robots(url).allows(url):

@@ -87,20 +87,29 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                 records.append(_record(page, result, None))
     if waiting:
         extract_waiting()
+    done = [(page, result, extracted) for fetched_pages, future in pending
+            for (page, result), extracted in zip(fetched_pages, future.result(), strict=True)]
+    # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
+    erased = deps.blocklist.refused(message.site_domain, {
+        page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
+        for page, _result, extracted in done})
     store_failure: GleanerError | None = None
-    for fetched_pages, future in pending:
-        for (page, result), extracted in zip(fetched_pages, future.result(), strict=True):
-            try:
-                handed = _hand_off(deps, message, page, result, extracted)
-            except GleanerError as exc:
-                # Storage failed, not the site: fetching the page again cannot help, so the page is
-                # settled as not stored (a redelivery would ask the site for the whole batch again).
-                store_failure = store_failure or exc
-                records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
-                                       reason=f"blob store: {exc}"[:500]))
-                continue
-            fetched.append(handed)
-            records.append(_record(page, result, extracted.title, handed))
+    for page, result, extracted in done:
+        if page.document_id in erased:
+            records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
+                                       result.status, result.elapsed_ms, len(result.body or b""), None, None))
+            continue
+        try:
+            handed = _hand_off(deps, message, page, result, extracted)
+        except GleanerError as exc:
+            # Storage failed, not the site: fetching the page again cannot help, so the page is
+            # settled as not stored (a redelivery would ask the site for the whole batch again).
+            store_failure = store_failure or exc
+            records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
+                                   reason=f"blob store: {exc}"[:500]))
+            continue
+        fetched.append(handed)
+        records.append(_record(page, result, extracted.title, handed))
     # The pages are fetched: a database blip now is waited out here, not by fetching them all again.
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
@@ -193,4 +202,4 @@ def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResu
     return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=raw_hash,
                        content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
                        fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
-                       extractor=extracted.extractor)
+                       extractor=extracted.extractor, source_blake3=extracted.source_blake3 or None)

@@ -34,7 +34,11 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
     if message.run_id is not None:
         meta.touch_run(message.run_id)
     inputs: list[SnapshotInput] = []
+    # A page erased after scrape fetched it (its run artefacts are gone with it) is never versioned.
+    erased = deps.provenance.settle_erased(message.run_id, [page.document_id for page in message.pages])
     for page in message.pages:
+        if page.document_id in erased:
+            continue
         content_key = raw_key = None
         if page.content_key is not None:
             content_key = snapshot_content_key(site, page.document_id, page.content_hash)
@@ -48,7 +52,8 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
         inputs.append(SnapshotInput(
             document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
-            fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor))
+            fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor,
+            source_blake3=page.source_blake3))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:

@@ -34,6 +34,7 @@ class RunPage:
     fetch_status: int | None = None
     fetch_time_ms: int | None = None
     byte_size: int | None = None
+    operator_decision: str | None = None  # `gleaner review decide`: include | exclude
 
     @property
     def fetch_url(self) -> str:
@@ -83,6 +84,7 @@ class SnapshotInput:
     fetch_time_ms: int
     byte_size: int
     extractor: str
+    source_blake3: str | None = None  # BLAKE3 of the bytes as fetched
 
 
 @dataclass(frozen=True, slots=True)
