@@ -91,9 +91,29 @@ def _translate(context: Any) -> BaseException | None:
     if context.is_pre_ping:  # SQLAlchemy reconnects after a failed ping, unless the error is replaced
         return None
     original = context.sqlalchemy_exception or context.original_exception
+    if isinstance(context.original_exception, OSError):  # the driver let a socket error through unwrapped
+        return DatabaseUnavailable(f"database error: {context.original_exception}; retrying may help")
     if not isinstance(original, sa.exc.DBAPIError | context.dialect.loaded_dbapi.Error):
         return None
     return translate(original, context.is_disconnect)
+
+
+def _ping_reports_socket_errors(engine: Engine) -> None:
+    """A ping that meets a reset socket says "disconnected", so the pool reconnects.
+
+    pg8000 lets a ``ConnectionResetError`` out of a read unwrapped; SQLAlchemy's ping only treats the
+    driver's own errors as a lost connection, so a restart's reset would escape the checkout.
+    """
+    dialect = engine.dialect
+    ping = dialect.do_ping
+
+    def do_ping(dbapi_connection: Any) -> bool:
+        try:
+            return bool(ping(dbapi_connection))
+        except OSError as exc:
+            raise dialect.loaded_dbapi.InterfaceError(f"network error: {exc}") from exc
+
+    dialect.do_ping = do_ping  # type: ignore[method-assign]
 
 
 def guard_engine(engine: Engine, wait_seconds: float = 30.0) -> Engine:
@@ -101,6 +121,7 @@ def guard_engine(engine: Engine, wait_seconds: float = 30.0) -> Engine:
     if sa.event.contains(engine, "handle_error", _translate):
         return engine
     sa.event.listen(engine, "handle_error", _translate, retval=True)
+    _ping_reports_socket_errors(engine)
 
     reached = threading.Event()
 
