@@ -5,6 +5,8 @@ errors); each other module registers the commands of one concern on ``main``. A 
 own module here and one import line below.
 """
 
+import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
+
 # Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
 from gleaner.cli import (  # noqa: F401
     changes,

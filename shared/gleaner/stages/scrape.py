@@ -11,13 +11,22 @@ scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
 A body the blob store will not take settles its page as ``store-failed`` and
 ends the run (partial if it stored anything, else failed): the store failed, not
 the site, so the site is never asked for the page again in this run.
+
+Outcomes are written every few pages as they settle, not only at the end, and the
+batch has a soft deadline (``GLEANER_SCRAPE_SOFT_DEADLINE``, under the function's
+timeout): past it no new fetch starts, and the URLs not started go to a new task,
+part + 1 of the same batch under its own deterministic name. A long Crawl-delay or
+a slow host therefore costs more tasks, never a killed batch that recorded nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
+from collections import Counter
 from concurrent.futures import Future
+from dataclasses import replace
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
@@ -25,6 +34,7 @@ from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.runstate import RunStatus
 from gleaner.store.blobs import run_content_key, run_raw_key
@@ -38,6 +48,9 @@ log = logging.getLogger(__name__)
 # Pages handed to an extraction process at once: fewer tasks cost the pool less in this process,
 # while a batch of 100 still spreads over the workers.
 PAGES_PER_EXTRACTION = 4
+# Settled pages written in one statement while the batch goes on: few enough that a batch killed
+# at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
+RECORDS_PER_WRITE = 10
 
 
 def sha1(data: bytes) -> str:
@@ -52,6 +65,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         log.info("run %s is %s: batch %d is not fetched", message.run_id, status, message.batch_no)
         return PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                             pages=())
+    stop_at = time.monotonic() + deps.settings.scrape_soft_deadline
     batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
     pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
     # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
@@ -67,15 +81,47 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     records: list[FetchRecord] = []
     pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
     waiting: list[tuple[RunPage, FetchResult]] = []
+    answered: set[str] = set()
+    counts: Counter[str] = Counter()
+    store_failures: list[GleanerError] = []
 
     def extract_waiting() -> None:
         items = [(result.body or b"", result.charset, result.final_url or page.fetch_url) for page, result in waiting]
         pending.append((list(waiting), deps.extract_pool.submit(items)))
         waiting.clear()
 
+    def settle(block: bool) -> None:
+        """Hand off extracted pages (the finished ones, or all when ``block``) and write what is settled."""
+        while pending and (block or pending[0][1].done()):
+            fetched_pages, future = pending.pop(0)
+            done = list(zip(fetched_pages, future.result(), strict=True))
+            # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
+            erased = deps.blocklist.refused(message.site_domain, {
+                page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
+                for (page, _result), extracted in done})
+            for (page, result), extracted in done:
+                if page.document_id in erased:
+                    records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
+                                               result.status, result.elapsed_ms, len(result.body or b""), None, None))
+                    continue
+                try:
+                    handed = _hand_off(deps, message, page, result, extracted)
+                except GleanerError as exc:
+                    # Storage failed, not the site: fetching the page again cannot help, so the page is
+                    # settled as not stored (a redelivery would ask the site for the whole batch again).
+                    store_failures.append(exc)
+                    records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
+                                           reason=f"blob store: {exc}"[:500]))
+                    continue
+                fetched.append(handed)
+                records.append(_record(page, result, extracted.title, handed))
+        if records and (block or len(records) >= RECORDS_PER_WRITE):
+            _write(deps, message.run_id, records, counts)
+
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
-        for result in fetcher.fetch_many(requests):
+        for result in fetcher.fetch_many(requests, stop_at=stop_at):
             page = pages[str(result.key)]
+            answered.add(page.document_id)
             moved_to = _moved_to_known(deps, message.site_domain, page, result)
             if moved_to is not None:
                 records.append(_record(page, result, None, superseded_by=moved_to))
@@ -85,52 +131,47 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                     extract_waiting()
             else:
                 records.append(_record(page, result, None))
+            settle(block=False)
     if waiting:
         extract_waiting()
-    done = [(page, result, extracted) for fetched_pages, future in pending
-            for (page, result), extracted in zip(fetched_pages, future.result(), strict=True)]
-    # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
-    erased = deps.blocklist.refused(message.site_domain, {
-        page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
-        for page, _result, extracted in done})
-    store_failure: GleanerError | None = None
-    for page, result, extracted in done:
-        if page.document_id in erased:
-            records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
-                                       result.status, result.elapsed_ms, len(result.body or b""), None, None))
-            continue
-        try:
-            handed = _hand_off(deps, message, page, result, extracted)
-        except GleanerError as exc:
-            # Storage failed, not the site: fetching the page again cannot help, so the page is
-            # settled as not stored (a redelivery would ask the site for the whole batch again).
-            store_failure = store_failure or exc
-            records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
-                                   reason=f"blob store: {exc}"[:500]))
-            continue
-        fetched.append(handed)
-        records.append(_record(page, result, extracted.title, handed))
-    # The pages are fetched: a database blip now is waited out here, not by fetching them all again.
-    # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
-    not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    again_on_transient(lambda: record_not_modified(meta.engine, message.run_id, not_modified))
-    again_on_transient(lambda: meta.record_fetches(
-        message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED]))
-    if store_failure is not None:
-        unstored = sum(1 for r in records if r.outcome == FetchOutcome.STORE_FAILED)
+    settle(block=True)
+    if store_failures:
         ended = meta.end_run_unstored(
-            message.run_id, f"blob store failed: {store_failure}; {unstored} fetched pages of batch "
+            message.run_id, f"blob store failed: {store_failures[0]}; {len(store_failures)} fetched pages of batch "
             f"{message.batch_no} not stored, later batches not fetched")
         if ended is not None:
-            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, store_failure)
+            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, store_failures[0])
+    left = [doc for doc in pages if doc not in answered]
+    if left:
+        # The soft deadline passed before these could start: a new task (its own name) takes them on.
+        deps.bus.enqueue(replace(message, document_ids=tuple(left), part=message.part + 1))
+    log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
+             message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),
+             extra={"fields": {"event": Event.SCRAPE_BATCH.value, "pages_fetched": counts["fetched"],
+                               "pages_not_modified": counts["not-modified"], "pages_failed": counts["failed"],
+                               "pages_handed_on": len(left)}})
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
     if fetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
-    else:
+    elif not left:
         meta.try_finish_run(message.run_id)
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
+
+
+def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[str]) -> None:
+    """Record settled pages now, so a batch cut short by its hard deadline keeps what it did.
+
+    The pages are fetched: a database blip now is waited out here, not by fetching them all again."""
+    # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
+    not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
+    again_on_transient(lambda: record_not_modified(deps.metadata.engine, run_id, not_modified))
+    again_on_transient(lambda: deps.metadata.record_fetches(
+        run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED]))
+    for r in records:
+        counts[r.outcome if r.outcome in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) else "failed"] += 1
+    records.clear()
 
 
 def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None,

@@ -1,7 +1,7 @@
 """Run control: terminal statuses for stopped runs, a liveness record, a status for unstored pages.
 
 Revision ID: 0004
-Revises: 0007
+Revises: 0009
 Create Date: 2026-11-30
 
 - crawl_status gains ``cancelled`` (the operator said stop) and ``interrupted`` (Ctrl-C, a crash
@@ -19,7 +19,7 @@ Create Date: 2026-11-30
 from alembic import op
 
 revision = "0004"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
