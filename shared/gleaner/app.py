@@ -78,6 +78,10 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    blobs_override: BlobStore | None = None
+    # The local process driving the runs this Deps creates (``host:pid:start``; run control's
+    # liveness check); None in the cloud, where a run's heartbeat is all that tells.
+    worker: str | None = None
     decider_override: Decider | None = None
     # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
     observer: RunObserver = field(default_factory=NoObserver)
@@ -88,7 +92,9 @@ class Deps:
     @_built_once
     def engine(self) -> Engine:
         if self.engine_override is not None:
-            return self.engine_override
+            from gleaner.store.dberrors import guard_engine
+
+            return guard_engine(self.engine_override, self.settings.database_wait_seconds)
         from gleaner.store import db
 
         engine = db.create_engine(self.settings)
@@ -169,6 +175,8 @@ class Deps:
 
     @_built_once
     def blobs(self) -> BlobStore:
+        if self.blobs_override is not None:
+            return self.blobs_override
         from gleaner.store.blobs import open_blob_store
 
         return open_blob_store(self.settings)

@@ -185,6 +185,15 @@ class Settings:
     # Webhook body cap: a poller batch of a few thousand articles fits well inside 1 MiB.
     webhook_max_bytes: int = 1024 * 1024
 
+    # -- run control and failures (issue 10) --
+    # Once a process has reached the database, a refused connection is retried this long before it is
+    # an error: a PostgreSQL restart takes seconds, and waiting it out costs a pause instead of the run.
+    database_wait_seconds: float = 30.0
+    # `gleaner sweep` settles active runs idle this long (no stage touched them): far beyond one scrape
+    # batch (100 pages at the polite one-second delay), short enough that a crashed run is noticed the
+    # same hour.
+    sweep_idle_seconds: float = 1800.0
+
     # -- change events and webhooks (DESIGN.md "Outbound notifications") ------------------------------
     # First retry of a failed webhook delivery after this many seconds, doubling each time: the
     # specification's receivers expect retries within a minute, then spaced out.
@@ -288,6 +297,8 @@ class Settings:
             run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
             extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            database_wait_seconds=_float(env, "GLEANER_DATABASE_WAIT_SECONDS", d.database_wait_seconds, 0.0),
+            sweep_idle_seconds=_float(env, "GLEANER_SWEEP_IDLE_SECONDS", d.sweep_idle_seconds, 0.0),
             notify_retry_seconds=_float(env, "GLEANER_NOTIFY_RETRY_SECONDS", d.notify_retry_seconds, 0.0),
             notify_max_attempts=_int(env, "GLEANER_NOTIFY_MAX_ATTEMPTS", d.notify_max_attempts, 1),
             notify_timeout=_float(env, "GLEANER_NOTIFY_TIMEOUT", d.notify_timeout, 0.1),

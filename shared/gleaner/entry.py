@@ -151,7 +151,8 @@ def _run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ..
 
 
 def _dispatch(message: Message, deps: Deps) -> str:
-    """Run the stage; "done" or "acked" (permanent error, logged). Anything else propagates (redeliver)."""
+    """Run the stage; "done" or "acked" (permanent error, logged and recorded on the run). Anything else
+    propagates (redeliver)."""
     from gleaner.stages import dispatch
 
     name, run = type(message).__name__, getattr(message, "run_id", None)
@@ -159,6 +160,11 @@ def _dispatch(message: Message, deps: Deps) -> str:
         dispatch(message, deps)
     except PermanentError as exc:
         log.warning("acknowledging %s run=%s after a permanent error: %s", name, run, exc)
+        # Acknowledged means never delivered again: record it on the run as the in-process bus does,
+        # or a scrape batch's URLs would stay pending and its run would never finish.
+        from gleaner.deadletters import record_failure
+
+        record_failure(message, deps, f"permanent error: {exc}")
         return "acked"
     except Exception as exc:
         log.warning("%s run=%s failed and will be redelivered: %r", name, run, exc)

@@ -1,54 +1,120 @@
-"""Run a whole crawl in one process over the in-process bus (what ``gleaner crawl`` does)."""
+"""Run a whole crawl in one process over the in-process bus (what ``gleaner crawl`` does), or resume one.
+
+Every run this process drives records it as its worker (``host:pid:start``), so run control can
+tell a live local run from a dead one. However the drive ends, the run ends in a terminal status:
+Ctrl-C / SIGTERM (KeyboardInterrupt here) marks it ``interrupted``; a drive that ran out of
+messages with pages unsettled (a message the bus gave up on) marks it ``failed``.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.errors import ConfigError, GleanerError, PermanentError
-from gleaner.messages import CrawlRequested, Message, ScrapeBatch
-from gleaner.stages import dispatch
+from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableError
+from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
+from gleaner.runstate import RunStatus, Worker
+from gleaner.stages import acting_for, dispatch
+
+log = logging.getLogger(__name__)
 
 # Scrape batches in flight at once in a local run: batch N+1 fetches while batch N's pages are
 # extracted and handed off, so the extraction processes never wait for a batch to start.
 SCRAPE_BATCHES_IN_FLIGHT = 2
+
+Progress = Callable[[str, Message], None] | None
 
 
 class CrawlFailed(GleanerError):
     """The run could not proceed at all (the message says why)."""
 
 
-def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message], None] | None = None,
-          ) -> dict[str, Any]:
+def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dict[str, Any]:
     """Map, sample, scrape, snapshot and ingest one site; returns the run summary.
 
     The map stage runs first and directly, so that a run that cannot start (bad
     URL, robots.txt unreadable, start page unreachable) raises a clear error.
     """
+    bus = _local_bus(deps)
+    # The run's own bookkeeping (settling it, its summary) acts for its tenant (row-level security);
+    # each stage sets the same scope for the messages it handles.
+    with acting_for(request):
+        with _driving(deps, bus, request.run_id):
+            _map(deps, bus, request)
+            bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
+        return _summary(deps, bus, request.run_id)
+
+
+def resume(deps: Deps, run_id: str, progress: Progress = None) -> dict[str, Any]:
+    """Finish what a stopped run left: pages it fetched are not fetched again; returns the run summary."""
+    from gleaner.runcontrol import claim_for_resume
+
+    bus = _local_bus(deps)
+    worker = Worker.current()
+    deps.worker = str(worker)
+    run = claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
+    log.info("resuming run %s from %s", run_id, run.status)
+    with tenancy.scope(run.site_domain):
+        with _driving(deps, bus, run_id):
+            if run.status is RunStatus.MAPPING:
+                options = run.options
+                _map(deps, bus, CrawlRequested(
+                    request_id=str(options.get("request_id") or run_id), target_url=run.target_url,
+                    site_domain=run.site_domain, limit=options.get("limit"), max_depth=options.get("max_depth"),
+                    include=tuple(options.get("include", ())), exclude=tuple(options.get("exclude", ())),
+                    feeds=tuple(options.get("feeds", ())), mode=run.mode, triggered_by=run.triggered_by,
+                    honour_lastmod=bool(options.get("honour_lastmod", False)), **dict(options.get("budget", {}))))
+            else:
+                # Sample decides a mapped run; for a scraping one it sends the batches again, and scrape
+                # fetches only the pages without an outcome (fetched ones are announced to snapshot again).
+                bus.publish(CrawlMapped(run_id=run_id, site_domain=run.site_domain))
+            bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
+        return _summary(deps, bus, run_id)
+
+
+def _local_bus(deps: Deps) -> LocalBus:
     bus = deps.local_bus
     if bus is None:
         raise ConfigError("a crawl on this machine runs the in-process bus; unset GLEANER_BUS (it is 'gcp')")
+    if deps.worker is None:
+        deps.worker = str(Worker.current())
     deps.extract_pool.start()  # starting the extraction processes overlaps map and sample
-    with _overlapping_batches(bus):
+    return bus
+
+
+def _map(deps: Deps, bus: LocalBus, request: CrawlRequested) -> None:
+    """Run the map stage here (its errors are the crawl's), retrying transient failures like the bus."""
+    attempts = 0
+    while True:
+        attempts += 1
         try:
             dispatch(request, deps)
+            return
         except PermanentError as exc:
+            _record_map_failure(deps, request, str(exc))
             raise CrawlFailed(str(exc)) from exc
-        bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
-    from gleaner.stages import acting_for
+        except RetryableError as exc:
+            if attempts >= bus.max_attempts:
+                _record_map_failure(deps, request, f"gave up after {attempts} attempts: {exc}")
+                raise CrawlFailed(f"could not map {request.target_url}: {exc}") from exc
+            log.warning("retrying the map stage (attempt %d): %s", attempts, exc)
+            time.sleep(bus.retry_delay(attempts))
 
-    with acting_for(request):
-        _notify(deps)
-        summary = deps.metadata.run_summary(request.run_id)
-    if summary is None:  # pragma: no cover - map always creates the run
-        raise CrawlFailed("the run was not created")
-    if bus.dead_letters:
-        summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
-    return summary
+
+def _record_map_failure(deps: Deps, request: CrawlRequested, reason: str) -> None:
+    from gleaner.deadletters import record_failure
+
+    try:
+        record_failure(request, deps, reason)
+    except GleanerError:
+        log.warning("could not record the failure of run %s", request.run_id, exc_info=True)
 
 
 def _notify(deps: Deps) -> None:
@@ -61,8 +127,8 @@ def _notify(deps: Deps) -> None:
 
 
 @contextmanager
-def _overlapping_batches(bus: LocalBus) -> Iterator[None]:
-    """Let scrape batches of this run overlap: batch N+1 fetches while batch N is extracted.
+def _driving(deps: Deps, bus: LocalBus, run_id: str) -> Iterator[None]:
+    """Let scrape batches overlap while this process drives the run, and settle the run if it is cut off.
 
     Every fetcher of the process shares one per-host table (``Deps.host_table``) and the run's
     robots.txt decisions, so overlapping batches neither double a host's politeness nor read
@@ -72,10 +138,36 @@ def _overlapping_batches(bus: LocalBus) -> Iterator[None]:
     bus.topic_limits[ScrapeBatch.topic] = SCRAPE_BATCHES_IN_FLIGHT
     try:
         yield
+    except KeyboardInterrupt:
+        _settle(deps, run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)")
+        raise
     finally:
         bus.topic_limits = limits
 
 
+def _settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> None:
+    try:
+        deps.metadata.end_run(run_id, status, reason)
+    except GleanerError as exc:  # the database may be what is failing: sweep settles the run later
+        log.warning("could not mark run %s %s: %s", run_id, status, exc)
+
+
+def _summary(deps: Deps, bus: LocalBus, run_id: str) -> dict[str, Any]:
+    _notify(deps)
+    meta = deps.metadata
+    status = meta.run_status(run_id)
+    # Nothing is left to deliver, so nothing else will settle an active run: finish it if every page is
+    # done, otherwise say what is left (a message the bus gave up on) and how to go on.
+    if status is not None and not RunStatus(status).terminal and meta.try_finish_run(run_id) is None:
+        _settle(deps, run_id, RunStatus.FAILED, f"stopped while {status} with {meta.unsettled_pages(run_id)} pages"
+                f" unsettled (see the log); `gleaner runs resume {run_id}` tries them again")
+    summary = meta.run_summary(run_id)
+    if summary is None:  # pragma: no cover - map always creates the run
+        raise CrawlFailed("the run was not created")
+    if bus.dead_letters:
+        summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
+    return summary
+
+
 def new_request(url: str, **kw: Any) -> CrawlRequested:
     return CrawlRequested(request_id=str(uuid.uuid4()), target_url=url, **kw)
-

@@ -44,7 +44,7 @@ import sqlalchemy as sa
 from gleaner.app import Deps
 from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
-from gleaner.store.dberrors import is_permanent
+from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.references import ArticleRow
 from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller, TokenStore
 from gleaner.tenancy import scope
@@ -282,10 +282,10 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         if exc.rejected:
             answer["rejected"] = exc.rejected
         return 400, answer
-    except sa.exc.DBAPIError as exc:
+    except (sa.exc.DBAPIError, DatabaseRefused) as exc:
         if is_permanent(exc):
             # The database refused the input itself (a value it cannot store): retrying cannot help.
-            log.warning("webhook input refused by the database: %s", exc.orig)
+            log.warning("webhook input refused by the database: %s", exc)
             return 400, {"error": "malformed request", "reasons": ["the database refused a value in the request"]}
         log.error("webhook could not finish: %s", exc)
         return 503, {"error": "temporarily unavailable, retry later"}

@@ -10,6 +10,8 @@ from gleaner import entry
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.demo import demo_pages
+from gleaner.errors import RetryableError
+from gleaner.fetch.fetcher import Fetcher
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch, encode
 from gleaner.stages import dispatch
 from gleaner.testsite import TestSite
@@ -44,10 +46,12 @@ def test_a_scrape_task_that_keeps_failing_records_its_urls_on_the_last_attempt(t
         pages.update(demo_pages(site.url))
         deps = Deps(test_settings(tmp_path / "ok", database_url), bus_override=LocalBus())
         request, (batch,) = _sampled(deps, site)
-        # Blobs cannot be written (their directory is a file): every attempt fails retryably.
-        (tmp_path / "broken").write_text("not a directory")
-        broken = Deps(test_settings(tmp_path / "x", database_url, blob_url=f"file://{tmp_path / 'broken'}"),
-                      bus_override=LocalBus())
+
+        def no_fetcher(_settings: object) -> Fetcher:  # every attempt fails retryably before any fetch
+            raise RetryableError("the instance cannot reach the network")
+
+        broken = Deps(test_settings(tmp_path / "x", database_url), bus_override=LocalBus(),
+                      fetcher_factory=no_fetcher)
         assert isinstance(batch, ScrapeBatch)
         body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
         assert status == 503  # Cloud Tasks retries
@@ -59,6 +63,33 @@ def test_a_scrape_task_that_keeps_failing_records_its_urls_on_the_last_attempt(t
     breakdown = deps.metadata.outcome_breakdown(request.run_id)
     assert summary["status"] == "finished" and summary["fetched"] == 0
     assert breakdown.get("unavailable") == summary["included"]
+    deps.close()
+    broken.close()
+
+
+def test_a_blob_store_that_cannot_write_settles_the_batch_at_once_and_the_site_is_not_asked_again(
+        tmp_path: Path, database_url):
+    pages: dict = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(demo_pages(site.url))
+        deps = Deps(test_settings(tmp_path / "ok", database_url), bus_override=LocalBus())
+        request, (batch,) = _sampled(deps, site)
+        # Blobs cannot be written: a file stands where their directory should be.
+        (tmp_path / "broken").write_text("not a directory")
+        broken = Deps(test_settings(tmp_path / "x", database_url, blob_url=f"file://{tmp_path / 'broken'}"),
+                      bus_override=LocalBus())
+        assert isinstance(batch, ScrapeBatch)
+        before = len(site.log)
+        _body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
+        assert status == 200  # settled: fetching again cannot fix the store
+        fetched = len(site.log) - before
+        _body, status, _ = entry.run_task(_task(batch, retries=1), ScrapeBatch, broken)  # delivered again anyway
+        assert status == 200 and len(site.log) - before == fetched
+    summary = deps.metadata.run_summary(request.run_id)
+    breakdown = deps.metadata.outcome_breakdown(request.run_id)
+    assert summary["status"] == "failed" and "blob store failed" in summary["error"]
+    assert breakdown.get("store-failed") == 13  # every page a normal crawl stores (tests/e2e/test_cli.py)
+    assert fetched <= summary["included"]  # one request per URL at most, however often the task came
     deps.close()
     broken.close()
 

@@ -187,9 +187,10 @@ def test_include_globs_limit_and_depth_bound_the_map(deps):
     assert len(paths) == 3 and all(p.startswith("/docs/") or p == "/" for p in paths)
 
 
-def test_a_scrape_task_redelivered_after_a_lost_hand_off_announces_its_pages_again(make_deps):
+def test_a_run_resumed_after_a_lost_hand_off_announces_its_pages_again(make_deps):
     """A crash between recording fetches and publishing pages-fetched must not strand the run."""
     from gleaner.messages import PagesFetched, ScrapeBatch
+    from gleaner.runner import resume
 
     deps = make_deps()
     batches: list[ScrapeBatch] = []
@@ -208,10 +209,10 @@ def test_a_scrape_task_redelivered_after_a_lost_hand_off_announces_its_pages_aga
         deps.bus.handlers[PagesFetched.topic] = [lose_first_hand_off]
         summary = crawl(deps, new_request(site.url + "/", site_domain=SITE),
                         lambda _t, m: batches.append(m) if isinstance(m, ScrapeBatch) else None)
-        assert summary["status"] == "scraping"  # stranded: fetched, never snapshotted
+        # Fetched, never snapshotted, and nothing left to deliver: the run says so instead of staying scraping.
+        assert summary["status"] == "failed" and "13 pages unsettled" in summary["error"]
         requests_before = len(site.log)
-        dispatch(batches[0], deps)  # the task queue redelivers the batch
-        deps.bus.drain()
+        resume(make_deps(), summary["run_id"])  # another process sends the batches again
         assert len(site.log) == requests_before  # nothing fetched twice
     final = deps.metadata.run_summary(summary["run_id"])
     assert final["status"] == "finished" and final["snapshots"]["new"] == 13

@@ -67,3 +67,22 @@ def test_errors_keep_their_meaning_when_delivery_is_concurrent() -> None:
 
     assert calls == {0: 1, 1: 3, 2: 2}
     assert [d.message.batch_no for d in bus.dead_letters] == [1]  # type: ignore[attr-defined]
+
+
+def test_what_the_bus_gives_up_on_is_handed_over_with_the_reason_and_retries_back_off_to_a_cap() -> None:
+    given_up: list[tuple[int, str]] = []
+    bus = LocalBus(concurrency=2, backoff_seconds=0.0, max_attempts=2,
+                   on_give_up=lambda m, why: given_up.append((m.batch_no, why)))  # type: ignore[attr-defined]
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        raise PermanentError("bad input") if message.batch_no == 0 else RetryableError("disk full")
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    bus.enqueue(_batch(0))
+    bus.enqueue(_batch(1))
+    bus.drain()
+
+    assert sorted(given_up) == [(0, "permanent error: bad input"),
+                                (1, "dead-lettered after 2 attempts: disk full")]
+    capped = LocalBus(backoff_seconds=0.5, max_backoff_seconds=8.0)
+    assert [capped.retry_delay(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]

@@ -12,16 +12,25 @@ default (``topic_limits``): each batch has its own fetcher, and two at once
 would double the per-host concurrency a run is allowed. The local runner,
 which lends one fetcher to every batch of its run, raises that limit. Handlers are idempotent and
 safe to run concurrently (the cloud runs them so), so this changes timing only.
+
+Retryable errors (a database restart, a blob store hiccup) are retried with exponential backoff
+capped at ``max_backoff_seconds``, like Pub/Sub's retry policy; a message that still fails is
+dead-lettered and, like the cloud's dead-letter topic, handed to ``on_give_up`` so its failure is
+recorded on the run (:mod:`gleaner.deadletters`). A message dropped after a permanent error is
+handed there too: nothing accepted disappears without a trace on its run.
+
+Messages run on daemon threads: on Ctrl-C the caller marks the run interrupted and exits without
+waiting for a scrape batch in flight (every handler survives being cut off; see run control).
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -48,7 +57,8 @@ class LocalBus:
     """Single-process bus; ``round_trip`` encodes and decodes every message like the wire would."""
 
     max_attempts: int = 5
-    backoff_seconds: float = 0.2
+    backoff_seconds: float = 0.5
+    max_backoff_seconds: float = 8.0
     round_trip: bool = True
     # Messages delivered at once; 1 drains strictly in order.
     concurrency: int = 4
@@ -56,6 +66,8 @@ class LocalBus:
     topic_limits: dict[str, int] = field(default_factory=lambda: {ScrapeBatch.topic: 1})
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    # Told about every message the bus gives up on (dead-lettered or dropped as permanent), with why.
+    on_give_up: Callable[[Message, str], None] | None = None
     # In-process consumers of change events (topic -> callables of one ChangeEvent).
     change_handlers: dict[str, list[Callable[[ChangeEvent], None]]] = field(default_factory=dict)
     _queue: deque[tuple[Message, int]] = field(default_factory=deque)
@@ -104,19 +116,29 @@ class LocalBus:
                 self._dispatch(message, attempts)
                 if on_dispatch is not None:
                     on_dispatch(message)
-        in_flight: dict[Future[None], Message] = {}
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="gleaner-bus") as pool:
-            while True:
-                for message, attempts in self._take(self.concurrency - len(in_flight), in_flight.values()):
-                    in_flight[pool.submit(self._dispatch, message, attempts)] = message
-                if not in_flight:
-                    return
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    message = in_flight.pop(future)
-                    future.result()  # _dispatch settles every error itself; anything else is a bug: raise it
-                    if on_dispatch is not None:
-                        on_dispatch(message)
+        in_flight: list[Message] = []
+        done: queue.SimpleQueue[tuple[Message, BaseException | None]] = queue.SimpleQueue()
+
+        def run(message: Message, attempts: int) -> None:
+            try:
+                self._dispatch(message, attempts)
+            except BaseException as exc:  # handed to the draining thread, which raises it
+                done.put((message, exc))
+            else:
+                done.put((message, None))
+
+        while True:
+            for message, attempts in self._take(self.concurrency - len(in_flight), in_flight):
+                in_flight.append(message)
+                threading.Thread(target=run, args=(message, attempts), name="gleaner-bus", daemon=True).start()
+            if not in_flight:
+                return
+            message, error = done.get()
+            in_flight.remove(message)
+            if error is not None:  # _dispatch settles every error itself; anything else is a bug: raise it
+                raise error
+            if on_dispatch is not None:
+                on_dispatch(message)
 
     def _take(self, slots: int, running: Iterable[Message]) -> list[tuple[Message, int]]:
         """Up to slots queued messages, oldest first, skipping topics at their in-flight limit."""
@@ -151,11 +173,25 @@ class LocalBus:
                 return
             except PermanentError as exc:
                 log.warning("dropping %s after a permanent error: %s", type(message).__name__, exc)
+                self._give_up(message, f"permanent error: {exc}")
                 return
             except RetryableError as exc:
                 if attempts >= self.max_attempts:
                     log.error("dead-lettering %s after %d attempts: %s", type(message).__name__, attempts, exc)
                     self.dead_letters.append(DeadLetter(message, str(exc), attempts))
+                    self._give_up(message, f"dead-lettered after {attempts} attempts: {exc}")
                     return
-                log.info("retrying %s (attempt %d): %s", type(message).__name__, attempts, exc)
-                time.sleep(self.backoff_seconds * 2 ** (attempts - 1))
+                log.warning("retrying %s (attempt %d): %s", type(message).__name__, attempts, exc)
+                time.sleep(self.retry_delay(attempts))
+
+    def retry_delay(self, attempts: int) -> float:
+        """Seconds to wait after the given number of failed attempts (exponential, capped)."""
+        return float(min(self.backoff_seconds * 2 ** (attempts - 1), self.max_backoff_seconds))
+
+    def _give_up(self, message: Message, reason: str) -> None:
+        if self.on_give_up is None:
+            return
+        try:
+            self.on_give_up(message, reason)
+        except Exception:  # the record is best effort: the database may be what failed
+            log.exception("could not record the failure of %s", type(message).__name__)

@@ -80,7 +80,8 @@ def next_status(current: Status, has_snapshot: bool, facts: FetchFacts, unavaila
             return Transition(Status.ACTIVE, None)
         return None  # discovered -> active comes with the first version (snapshot stage)
     if not has_snapshot:
-        if current is Status.DISCOVERED and facts.outcome != "exhausted":
+        # Limited by the budget, or the blob store failed (run control): nothing was said about the page.
+        if current is Status.DISCOVERED and facts.outcome not in ("exhausted", "store-failed"):
             return Transition(Status.FAILED, f"first fetch: {facts.outcome} {facts.reason}".strip())
         return None
     if current not in LIVE or facts.outcome != "unavailable":
@@ -120,7 +121,7 @@ def settle_fetches(conn: Connection, run_id: str | None, facts: Sequence[FetchFa
             "SELECT d.id, d.status::text, d.current_snapshot_id IS NOT NULL,"
             " (SELECT count(*) FROM (SELECT c.fetch_outcome FROM knowledge.crawl_page_decisions c"
             "   WHERE c.document_id = d.id AND c.fetch_outcome IS NOT NULL"
-            "   AND c.fetch_outcome NOT IN ('exhausted', 'robots-unknown')"
+            "   AND c.fetch_outcome NOT IN ('exhausted', 'robots-unknown', 'store-failed')"
             "   ORDER BY c.fetched_at DESC NULLS LAST LIMIT :n) w WHERE w.fetch_outcome = 'unavailable')"
             " FROM knowledge.documents d WHERE d.id = ANY(CAST(:ids AS uuid[]))"
         ),

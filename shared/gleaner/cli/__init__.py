@@ -6,7 +6,9 @@ own module here and one import line below.
 """
 
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
-from gleaner.cli import (  # noqa: F401  (each registers its commands)
+
+# Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
+from gleaner.cli import (  # noqa: F401
     changes,
     crawl,
     database,
@@ -16,6 +18,7 @@ from gleaner.cli import (  # noqa: F401  (each registers its commands)
     provenance,
     reading,
     references,
+    runctl,
     tokens,
     versions,
 )

@@ -58,6 +58,26 @@ def open_deps(settings: Settings) -> Iterator[Deps]:
         deps.close()
 
 
+@contextmanager
+def interruptible(run_id: str) -> Iterator[None]:
+    """Ctrl-C or SIGTERM while a run is driven here: the runner marks it interrupted; say so in one line.
+
+    SIGTERM (what a service manager or ``kill`` sends) is turned into the same KeyboardInterrupt.
+    """
+    import signal
+
+    def terminate(_signo: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    except KeyboardInterrupt:
+        fail(f"run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here", 130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def error_line(message: str) -> None:
     """The one shape every error takes on stderr: ``gleaner: error: <cause>; <what to do>``."""
     click.echo(f"gleaner: error: {message}", err=True)
@@ -137,6 +157,26 @@ def main(verbose: int, tenant: str | None) -> None:
     """Keep an auditable, always-current markdown copy of the web sources you depend on."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if verbose < 2:
+        # SQLAlchemy's pool logs a multi-line traceback when it drops a connection the server closed (a
+        # restart); Gleaner reports the failure in one line and retries. The tracebacks stay for -vv.
+        logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
+
+
+def exit_for_run(summary: dict[str, Any]) -> None:
+    """Exit non-zero, with one line saying why, unless the run finished (or ended partial by its budget)."""
+    from gleaner.runstate import RunStatus
+
+    status = RunStatus(summary["status"])
+    error = summary.get("error")
+    if status is RunStatus.FINISHED or (status is RunStatus.PARTIAL and not error):
+        return
+    run = summary["run_id"]
+    hint = ""
+    if status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.PARTIAL, RunStatus.CANCELLED) and error:
+        hint = f"; `gleaner runs resume {run}` goes on from here" if status is RunStatus.INTERRUPTED else ""
+    fail(f"run {run} ended {status}: {error or 'no reason recorded'}{hint}",
+         130 if status is RunStatus.INTERRUPTED else 1)
 
 
 def print_summary(summary: dict[str, Any], as_json: bool) -> None:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from gleaner.cli.base import Progress, fail, guard, load_settings, main, open_deps, print_summary, tenant_key
+from gleaner.cli.base import (
+    Progress,
+    exit_for_run,
+    fail,
+    guard,
+    interruptible,
+    load_settings,
+    main,
+    open_deps,
+    print_summary,
+    tenant_key,
+)
 from gleaner.config import Settings
 
 # The demo site's fixed address: the same URLs every time, so a second demo is an unchanged recrawl.
@@ -23,10 +33,12 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
             return int(summary["included"]) if summary else 0
 
         per_page = settings.host_delay / max(settings.host_concurrency, 1)
-        with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress:
+        message = new_request(url, **request)
+        with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress, \
+                interruptible(message.run_id):
             deps.observer = progress
             progress.line(f"crawling {url} (data in {settings.data_dir})")
-            result = crawl(deps, new_request(url, **request), progress.on_message)
+            result = crawl(deps, message, progress.on_message)
     if summary:
         print_summary(result, as_json)
     return result
@@ -70,8 +82,7 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
     settings = load_settings(**politeness(delay, concurrency))
     summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
                          include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
-    if summary["status"] == "failed":
-        sys.exit(1)
+    exit_for_run(summary)
 
 
 def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:
@@ -123,5 +134,4 @@ def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
     if not as_json:
         click.echo("\nTry: gleaner docs demo.gleaner.local    gleaner runs    "
                    f"gleaner show {site.url}/docs/install    gleaner demo (again: nothing changed)", err=True)
-    if summary["status"] == "failed":
-        sys.exit(1)
+    exit_for_run(summary)

@@ -21,6 +21,9 @@ class FetchOutcome(StrEnum):
     DENIED = "denied"
     UNAVAILABLE = "unavailable"
     EXHAUSTED = "exhausted"
+    # Recorded by the scrape stage, never returned by the fetcher: fetched, but the body could not be
+    # stored (the blob store failed); settled for the run, so the site is not asked for it again.
+    STORE_FAILED = "store-failed"
     # Not the fetcher's: the page was fetched, but its content was erased and is refused (seed 004).
     REFUSED_ERASED = "refused-erased"
 

@@ -30,7 +30,7 @@ from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import extract_links
 from gleaner.discover.sitemaps import parse_sitemap
-from gleaner.errors import BlobConflict, InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, GleanerError, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
@@ -125,7 +125,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         options["budget"] = budget
     if message.honour_lastmod:
         options["honour_lastmod"] = True
-    created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by)
+    created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
+                              worker=deps.worker)
     if not created:
         status = meta.run_status(run_id)
         if status != "mapping":
@@ -162,6 +163,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
         # stands (blobs are create-only), and the run must still move on rather than stay mapping.
         log.info("run %s: keeping the map JSON of the first delivery", run_id)
+    except GleanerError as exc:
+        # The blob store cannot take the map: it will not take the pages either. End the run now rather
+        # than map the site again on every redelivery.
+        reason = f"blob store failed: {exc}"
+        meta.set_run_status(run_id, "failed", error=reason)
+        raise MapFailed(reason) from exc
     # Before finish_map: a redelivery after a crash here still finds the run mapping and gets this far again.
     complete = not found.full and not include and max_depth >= 1
     meta.mark_unmapped_stale(run_id, site, complete)

@@ -17,7 +17,6 @@ enqueued as scrape tasks named run id + batch number.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -27,12 +26,12 @@ from typing import Any
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
-from gleaner.errors import BlobConflict
+from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.html import extract_html
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
-from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
 from gleaner.operator.lastmod import unchanged_since_last_fetch
 from gleaner.operator.rules import apply_site_rules
@@ -52,9 +51,10 @@ def section_of(path: str) -> str:
 def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     meta = deps.metadata
     run_id = message.run_id
-    status = meta.run_status(run_id)
+    status = meta.touch_run(run_id)
     if status in ("scraping", "finished", "partial"):
-        return _enqueue(deps, message, meta.batches_of(run_id))  # redelivery: task names dedupe
+        _catch_up_ingest(deps, message)
+        return _enqueue(deps, message, meta.batches_of(run_id))  # redelivery (or resume): task names dedupe
     if status not in ("mapped", "sampling"):
         log.warning("run %s is %s; nothing to sample", run_id, status)
         return []
@@ -113,10 +113,27 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     batches = [include[i:i + size] for i in range(0, len(include), size)]
     if not meta.start_scrape(run_id, batches):
         batches = meta.batches_of(run_id)
+    _catch_up_ingest(deps, message)
     scheduled = _enqueue(deps, message, batches)
     if not batches:
         meta.try_finish_run(run_id)
     return scheduled
+
+
+def _catch_up_ingest(deps: Deps, message: CrawlMapped) -> None:
+    """Send ingest the site's current snapshots that have no canonical text yet.
+
+    A crash between snapshot and ingest leaves such snapshots, and a later run never versions an
+    unchanged page again, so nothing else would ingest them: every run (and every resume) completes
+    what an earlier one left. Ingest is idempotent, so a snapshot sent twice costs a lookup.
+    """
+    missing = deps.metadata.snapshots_without_text(message.site_domain)
+    size = deps.settings.scrape_batch_size
+    for i in range(0, len(missing), size):
+        deps.bus.publish(SnapshotsWritten(run_id=message.run_id, site_domain=message.site_domain,
+                                          snapshot_ids=tuple(missing[i:i + size])), ordering_key=message.site_domain)
+    if missing:
+        log.info("run %s: ingesting %d snapshots an earlier run left without text", message.run_id, len(missing))
 
 
 def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list[ScrapeBatch]:
@@ -229,13 +246,19 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
                           main_text_chars=extracted.main_text_chars, title=extracted.title)
         key = sample_key(message.site_domain, message.run_id, sample.url_hash)
-        # A redelivery may re-sample a page that changed meanwhile: the first sample stands.
-        with contextlib.suppress(BlobConflict):
+        stored: str | None = key
+        try:
             deps.blobs.put(key, extracted.content_md.encode("utf-8"))
+        except BlobConflict:
+            pass  # a redelivery may re-sample a page that changed meanwhile: the first sample stands
+        except GleanerError as exc:
+            # The verdict does not need the blob; the scrape stage meets the store's failure and ends the run.
+            errors.append(f"sample not stored: {exc}")
+            stored = None
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
-        return SampleOutcome(sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen)
+        return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen)
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.

@@ -5,7 +5,12 @@ snapshot; a 304 settles the page as unchanged with no body. Extraction runs in
 the extract pool while other fetches are in flight. A page whose content hash
 equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
-this run (a redelivered task) are skipped.
+this run (a redelivered task) are skipped. A batch of a run that is no longer
+scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
+
+A body the blob store will not take settles its page as ``store-failed`` and
+ends the run (partial if it stored anything, else failed): the store failed, not
+the site, so the site is never asked for the page again in this run.
 
 Outcomes are written every few pages as they settle, not only at the end, and the
 batch has a soft deadline (``GLEANER_SCRAPE_SOFT_DEADLINE``, under the function's
@@ -25,13 +30,15 @@ from dataclasses import replace
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.errors import BlobConflict, InvalidInput
+from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.runstate import RunStatus
 from gleaner.store.blobs import run_content_key, run_raw_key
+from gleaner.store.dberrors import again_on_transient
 from gleaner.store.records import FetchRecord, RunPage
 from gleaner.urls import canonicalize
 
@@ -51,6 +58,12 @@ def sha1(data: bytes) -> str:
 
 def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     meta = deps.metadata
+    status = meta.touch_run(message.run_id)
+    if status is not RunStatus.SCRAPING:
+        # Cancelled, interrupted, failed (the blob store gave up) or already finished: ask the site nothing.
+        log.info("run %s is %s: batch %d is not fetched", message.run_id, status, message.batch_no)
+        return PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
+                            pages=())
     stop_at = time.monotonic() + deps.settings.scrape_soft_deadline
     batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
     pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
@@ -69,6 +82,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     waiting: list[tuple[RunPage, FetchResult]] = []
     answered: set[str] = set()
     counts: Counter[str] = Counter()
+    store_failures: list[GleanerError] = []
 
     def extract_waiting() -> None:
         items = [(result.body or b"", result.charset, result.final_url or page.fetch_url) for page, result in waiting]
@@ -89,7 +103,15 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                     records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
                                                result.status, result.elapsed_ms, len(result.body or b""), None, None))
                     continue
-                handed = _hand_off(deps, message, page, result, extracted)
+                try:
+                    handed = _hand_off(deps, message, page, result, extracted)
+                except GleanerError as exc:
+                    # Storage failed, not the site: fetching the page again cannot help, so the page is
+                    # settled as not stored (a redelivery would ask the site for the whole batch again).
+                    store_failures.append(exc)
+                    records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
+                                           reason=f"blob store: {exc}"[:500]))
+                    continue
                 fetched.append(handed)
                 records.append(_record(page, result, extracted.title, handed))
         if records and (block or len(records) >= RECORDS_PER_WRITE):
@@ -113,6 +135,12 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     if waiting:
         extract_waiting()
     settle(block=True)
+    if store_failures:
+        ended = meta.end_run_unstored(
+            message.run_id, f"blob store failed: {store_failures[0]}; {len(store_failures)} fetched pages of batch "
+            f"{message.batch_no} not stored, later batches not fetched")
+        if ended is not None:
+            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, store_failures[0])
     left = [doc for doc in pages if doc not in answered]
     if left:
         # The soft deadline passed before these could start: a new task (its own name) takes them on.
@@ -133,19 +161,24 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
 
 
 def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[str]) -> None:
-    """Record settled pages now, so a batch cut short by its hard deadline keeps what it did."""
+    """Record settled pages now, so a batch cut short by its hard deadline keeps what it did.
+
+    The pages are fetched: a database blip now is waited out here, not by fetching them all again."""
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    deps.metadata.record_not_modified(run_id, not_modified)
-    deps.metadata.record_fetches(run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
+    again_on_transient(lambda: deps.metadata.record_not_modified(run_id, not_modified))
+    again_on_transient(lambda: deps.metadata.record_fetches(
+        run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED]))
     for r in records:
         counts[r.outcome if r.outcome in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) else "failed"] += 1
     records.clear()
 
 
 def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None,
-            superseded_by: str | None = None) -> FetchRecord:
-    return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
+            superseded_by: str | None = None, *, outcome: FetchOutcome | None = None,
+            reason: str | None = None) -> FetchRecord:
+    return FetchRecord(page.document_id, str(outcome or result.outcome), reason or result.reason, result.status,
+                       result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
                        handed.extractor if handed else None, superseded_by)

@@ -12,6 +12,13 @@ from sqlalchemy.engine import Connection
 
 from gleaner.store.sqlstore import SqlStore
 
+# The status of a run some of whose pages could not be stored: partial if it stored any page, else failed.
+UNSTORED_STATUS = (
+    "CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+    " AND snapshot_outcome IS NOT NULL) THEN 'partial'::knowledge.crawl_status"
+    " ELSE 'failed'::knowledge.crawl_status END"
+)
+
 
 class CounterStore(SqlStore):
     def run_spent(self, run_id: str) -> tuple[int, int, float]:
@@ -70,6 +77,8 @@ class CounterStore(SqlStore):
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
                     " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
+                    f"   WHERE run_id = :r AND fetch_outcome = 'store-failed') THEN {UNSTORED_STATUS}"
+                    "   WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
                     "   WHERE run_id = :r AND fetch_outcome = 'exhausted') THEN 'partial'::knowledge.crawl_status"
                     "   ELSE 'finished'::knowledge.crawl_status END,"
                     " finished_at = now()"

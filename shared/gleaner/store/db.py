@@ -28,6 +28,7 @@ from sqlalchemy.engine import Engine
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
+from gleaner.store.dberrors import DatabaseRefused, guard_engine, patiently
 from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def create_engine(settings: Settings) -> Engine:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
     install_tenant_guard(engine)
-    return engine
+    return guard_engine(engine, settings.database_wait_seconds)
 
 
 def discard_broken_connections(engine: Engine) -> None:
@@ -137,7 +138,14 @@ def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
         connector = Connector(refresh_strategy="lazy")  # lazy refresh suits instances that idle between calls
 
     def connect() -> Any:
-        return connector.connect(
+        # The connector path has its own creator, which do_connect does not see: wait out restarts here.
+        return patiently(lambda: _connector_connect(), Exception, wait_seconds if reached else 0.0)
+
+    reached: list[bool] = []
+    wait_seconds = settings.database_wait_seconds
+
+    def _connector_connect() -> Any:
+        connection = connector.connect(
             instance,
             "pg8000",
             user=settings.cloudsql_user,
@@ -145,12 +153,15 @@ def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
             enable_iam_auth=True,
             ip_type=IPTypes.PRIVATE if settings.cloudsql_private_ip else IPTypes.PUBLIC,
         )
+        if not reached:
+            reached.append(True)
+        return connection
 
     # The pool bounds this process's connections: docs/deployment.md multiplies it by max instances
     # to stay inside the instance's max_connections.
-    return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=settings.db_pool_size,
-                            max_overflow=settings.db_max_overflow, pool_pre_ping=True, pool_recycle=1800,
-                            future=True)
+    return guard_engine(sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=settings.db_pool_size,
+                                         max_overflow=settings.db_max_overflow, pool_pre_ping=True,
+                                         pool_recycle=1800, future=True), settings.database_wait_seconds)
 
 
 def alembic_config(engine: Engine) -> Any:
@@ -216,6 +227,6 @@ def ensure_schema(engine: Engine) -> None:
     try:
         if current_revision(engine) == head_revision():
             return
-    except sa.exc.DBAPIError:
+    except DatabaseRefused:  # no version table yet: a new database
         pass
     upgrade(engine)

@@ -48,6 +48,7 @@ class FetchStore(SqlStore):
                     "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
                     " fetch_reason = t.why, fetch_status = t.st, fetch_time_ms = t.ms, byte_size = t.sz,"
                     " fetched_at = now(), fetched_content_hash = t.ch, fetched_raw_hash = t.rh, extractor = t.ex,"
+                    " fetched_etag = t.et, fetched_last_modified = t.lm,"
                     " snapshot_outcome = CASE WHEN t.o = 'not-modified' OR t.sup IS NOT NULL"
                     "   THEN 'unchanged'::knowledge.snapshot_outcome ELSE c.snapshot_outcome END"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:why AS text[]), CAST(:st AS int[]),"
@@ -64,20 +65,25 @@ class FetchStore(SqlStore):
                 return
             conn.execute(
                 sa.text(
+                    # New content's validators wait for its version (snapshots.py): stored beside the old
+                    # version, a crash before the snapshot would turn the next run's fetch into a 304.
                     "UPDATE knowledge.documents d SET"
-                    " http_etag = CASE WHEN t.o = 'fetched' THEN t.et ELSE d.http_etag END,"
-                    " http_last_modified = CASE WHEN t.o = 'fetched' THEN t.lm ELSE d.http_last_modified END,"
+                    " http_etag = CASE WHEN t.o = 'fetched' AND t.ch = s.content_hash THEN t.et ELSE d.http_etag END,"
+                    " http_last_modified = CASE WHEN t.o = 'fetched' AND t.ch = s.content_hash THEN t.lm"
+                    "   ELSE d.http_last_modified END,"
                     " title = COALESCE(t.ti, d.title),"
                     " last_fetched_at = CASE WHEN t.o IN ('fetched', 'not-modified') THEN now()"
                     "   ELSE d.last_fetched_at END,"
                     " last_seen_at = CASE WHEN t.o = 'not-modified' THEN now() ELSE d.last_seen_at END,"
                     " updated_at = now()"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
-                    " CAST(:ti AS text[])) AS t(d, o, et, lm, ti)"
+                    " CAST(:ti AS text[]), CAST(:ch AS text[])) AS t(d, o, et, lm, ti, ch)"
+                    " LEFT JOIN knowledge.documents cur ON cur.id = t.d"
+                    " LEFT JOIN knowledge.document_snapshots s ON s.id = cur.current_snapshot_id"
                     " WHERE d.id = t.d AND t.d = ANY(CAST(:fresh AS uuid[]))"
                 ),
                 {"d": cols["d"], "o": cols["o"], "et": cols["et"], "lm": cols["lm"], "ti": cols["ti"],
-                 "fresh": fresh},
+                 "ch": cols["ch"], "fresh": fresh},
             )
             settled = set(fresh)
             settle_fetches(conn, run_id, [

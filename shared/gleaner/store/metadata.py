@@ -18,6 +18,7 @@ over the engine and transaction of ``sqlstore.SqlStore``:
   run pages, decisions and scrape batches (``RunStore``);
 - ``fetches.py``: a batch's fetch outcomes (``FetchStore``);
 - ``counters.py``: budget spent, counters, finishing a run (``CounterStore``);
+- ``runcontrol.py``: heartbeats, ending, claiming and sweeping runs (``RunControlStore``);
 - ``snapshots.py``: versioning changed content (``SnapshotStore``);
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
   ingest (``ReadStore``).
@@ -34,11 +35,12 @@ from gleaner.store.counters import CounterStore
 from gleaner.store.fetches import FetchStore
 from gleaner.store.reads import ReadStore
 from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
+from gleaner.store.runcontrol import RunControlStore
 from gleaner.store.runs import RunStore
 from gleaner.store.snapshots import SnapshotStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
 
-class MetadataStore(RunStore, FetchStore, CounterStore, SnapshotStore, ReadStore):
+class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

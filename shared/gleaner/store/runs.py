@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.runstate import RunStatus
 from gleaner.store import discovery
 from gleaner.store.decisions import PreviousSample
 from gleaner.store.decisions import previous_samples as store_previous_samples
@@ -69,18 +70,22 @@ class RunStore(SqlStore):
         return stored if stored is not None else (state, reason, body)
 
     def create_run(self, run_id: str, site: str, source_host_id: str, target_url: str, options: dict[str, Any],
-                   mode: str, triggered_by: str) -> bool:
-        """True if this call created the run; False if it existed (a redelivered request)."""
+                   mode: str, triggered_by: str, worker: str | None = None) -> bool:
+        """True if this call created the run; False if it existed (a redelivered request).
+
+        ``worker`` names the local process that drives the run (run control's liveness check)."""
         with self._tx() as conn:
             row = conn.execute(
                 sa.text(
                     "INSERT INTO knowledge.crawl_runs (id, site_domain, source_host_id, target_url, options, mode,"
-                    " triggered_by, status, started_at) VALUES (:id, :s, :h, :t, CAST(:o AS jsonb),"
-                    " CAST(:m AS knowledge.crawl_mode), CAST(:tb AS knowledge.crawl_trigger), 'mapping', now())"
+                    " triggered_by, status, started_at, heartbeat_at, worker)"
+                    " VALUES (:id, :s, :h, :t, CAST(:o AS jsonb),"
+                    " CAST(:m AS knowledge.crawl_mode), CAST(:tb AS knowledge.crawl_trigger), 'mapping', now(), now(),"
+                    " :w)"
                     " ON CONFLICT (id) DO NOTHING RETURNING id"
                 ),
                 {"id": run_id, "s": site, "h": source_host_id, "t": target_url, "o": json_value(options), "m": mode,
-                 "tb": triggered_by},
+                 "tb": triggered_by, "w": worker},
             ).first()
         return row is not None
 
@@ -100,7 +105,7 @@ class RunStore(SqlStore):
                        error: str | None = None) -> bool:
         """Move a run to status (optionally only from the given statuses); True if it moved."""
         guard = " AND status::text = ANY(CAST(:from AS text[]))" if only_from else ""
-        finished = ", finished_at = COALESCE(finished_at, now())" if status in ("failed", "finished", "partial") else ""
+        finished = ", finished_at = COALESCE(finished_at, now())" if RunStatus(status).terminal else ""
         with self._tx() as conn:
             row = conn.execute(
                 sa.text(

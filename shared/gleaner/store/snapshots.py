@@ -24,7 +24,8 @@ class SnapshotStore(SqlStore):
                         meta: dict[str, Any]) -> list[SnapshotResult]:
         """Version each page whose content hash differs from its current snapshot, in one transaction.
 
-        Documents are locked in id order (no deadlock between racing deliveries); a page whose ledger row
+        Documents are locked in id order (no deadlock between racing deliveries or concurrent runs of a
+        site), then read afresh; a page whose ledger row
         already has a snapshot outcome for this run is reported as a duplicate and left alone.
         """
         if not pages:
@@ -79,6 +80,7 @@ class SnapshotStore(SqlStore):
             if changed:
                 # A first version makes the page active; other statuses (failed, stale, superseded, blocked)
                 # are the lifecycle's (gleaner.changes.lifecycle), settled when the page was fetched.
+                # The validators the fetch answered with belong to this version: they move with it.
                 conn.execute(
                     sa.text(
                         "UPDATE knowledge.documents d SET current_snapshot_id = t.s,"
@@ -86,10 +88,16 @@ class SnapshotStore(SqlStore):
                         "   ELSE d.status END,"
                         " status_reason = CASE WHEN d.status IN ('discovered', 'failed') THEN NULL"
                         "   ELSE d.status_reason END,"
-                        " last_seen_at = now(), last_fetched_at = now(), updated_at = now()"
-                        " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s) WHERE d.id = t.d"
+                        " last_seen_at = now(), last_fetched_at = now(), updated_at = now(),"
+                        " http_etag = CASE WHEN c.document_id IS NULL THEN d.http_etag ELSE c.fetched_etag END,"
+                        " http_last_modified = CASE WHEN c.document_id IS NULL THEN d.http_last_modified"
+                        "   ELSE c.fetched_last_modified END"
+                        " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s)"
+                        " LEFT JOIN knowledge.crawl_page_decisions c ON c.run_id = CAST(:r AS uuid)"
+                        "   AND c.document_id = t.d AND c.fetch_outcome = 'fetched'"
+                        " WHERE d.id = t.d"
                     ),
-                    {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
+                    {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed], "r": run_id},
                 )
                 previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
                 # Gate 2: a blocked document is versioned but never announced as changed (operator/rules.py).

@@ -1,0 +1,114 @@
+"""Run control on the command line: ``gleaner runs cancel|resume RUN_ID`` and ``gleaner sweep``.
+
+``runs`` stays the listing command of cli/reading.py (``gleaner runs [RUN_ID] [--json]``); this
+module wraps it in a group whose subcommands are ``cancel`` and ``resume``, and anything else
+(a run id, an option, nothing) goes to the listing as before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from gleaner.cli.base import (
+    Progress,
+    exit_for_run,
+    fail,
+    guard,
+    interruptible,
+    is_uuid,
+    load_settings,
+    main,
+    open_deps,
+    print_summary,
+)
+
+
+class RunsGroup(click.Group):
+    """``runs cancel|resume RUN_ID``; every other ``runs ...`` goes to the listing command."""
+
+    def __init__(self, listing: click.Command, **kwargs: Any) -> None:
+        super().__init__(invoke_without_command=False, **kwargs)
+        self.listing = listing
+        self.help = f"{listing.help or ''}\n\nAlso: `gleaner runs cancel RUN_ID`, `gleaner runs resume RUN_ID`."
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] == ["--help"] or (args and args[0] in self.commands):
+            return super().parse_args(ctx, args)
+        return super().parse_args(ctx, ["list", *args])
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in super().list_commands(ctx) if name != "list"]
+
+
+def _install() -> RunsGroup:
+    listing = main.commands["runs"]
+    group = RunsGroup(listing, name="runs")
+    group.add_command(listing, "list")
+    group.add_command(cancel_cmd)
+    group.add_command(resume_cmd)
+    main.add_command(group, "runs")
+    return group
+
+
+@click.command("cancel")
+@click.argument("run_id")
+@guard
+def cancel_cmd(run_id: str) -> None:
+    """Cancel a run: its worker fetches nothing more (a batch in flight completes)."""
+    from gleaner.runcontrol import cancel
+
+    if not is_uuid(run_id):
+        fail(f"no run {run_id}")
+    with open_deps(load_settings()) as deps:
+        moved, status = cancel(deps.metadata, run_id)
+    if moved:
+        click.echo(f"run {run_id} cancelled")
+    elif status == "cancelled":
+        click.echo(f"run {run_id} was already cancelled")
+    else:
+        fail(f"run {run_id} already ended {status}; nothing to cancel")
+
+
+@click.command("resume")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
+@guard
+def resume_cmd(run_id: str, as_json: bool) -> None:
+    """Finish what a stopped run left; pages it fetched are not fetched again."""
+    from gleaner.runner import resume
+
+    if not is_uuid(run_id):
+        fail(f"no run {run_id}")
+    with open_deps(load_settings()) as deps, Progress(enabled=True) as progress, interruptible(run_id):
+        progress.line(f"resuming run {run_id}")
+        summary = resume(deps, run_id, progress.on_message)
+    print_summary(summary, as_json)
+    exit_for_run(summary)
+
+
+@main.command("sweep")
+@click.option("--idle", "idle", type=click.FloatRange(min=0), default=None,
+              help="Settle runs no stage touched for this many seconds (default 1800; 0: every run with no "
+                   "live worker now).")
+@click.option("--json", "as_json", is_flag=True, help="Print the settled runs as one JSON array.")
+@guard
+def sweep_cmd(idle: float | None, as_json: bool) -> None:
+    """Settle runs that nobody works on any more (crashed, killed): interrupted, or finished if they were done."""
+    from gleaner.runcontrol import sweep
+
+    settings = load_settings()
+    with open_deps(settings) as deps:
+        settled = sweep(deps.metadata, settings.sweep_idle_seconds if idle is None else idle)
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in settled]))
+        return
+    if not settled:
+        click.echo("no idle runs to settle")
+    for s in settled:
+        click.echo(f"{s.run_id}  {s.site_domain}  {s.was} -> {s.now}  (idle {s.idle_seconds:.0f}s)")
+
+
+runs_group = _install()
