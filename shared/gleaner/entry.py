@@ -7,6 +7,7 @@ one function here, so envelope parsing and error mapping exist once::
     Pub/Sub CloudEvent           the topic's message  log, return (ack)         raise (redeliver, then dead-letter)
     HTTP crawl request (map)     CrawlRequested       400 bad input             503 (caller retries)
     HTTP {"tick": true} (map)    due sites' crawls    -                         503 (Scheduler retries)
+    HTTP {"sweep": true} (map)   idle runs settled    -                         503 (Scheduler retries)
     Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
                                                                                  last attempt: record, 200
 
@@ -278,6 +279,8 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
         body = _read_body(request, deps.settings.webhook_max_bytes)
         if is_tick(body):
             return run_tick(deps)
+        if is_sweep(body):
+            return run_sweep(deps)
         message = crawl_request_from(body, request.headers)
     except _TooLarge:
         return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
@@ -327,6 +330,29 @@ def is_tick(body: bytes) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return data == {"tick": True}
+
+
+def is_sweep(body: bytes) -> bool:
+    """Cloud Scheduler's sweep: exactly ``{"sweep": true}``."""
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return data == {"sweep": True}
+
+
+def run_sweep(deps: Deps) -> HttpResponse:
+    """Settle every run idle past ``GLEANER_SWEEP_IDLE_SECONDS`` (:func:`gleaner.runcontrol.sweep`); 200."""
+    from gleaner import tenancy
+    from gleaner.runcontrol import sweep
+
+    try:
+        with tenancy.all_tenants():  # the sweep looks after every tenant's runs
+            settled = sweep(deps.metadata, deps.settings.sweep_idle_seconds)
+    except RetryableError as exc:
+        log.error("sweep failed: %s", exc)
+        return _json_response({"error": "could not sweep; retry"}, 503)
+    return _json_response({"swept": [s.to_dict() for s in settled]}, 200)
 
 
 def run_tick(deps: Deps) -> HttpResponse:

@@ -18,6 +18,7 @@ import logging
 from dataclasses import asdict, dataclass
 
 from gleaner.errors import PermanentError
+from gleaner.logs import Event
 from gleaner.runstate import ACTIVE, Liveness, RunStatus, Worker
 from gleaner.store.metadata import MetadataStore
 from gleaner.store.runcontrol import RunControl
@@ -78,7 +79,10 @@ def sweep(meta: MetadataStore, idle_seconds: float) -> list[Settled]:
                                 only_from=(run.status,)):
                 continue
             status = RunStatus.INTERRUPTED
-        log.info("sweep: run %s %s -> %s", run.run_id, run.status, status)
+        # A swept run was stuck: the line Terraform's runs_stuck metric counts (logs.Event).
+        log.warning("sweep: run %s %s -> %s", run.run_id, run.status, status,
+                    extra={"fields": {"event": Event.RUN_SWEPT.value, "run_id": run.run_id,
+                                      "site_domain": run.site_domain}})
         settled.append(Settled(run.run_id, run.site_domain, str(run.status), str(status), round(run.idle_seconds, 1),
                                run.worker))
     return settled

@@ -168,3 +168,38 @@ def test_a_scheduler_tick_starts_each_due_site_once_however_often_it_is_delivere
     assert (queued.target_url, queued.exclude, queued.triggered_by) == ("https://example.com/docs", ("/docs/old/*",),
                                                                         "cron")
     assert queued.run_id == first.get_json()["started"][0]["run_id"]
+
+
+def test_the_scheduler_sweep_settles_a_run_whose_worker_went_silent_and_leaves_a_fresh_one(function_env,
+                                                                                         database_url, tmp_path):
+    import uuid
+
+    import sqlalchemy as sa
+
+    from gleaner import tenancy
+    from gleaner.app import Deps
+    from gleaner.config import Settings
+
+    admin = Deps(Settings(database_url=database_url, data_dir=tmp_path / "admin"))
+    stuck, fresh = str(uuid.uuid4()), str(uuid.uuid4())
+    try:
+        with tenancy.all_tenants():
+            meta = admin.metadata
+            host_id = meta.upsert_source_host("example.com", "example.com", True)
+            for run_id in (stuck, fresh):
+                # Another instance's worker: its liveness cannot be seen from here, only its silence.
+                meta.create_run(run_id, "example.com", host_id, "https://example.com/", {}, "manual", "api",
+                                worker="elsewhere:1:1")
+            with meta.engine.begin() as conn:
+                conn.execute(sa.text("UPDATE knowledge.crawl_runs SET status = 'scraping',"
+                                     " heartbeat_at = now() - interval '2 hours' WHERE id = :r"), {"r": stuck})
+        answer = post_crawl({"sweep": True})
+        assert answer.status_code == 200, answer.get_data()
+        assert [s["run_id"] for s in answer.get_json()["swept"]] == [stuck]
+        with tenancy.all_tenants():
+            # It had no page left to fetch, so the sweep finishes it (with pages left it would be interrupted).
+            assert meta.run_status(stuck) == "finished"
+            assert meta.run_status(fresh) == "mapping"
+        assert post_crawl({"sweep": True}).get_json()["swept"] == []
+    finally:
+        admin.close()

@@ -19,7 +19,7 @@ Create Date: 2026-11-30
 from alembic import op
 
 revision = "0004"
-down_revision = "0009"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
