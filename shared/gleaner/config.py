@@ -140,6 +140,11 @@ class Settings:
     # Webhook body cap: a poller batch of a few thousand articles fits well inside 1 MiB.
     webhook_max_bytes: int = 1024 * 1024
 
+    # -- discovery bounds and fetch-once (issue 16) --
+    # Links read from one page by map's walk: a real hub (an HTML sitemap, a big category page) holds
+    # a few thousand; past that a page is a trap or a dump, and reading on only costs memory.
+    max_links_per_page: int = 5000
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -189,6 +194,7 @@ class Settings:
             run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
             extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            max_links_per_page=_int(env, "GLEANER_MAX_LINKS_PER_PAGE", d.max_links_per_page, 1),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

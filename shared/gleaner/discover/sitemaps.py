@@ -1,16 +1,22 @@
-"""Sitemaps (sitemaps.org 0.9): urlset and sitemap index, plain or gzipped, parsed from bytes.
+"""Sitemaps (sitemaps.org 0.9): urlset and sitemap index, plain or gzipped, read as a stream.
 
 Parsing is ours rather than ultimate-sitemap-parser's because that library does
 its own HTTP; every Gleaner request must go through the one fetcher. The XML
-parser resolves no entities, loads no DTD and touches no network, and gzip is
-inflated with a hard ceiling, so a hostile sitemap cannot bomb memory.
+parser resolves no entities, loads no DTD and touches no network.
+
+A sitemap is read incrementally: gzip is inflated a chunk at a time, the chunks
+feed a pull parser, and each ``<url>`` element is dropped once its ``<loc>`` is
+yielded, so memory stays flat however large the sitemap and the caller stops
+reading the moment it has enough (the run's limit). The sitemaps.org caps bound
+one sitemap: past 50,000 URLs the rest is ignored (``truncated``), and more than
+50 MB of XML is refused, so a gzip bomb is stopped as it inflates.
 """
 
 from __future__ import annotations
 
-import io
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from lxml import etree
 
@@ -19,6 +25,8 @@ from gleaner.errors import InvalidInput
 # sitemaps.org: at most 50,000 URLs and 50 MB uncompressed per sitemap.
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024
 MAX_SITEMAP_URLS = 50_000
+# Bytes handed to the parser at once: small enough that stopping early wastes little work.
+CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,51 +36,116 @@ class Sitemap:
     truncated: bool = False
 
 
-def inflate(data: bytes, limit: int = MAX_SITEMAP_BYTES) -> bytes:
-    """Gunzip if gzipped, refusing anything that inflates past limit."""
+@dataclass
+class SitemapStream:
+    """``kind`` is known once the root element was read; iterate for the ``<loc>`` values in order.
+
+    Iteration raises InvalidInput on malformed XML or a gzip bomb (the locations before it were yielded).
+    """
+
+    data: bytes
+    max_urls: int = MAX_SITEMAP_URLS
+    max_bytes: int = MAX_SITEMAP_BYTES
+    kind: str = ""
+    truncated: bool = False
+    _events: Iterator[tuple[str, str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._events = self._locations()
+        first = next(self._events, None)
+        if first is None:
+            raise InvalidInput("empty sitemap")
+        self._first: tuple[str, str] | None = first
+
+    def __iter__(self) -> Iterator[str]:
+        if self._first is not None and self._first[1]:
+            yield self._first[1]
+        self._first = None
+        for _kind, loc in self._events:
+            yield loc
+
+    def _locations(self) -> Iterator[tuple[str, str]]:
+        """("", "") once the root is known (kind set), then ("loc", url) per entry."""
+        parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False, no_network=True,
+                                     load_dtd=False, huge_tree=False, recover=False)
+        child = ""
+        in_entry = False
+        count = 0
+        for chunk in _inflated(self.data, self.max_bytes):
+            try:
+                parser.feed(chunk)
+                events = list(parser.read_events())
+            except etree.XMLSyntaxError as exc:
+                raise InvalidInput(f"malformed sitemap XML: {exc}") from exc
+            for event, node in events:
+                if not isinstance(node.tag, str):
+                    continue
+                name = etree.QName(node).localname.lower()
+                if not self.kind:
+                    if name == "urlset":
+                        self.kind, child = "urlset", "url"
+                    elif name == "sitemapindex":
+                        self.kind, child = "index", "sitemap"
+                    else:
+                        raise InvalidInput(f"not a sitemap: root element <{name}>")
+                    yield "", ""
+                    continue
+                if name == child:
+                    in_entry = event == "start"
+                    if event == "end":
+                        # Drop the finished entry and any siblings before it: memory stays flat.
+                        node.clear()
+                        parent = node.getparent()
+                        if parent is not None:
+                            while node.getprevious() is not None:
+                                del parent[0]
+                elif event == "end" and in_entry and name == "loc" and node.text and node.text.strip():
+                    count += 1
+                    if count > self.max_urls:
+                        self.truncated = True
+                        return
+                    yield "loc", node.text.strip()
+        try:
+            parser.close()
+        except etree.XMLSyntaxError as exc:
+            raise InvalidInput(f"malformed sitemap XML: {exc}") from exc
+
+
+def _inflated(data: bytes, limit: int) -> Iterator[bytes]:
+    """The sitemap's XML in chunks: gunzipped if gzipped, leading whitespace dropped, refused past ``limit``."""
     if not data.startswith(b"\x1f\x8b"):
-        return data
+        body = data.lstrip()
+        if len(body) > limit:
+            raise InvalidInput(f"sitemap larger than {limit} bytes")
+        for start in range(0, len(body), CHUNK):
+            yield body[start:start + CHUNK]
+        return
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = io.BytesIO()
-    try:
-        chunk = inflater.decompress(data, limit + 1)
-        out.write(chunk)
-        if out.tell() > limit or inflater.unconsumed_tail:
+    total = 0
+    pending = data
+    first = True
+    while pending:
+        try:
+            out = inflater.decompress(pending, CHUNK)
+        except zlib.error as exc:
+            raise InvalidInput(f"corrupt gzip sitemap: {exc}") from exc
+        pending = inflater.unconsumed_tail
+        total += len(out)
+        if total > limit:
             raise InvalidInput(f"gzipped sitemap inflates past {limit} bytes")
-    except zlib.error as exc:
-        raise InvalidInput(f"corrupt gzip sitemap: {exc}") from exc
-    return out.getvalue()
+        if first:
+            out = out.lstrip()
+            first = not out
+        if out:
+            yield out
+        if inflater.eof:
+            return
+    if not inflater.eof:
+        raise InvalidInput("corrupt gzip sitemap: truncated stream")
 
 
 def parse_sitemap(data: bytes) -> Sitemap:
-    """Parse a sitemap or sitemap index; malformed XML raises InvalidInput."""
-    body = inflate(data)
-    if len(body) > MAX_SITEMAP_BYTES:
-        raise InvalidInput(f"sitemap larger than {MAX_SITEMAP_BYTES} bytes")
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
-                             recover=False)
-    try:
-        root = etree.parse(io.BytesIO(body.lstrip()), parser).getroot()
-    except etree.XMLSyntaxError as exc:
-        raise InvalidInput(f"malformed sitemap XML: {exc}") from exc
-    tag = etree.QName(root).localname.lower()
-    if tag == "urlset":
-        kind, child = "urlset", "url"
-    elif tag == "sitemapindex":
-        kind, child = "index", "sitemap"
-    else:
-        raise InvalidInput(f"not a sitemap: root element <{tag}>")
-    locs: list[str] = []
-    truncated = False
-    for node in root:
-        if not isinstance(node.tag, str) or etree.QName(node).localname.lower() != child:
-            continue
-        for sub in node:
-            if isinstance(sub.tag, str) and etree.QName(sub).localname.lower() == "loc" and sub.text:
-                locs.append(sub.text.strip())
-                break
-        if len(locs) >= MAX_SITEMAP_URLS:
-            truncated = True
-            break
-    return Sitemap(kind, tuple(locs), truncated)
-
+    """A whole (small) sitemap at once; malformed XML raises InvalidInput. Map reads sitemaps as streams."""
+    stream = SitemapStream(data)
+    locs = tuple(stream)
+    return Sitemap(stream.kind, locs, stream.truncated)

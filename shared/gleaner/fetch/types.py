@@ -32,6 +32,21 @@ class FetchOutcome(StrEnum):
         return self in (FetchOutcome.UNAVAILABLE, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.EXHAUSTED)
 
 
+# Refused by policy, not failed by the site (DESIGN.md "Document lifecycle": the summary's "refused").
+REFUSED_OUTCOMES = frozenset({FetchOutcome.ROBOTS_DENIED, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.REDIRECT_REFUSED,
+                              FetchOutcome.REFUSED_SIZE, FetchOutcome.REFUSED_CONTENT})
+# Left by a limit or budget (the summary's "limited", with the URLs discovery found past the run's limit).
+LIMITED_OUTCOMES = frozenset({FetchOutcome.EXHAUSTED})
+# The address policy's refusals travel as ``unavailable`` (DESIGN.md's fetcher contract) with these reasons
+# (fetcher.py writes them); the summary counts them as refused.
+REFUSED_REASON_PREFIXES = ("non-public address", "refused-url:")
+
+
+def refused_reason_sql(column: str) -> str:
+    """A SQL condition: ``column`` (a fetch reason) is one of the address policy's refusals."""
+    return "(" + " OR ".join(f"{column} LIKE '{prefix}%'" for prefix in REFUSED_REASON_PREFIXES) + ")"
+
+
 class ContentKind(StrEnum):
     HTML = "html"
     XML = "xml"  # sitemaps

@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from gleaner.app import Deps
 from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
-from gleaner.discover.links import extract_links
-from gleaner.discover.sitemaps import parse_sitemap
+from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
+from gleaner.discover.sitemaps import SitemapStream
 from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
+from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
+from gleaner.store.prefetch import KnownLinks, known_links, prefetched_by_url, save_links
 from gleaner.urls import (
     canonicalize,
     host_of,
@@ -50,6 +52,10 @@ MAX_SITEMAP_DEPTH = 3
 MAX_SITEMAPS = 200
 # Feeds read per run: the named ones plus those pages announce (a site announces a handful).
 MAX_FEEDS = 50
+# URLs past the limit that are still counted (to tell the operator how many were left), and how far
+# one sitemap is read on once the run is full: enough to say "at least this many", bounded in memory.
+MAX_BEYOND_COUNTED = 100_000
+SITEMAP_READ_PAST_LIMIT = 10_000
 
 
 class MapFailed(PermanentError):
@@ -67,17 +73,21 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # URLs found once the limit was reached (counted, never mapped): the run ends partial and says so.
+    beyond: set[str] = field(default_factory=set)
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
-        off-host, filtered, known or over the limit."""
+        off-host, filtered, known or over the limit (then it is counted in ``beyond``)."""
         try:
             url = canonical or canonicalize(source_url)
         except InvalidInput:
             return False
-        if len(self.urls) >= self.limit or url in self.urls:
+        if url in self.urls or host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
             return False
-        if host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
+        if len(self.urls) >= self.limit:
+            if len(self.beyond) < MAX_BEYOND_COUNTED:
+                self.beyond.add(url)
             return False
         self.urls[url] = (depth, via, source_url)
         return True
@@ -113,16 +123,19 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
+    keeper = WalkKeeper(deps, site, run_id)
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
-                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds)
+                             walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
+                             keeper=keeper, max_links=settings.max_links_per_page)
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
     record_discovery(meta.engine, run_id, site, host_id,
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
+    keeper.save()
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -134,7 +147,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
         # stands (blobs are create-only), and the run must still move on rather than stay mapping.
         log.info("run %s: keeping the map JSON of the first delivery", run_id)
-    meta.finish_map(run_id, key)
+    meta.finish_map(run_id, key, len(found.beyond))
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
     return mapped
@@ -147,8 +160,40 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
     return deps.decider.decide(facts, exclude).decision != "exclude"
 
 
+class WalkKeeper:
+    """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
+
+    ``known`` gives, for pages about to be walked, the links their body held when last read and the
+    validators to ask with; ``keep`` stores each answer for scrape; ``read`` notes the links of a body
+    read now. ``save`` writes both once the run's documents exist.
+    """
+
+    def __init__(self, deps: Deps, site: str, run_id: str) -> None:
+        self._deps, self._site, self._run_id = deps, site, run_id
+        self._answers: dict[str, dict[str, object]] = {}
+        self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
+
+    def known(self, urls: list[str]) -> dict[str, KnownLinks]:
+        return known_links(self._deps.metadata.engine, self._site, urls)
+
+    def keep(self, canonical: str, result: FetchResult) -> None:
+        answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
+        if answer is not None:
+            self._answers[canonical] = answer.to_dict()
+
+    def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
+        if etag or last_modified:
+            self._links.append((canonical, etag, last_modified, page.links, page.feeds))
+
+    def save(self) -> None:
+        engine = self._deps.metadata.engine
+        prefetched_by_url(engine, self._run_id, self._site, self._answers)
+        save_links(engine, self._site, self._run_id, self._links)
+
+
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
-             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = ()) -> Discovery:
+             walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
+             keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE) -> Discovery:
     target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target))
     robots = fetcher.robots(start_url)
@@ -165,7 +210,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, start_url, found, max_depth, walkable)
+    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
@@ -194,27 +239,37 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
                 found.problems.append(f"sitemap {url}: {result.outcome} {result.reason}".strip())
             continue
         try:
-            sitemap = parse_sitemap(result.body or b"")
+            _read_sitemap(SitemapStream(result.body or b""), url, level, queue, found)
         except InvalidInput as exc:
             found.problems.append(f"sitemap {url}: {exc}")
+
+
+def _read_sitemap(sitemap: SitemapStream, url: str, level: int, queue: deque[tuple[str, int]],
+                  found: Discovery) -> None:
+    """Take a sitemap's entries as they stream in; once the run is full, read a little on only to count."""
+    past_limit = 0
+    for loc in sitemap:
+        try:
+            canonical = canonicalize(loc)
+        except InvalidInput:
+            found.problems.append(f"sitemap {url}: invalid <loc> {loc[:200]!r}")
             continue
-        for loc in sitemap.locs:
-            try:
-                canonical = canonicalize(loc)
-            except InvalidInput:
-                found.problems.append(f"sitemap {url}: invalid <loc> {loc[:200]!r}")
-                continue
-            if sitemap.kind == "index":
-                if level + 1 <= MAX_SITEMAP_DEPTH:
-                    queue.append((loc, level + 1))
-            else:
-                found.add(loc, 1, "sitemap", canonical)
-                if found.full:
-                    break
+        if sitemap.kind == "index":
+            if level + 1 <= MAX_SITEMAP_DEPTH:
+                queue.append((loc, level + 1))
+            continue
+        if found.full:
+            past_limit += 1
+            if past_limit > SITEMAP_READ_PAST_LIMIT:
+                return
+        found.add(loc, 1, "sitemap", canonical)
+    if sitemap.truncated:
+        found.problems.append(f"sitemap {url}: more than {sitemap.max_urls} URLs; the rest were ignored")
 
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
-                walkable: Callable[[str], bool]) -> None:
+                walkable: Callable[[str], bool], keeper: WalkKeeper | None = None,
+                max_links: int = MAX_LINKS_PER_PAGE) -> None:
     """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
@@ -222,6 +277,9 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched.
+
+    With a ``keeper`` (the map stage), every answer is kept for scrape (fetched once per run), and a page
+    whose links are known from an earlier run is asked conditionally: a 304 follows the known links.
     """
     listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
     start = canonicalize(start_url)
@@ -236,18 +294,32 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             walked.add(canonical)
             if fetcher.robots(url).allows(url):
                 todo.append(url)
+        known = keeper.known([canonicalize(url) for url in todo]) if keeper is not None else {}
+        asks = {url: known.get(canonicalize(url)) for url in todo}
         results = {str(r.key): r for r in fetcher.fetch_many(
-            FetchRequest(url, key=url, accept=(ContentKind.HTML,)) for url in todo)}
+            FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
+                         last_modified=ask.last_modified if ask else None) for url, ask in asks.items())}
         following: list[str] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
             result = results[url]
-            if result.outcome is not FetchOutcome.FETCHED:
+            canonical = canonicalize(url)
+            if keeper is not None:
+                keeper.keep(canonical, result)
+            ask = asks[url]
+            if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
+                page = PageLinks(ask.links, ask.feeds)
+            elif result.outcome is not FetchOutcome.FETCHED:
                 if depth == 0:
                     found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
                 continue
-            if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
+            elif depth >= max_depth or result.kind is not ContentKind.HTML:
+                continue  # max_depth 0: the start page is fetched only to know it is reachable
+            else:
+                page = extract_links(result.text(), result.final_url or url, max_links)
+                if keeper is not None:
+                    keeper.read(canonical, result.etag, result.last_modified, page)
+            if depth >= max_depth:
                 continue
-            page = extract_links(result.text(), result.final_url or url)
             for feed in page.feeds:
                 found.feeds.setdefault(canonicalize(feed), feed)
             for link in page.links:
@@ -257,8 +329,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                     continue
                 if found.add(link, depth + 1, "link", canonical) or canonical in found.urls:
                     following.append(link)
-            if found.full:
-                return
+        if found.full:  # every answer of this level was kept; the next level would add nothing
+            return
         level = following
 
 

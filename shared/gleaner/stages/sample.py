@@ -28,10 +28,12 @@ from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
+from gleaner.store.prefetch import record_prefetched
 from gleaner.store.records import Decision, RunPage
 
 log = logging.getLogger(__name__)
@@ -69,10 +71,11 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         else:
             sections.setdefault(section_of(page.path), []).append(page)
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
+    answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
             sample, verdict, uri, error, seen = _sample_section(deps, fetcher, message, members, exclude,
-                                                                reusable.get(section))
+                                                                reusable.get(section), answers)
             for page in members:
                 if page is sample:
                     decisions[page.document_id] = _decision(page, verdict, uri, error, seen)
@@ -83,6 +86,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                         verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
                         round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
                     decisions[page.document_id] = _decision(page, inherited)
+    record_prefetched(meta.engine, run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     include = [p.document_id for p in pages if decisions[p.document_id].decision == "include"]
     size = deps.settings.scrape_batch_size
@@ -169,23 +173,50 @@ def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None)
     return (p for p in ordered if fetcher.robots(p.fetch_url).allows(p.fetch_url))
 
 
+def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: RunPage, prev: PreviousSample | None,
+                  answers: dict[str, dict[str, Any]]) -> tuple[FetchResult, bool]:
+    """The sample's answer, and whether a 304 in it vouches for ``prev``'s verdict.
+
+    A page map's walk already asked for is not asked again: its kept answer is used (a 304 there
+    answered the document's own validators, which vouch for ``prev`` only if they are prev's). A page
+    asked now is asked with ``prev``'s validators and its answer kept for scrape, a 304 only where those
+    are the document's own (then it means to scrape what scrape's own conditional GET would).
+    """
+    same = prev is not None and (prev.etag, prev.last_modified) == (sample.etag, sample.last_modified)
+    replay = replay_for(deps.blobs, sample.prefetched, sample.fetch_url, None, sample.current_hash is not None)
+    if replay is not None:
+        return replay, same
+    result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS,
+                                        etag=prev.etag if prev else None,
+                                        last_modified=prev.last_modified if prev else None))
+    if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
+        answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
+        if answer is not None:
+            answers[sample.document_id] = answer.to_dict()
+    return result, prev is not None
+
+
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
-                    exclude: tuple[str, ...], prev: PreviousSample | None) -> SampleOutcome:
+                    exclude: tuple[str, ...], prev: PreviousSample | None,
+                    answers: dict[str, dict[str, Any]]) -> SampleOutcome:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
     again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []
     allowed = 0
     for sample in islice(_candidates(fetcher, members, again), SAMPLE_ATTEMPTS):
         allowed += 1
-        conditional = prev is not None and sample is again
-        result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,),
-                                            etag=prev.etag if prev and conditional else None,
-                                            last_modified=prev.last_modified if prev and conditional else None))
-        if prev is not None and conditional and result.outcome is FetchOutcome.NOT_MODIFIED:
-            carried = _carry_over(deps, message, sample, prev, result)
+        result, vouches = _fetch_sample(deps, fetcher, message, sample, prev if sample is again else None, answers)
+        if result.outcome is FetchOutcome.NOT_MODIFIED:
+            carried = _carry_over(deps, message, sample, prev, result) if prev is not None and vouches else None
             if carried is not None:
                 return carried
-            result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
+            # The verdict cannot carry over (its sample expired, or the 304 vouched for other validators):
+            # the one case where a page is asked twice in a run, for a body to decide on.
+            result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS))
+            answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
+            if answer is not None:
+                answers.pop(sample.document_id, None)
+                answers[sample.document_id] = answer.to_dict()
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.

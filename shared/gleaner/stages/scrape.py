@@ -5,7 +5,9 @@ snapshot; a 304 settles the page as unchanged with no body. Extraction runs in
 the extract pool while other fetches are in flight. A page whose content hash
 equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
-this run (a redelivered task) are skipped.
+this run (a redelivered task) are skipped. Pages map's walk or sample's sample
+already asked for in this run are not asked again: their kept answers
+(stages/fetchonce.py) are settled as if this stage had fetched them.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from __future__ import annotations
 import hashlib
 import logging
 from concurrent.futures import Future
+from itertools import chain
 
 from gleaner.app import Deps
 from gleaner.errors import BlobConflict
 from gleaner.extract.page import ExtractedPage
 from gleaner.fetch.budget import Spent
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
 from gleaner.store.blobs import run_content_key, run_raw_key
 from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
@@ -43,11 +47,15 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     fetched: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
                                   if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
                                   and p.fetched_content_hash]
+    # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
+    replays = [r for r in (replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
+                           for p in pages.values()) if r is not None]
+    replayed_ids = {r.key for r in replays}
     requests = [
-        FetchRequest(p.fetch_url, key=p.document_id, accept=(ContentKind.HTML,),
+        FetchRequest(p.fetch_url, key=p.document_id, accept=PAGE_KINDS,
                      etag=p.etag if p.current_hash else None,
                      last_modified=p.last_modified if p.current_hash else None)
-        for p in pages.values()
+        for p in pages.values() if p.document_id not in replayed_ids
     ]
     records: list[FetchRecord] = []
     pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
@@ -59,7 +67,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         waiting.clear()
 
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
-        for result in fetcher.fetch_many(requests):
+        for result in chain(replays, fetcher.fetch_many(requests)):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
                 waiting.append((page, result))

@@ -65,6 +65,11 @@ def run_content_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/content/{page_id}.md"
 
 
+def run_body_key(site: str, run_id: str, page_id: str) -> str:
+    """A response body map's walk or sample's sample fetched, kept so scrape does not ask the site again."""
+    return f"{run_prefix(site, run_id)}/bodies/{page_id}"
+
+
 def is_run_artefact(key: str) -> bool:
     """Run-scoped artefacts (domains/{site}/runs/…) may expire; snapshots never do."""
     parts = key.split("/")

@@ -10,7 +10,15 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.fetch.types import LIMITED_OUTCOMES, REFUSED_OUTCOMES, refused_reason_sql
 from gleaner.store.sqlstore import SqlStore
+
+# A ledger row the site failed to serve or that policy refused (DESIGN.md "Document lifecycle"): the
+# fetcher records a non-public address as unavailable, so its reason tells the two apart.
+_REFUSED = (f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in REFUSED_OUTCOMES)})"
+            f" OR (fetch_outcome = 'unavailable' AND {refused_reason_sql('fetch_reason')}))")
+_FAILED = f"(fetch_outcome IN ('unavailable', 'denied') AND NOT {_REFUSED})"
+_LIMITED = f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in LIMITED_OUTCOMES)}))"
 
 
 class CounterStore(SqlStore):
@@ -44,12 +52,15 @@ class CounterStore(SqlStore):
                 "UPDATE knowledge.crawl_runs r SET"
                 " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
                 " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
+                " urls_refused = a.refused, urls_limited = a.limited + r.urls_beyond_limit,"
                 " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
                 " FROM (SELECT count(*) AS total,"
                 "   count(*) FILTER (WHERE decision = 'include') AS included,"
                 "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
                 "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
-                "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
+                f"   count(*) FILTER (WHERE {_FAILED}) AS failed,"
+                f"   count(*) FILTER (WHERE {_REFUSED}) AS refused,"
+                f"   count(*) FILTER (WHERE {_LIMITED}) AS limited,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
@@ -70,7 +81,8 @@ class CounterStore(SqlStore):
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
                     " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
-                    "   WHERE run_id = :r AND fetch_outcome = 'exhausted') THEN 'partial'::knowledge.crawl_status"
+                    "   WHERE run_id = :r AND fetch_outcome = 'exhausted') OR r.urls_beyond_limit > 0"
+                    "   THEN 'partial'::knowledge.crawl_status"
                     "   ELSE 'finished'::knowledge.crawl_status END,"
                     " finished_at = now()"
                     " WHERE r.id = :r AND r.status = 'scraping' AND r.finished_at IS NULL AND NOT EXISTS ("

@@ -34,6 +34,7 @@ class RunPage:
     fetch_status: int | None = None
     fetch_time_ms: int | None = None
     byte_size: int | None = None
+    prefetched: dict[str, Any] | None = None  # what map or sample already got for it this run (fetchonce.py)
 
     @property
     def fetch_url(self) -> str:
