@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import codecs
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from gleaner.fetch.charset import decode_html, sniff
 
 
 class FetchOutcome(StrEnum):
@@ -94,35 +94,10 @@ class FetchResult:
         return decode_body(self.body, self.charset)
 
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
-_XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.IGNORECASE)
-
-
 def sniff_charset(body: bytes, declared: str | None) -> str:
-    """Declared charset if Python knows it, else a BOM, a meta/XML declaration, else UTF-8."""
-    for candidate in (declared,):
-        if candidate and _known(candidate):
-            return candidate.lower()
-    if body.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    head = body[:4096]
-    match = _META_CHARSET.search(head) or _XML_ENCODING.search(head)
-    if match:
-        name = match.group(1).decode("ascii", "replace")
-        if _known(name):
-            return name.lower()
-    return "utf-8"
-
-
-def _known(name: str) -> bool:
-    try:
-        codecs.lookup(name)
-    except LookupError:
-        return False
-    return True
+    """The body's encoding as the HTML standard sniffs it (fetch/charset.py): BOM, transport, meta, bytes."""
+    return sniff(body, declared).encoding
 
 
 def decode_body(body: bytes, charset: str | None) -> str:
-    return body.decode(sniff_charset(body, charset), errors="replace")
+    return decode_html(body, charset)
