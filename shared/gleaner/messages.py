@@ -123,6 +123,9 @@ class FetchedPage:
     fetch_time_ms: int
     byte_size: int
     extractor: str = ""
+    # A document (a PDF): its original bytes, run-scoped, and its type; snapshot keeps them beside content.md.
+    original_key: str | None = None
+    mime_type: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:

@@ -25,7 +25,7 @@ from gleaner.store.blobs import BlobStore, run_body_key
 
 # What scrape, the walk and the sample accept: one set, so an answer kept by one stage is the answer
 # the next would have got.
-PAGE_KINDS = (ContentKind.HTML,)
+PAGE_KINDS = (ContentKind.HTML, ContentKind.PDF)
 
 
 @dataclass(frozen=True, slots=True)

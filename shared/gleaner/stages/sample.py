@@ -19,6 +19,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import chain, islice
 from typing import Any
 
@@ -26,6 +27,7 @@ from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict
 from gleaner.extract.html import extract_html
+from gleaner.extract.page import PDF, extract_document
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
@@ -202,7 +204,8 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
     again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []
-    allowed = 0
+    allowed = refusals = 0
+    refused: tuple[RunPage, FetchResult] | None = None
     for sample in islice(_candidates(fetcher, members, again), SAMPLE_ATTEMPTS):
         allowed += 1
         result, vouches = _fetch_sample(deps, fetcher, message, sample, prev if sample is again else None, answers)
@@ -223,25 +226,40 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
             return None, verdict, None, f"{result.outcome}: {result.reason}", None
+        if result.outcome is FetchOutcome.FETCHED and result.content_type == PDF:
+            document = extract_document(result.body or b"")
+            if document.refused is not None:
+                result = replace(result, outcome=FetchOutcome.REFUSED_CONTENT, reason=document.refused)
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
-            facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
-                              content_type=result.content_type, fetch_outcome=str(result.outcome))
-            return sample, deps.decider.decide(facts, exclude), None, f"{result.outcome}: {result.reason}", None
+            # One member that is no page (an image, an unreadable document) does not judge its section:
+            # another member is tried; only a section of nothing but such members is excluded.
+            refused, refusals = (sample, result), refusals + 1
+            errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
+            continue
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
-        extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
+        if result.content_type == PDF:
+            content_md, main_text_chars, title = document.content.decode("utf-8"), len(document.content), document.title
+        else:
+            extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
+            content_md, main_text_chars, title = extracted.content_md, extracted.main_text_chars, extracted.title
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
-                          main_text_chars=extracted.main_text_chars, title=extracted.title)
+                          main_text_chars=main_text_chars, title=title)
         key = sample_key(message.site_domain, message.run_id, sample.url_hash)
         # A redelivery may re-sample a page that changed meanwhile: the first sample stands.
         with contextlib.suppress(BlobConflict):
-            deps.blobs.put(key, extracted.content_md.encode("utf-8"))
+            deps.blobs.put(key, content_md.encode("utf-8"))
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
         return sample, deps.decider.decide(facts, exclude), key, "; ".join(errors) or None, seen
+    if refused is not None and refusals == allowed:
+        sample, result = refused
+        facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
+                          content_type=result.content_type, fetch_outcome=str(result.outcome))
+        return sample, deps.decider.decide(facts, exclude), None, "; ".join(errors), None
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.

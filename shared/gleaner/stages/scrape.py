@@ -15,16 +15,18 @@ from __future__ import annotations
 import hashlib
 import logging
 from concurrent.futures import Future
+from dataclasses import replace
 from itertools import chain
 
 from gleaner.app import Deps
 from gleaner.errors import BlobConflict
-from gleaner.extract.page import ExtractedPage
+from gleaner.extract.page import PDF, ExtractedPage
+from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
-from gleaner.store.blobs import run_content_key, run_raw_key
+from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
 
@@ -62,7 +64,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     waiting: list[tuple[RunPage, FetchResult]] = []
 
     def extract_waiting() -> None:
-        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url) for page, result in waiting]
+        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url, result.content_type)
+                 for page, result in waiting]
         pending.append((list(waiting), deps.extract_pool.submit(items)))
         waiting.clear()
 
@@ -79,6 +82,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         extract_waiting()
     for fetched_pages, future in pending:
         for (page, result), extracted in zip(fetched_pages, future.result(), strict=True):
+            if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
+                records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
+                                                     reason=extracted.refused, body=None), None))
+                continue
             handed = _hand_off(deps, message, page, result, extracted)
             fetched.append(handed)
             records.append(_record(page, result, extracted.title, handed))
@@ -106,11 +113,14 @@ def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedP
     content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
     raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
     has_blobs = deps.blobs.exists(content_key)
+    original_key = run_body_key(message.site_domain, message.run_id, page.url_hash)
+    document = page.extractor == PDF_EXTRACTOR and has_blobs and deps.blobs.exists(original_key)
     return FetchedPage(document_id=page.document_id, content_hash=page.fetched_content_hash or "",
                        raw_hash=page.fetched_raw_hash or "", content_key=content_key if has_blobs else None,
                        raw_key=raw_key if has_blobs and deps.blobs.exists(raw_key) else None,
                        fetch_status=page.fetch_status or 200, fetch_time_ms=page.fetch_time_ms or 0,
-                       byte_size=page.byte_size or 0, extractor=page.extractor or "")
+                       byte_size=page.byte_size or 0, extractor=page.extractor or "",
+                       original_key=original_key if document else None, mime_type=PDF if document else None)
 
 
 def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
@@ -125,8 +135,11 @@ def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
 def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResult,
               extracted: ExtractedPage) -> FetchedPage:
     content_hash, raw_hash = extracted.content_hash, extracted.raw_hash
-    content_key = raw_key = None
+    content_key = raw_key = original_key = None
     if content_hash != page.current_hash:
+        if extracted.mime_type != "text/html":  # a document: its original goes with its new version
+            original_key = run_body_key(message.site_domain, message.run_id, page.url_hash)
+            _put_run_blob(deps, original_key, result.body or b"")
         content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
         raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
         content = _put_run_blob(deps, content_key, extracted.content)
@@ -141,4 +154,5 @@ def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResu
     return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=raw_hash,
                        content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
                        fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
-                       extractor=extracted.extractor)
+                       extractor=extracted.extractor, original_key=original_key,
+                       mime_type=extracted.mime_type if original_key else None)

@@ -88,6 +88,11 @@ def snapshot_raw_key(site: str, document_id: str, content_hash: str) -> str:
     return f"{snapshot_prefix(site, document_id, content_hash)}/raw.md"
 
 
+def snapshot_original_key(site: str, document_id: str, content_hash: str, extension: str) -> str:
+    """A document's original bytes (``original.pdf``) beside the content.md extracted from them."""
+    return f"{snapshot_prefix(site, document_id, content_hash)}/original.{extension}"
+
+
 def open_blob_store(settings: Settings) -> BlobStore:
     """Choose the backend from GLEANER_BLOB_URL: file://DIR, gs://BUCKET[/prefix], or the default dir."""
     from gleaner.errors import ConfigError

@@ -27,8 +27,10 @@ class CounterStore(SqlStore):
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.text(
+                    # A page map or sample asked for (prefetched) was a request of this run even before
+                    # scrape settles it from that answer; it is counted once either way.
                     "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
-                    "   AND fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'),"
+                    "   AND (prefetched IS NOT NULL OR (fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'))),"
                     " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
                     " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
                     " FROM knowledge.crawl_runs WHERE id = :r"

@@ -81,6 +81,8 @@ class SnapshotInput:
     fetch_time_ms: int
     byte_size: int
     extractor: str
+    original_key: str | None = None  # a document's original bytes (original.pdf), beside content.md
+    mime_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,10 @@ class SnapshotStore(SqlStore):
             results = [SnapshotResult(r.document_id, r.outcome, ids_by_doc[r.document_id])
                        if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
+            files = [p.document_id for p, _ in versioned if p.original_key is not None]
+            if files:  # a document (a PDF) is a file in the ADR's document kinds
+                conn.execute(sa.text("UPDATE knowledge.documents SET kind = 'file' WHERE id = ANY(CAST(:d AS uuid[]))"
+                                     " AND kind <> 'file'"), {"d": files})
             if changed:
                 conn.execute(
                     sa.text(
@@ -108,20 +112,20 @@ class SnapshotStore(SqlStore):
         if not pages:
             return {}
         rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
-                 "m": {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor},
+                 "ok": page.original_key, "m": _metadata(page, meta),
                  "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
                  "cs": "hash_changed" if outcome == "changed" else None} for page, outcome in pages]
         params = {"rows": json_rows(rows), "r": run_id}
         inserted = {str(d): str(i) for i, d in conn.execute(
             sa.text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
-                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
-                " fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
+                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
                 " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
-                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
+                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.ok, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
                 " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid)"
                 " FROM json_to_recordset(CAST(:rows AS json))"
-                "   AS t(d uuid, h text, ck text, rk text, m jsonb, fs int, ft int, bs int, cs text)"
+                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text)"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
             ),
             params,
@@ -141,19 +145,20 @@ class SnapshotStore(SqlStore):
     @staticmethod
     def _insert_snapshot(conn: Connection, run_id: str | None, page: SnapshotInput, outcome: str,
                          meta: dict[str, Any]) -> str:
-        metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
+        metadata = _metadata(page, meta)
         row = conn.execute(
             sa.text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
-                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
-                " fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
-                " SELECT :d, COALESCE(max(version), 0) + 1, :h, :ck, :rk, CAST(:m AS jsonb), 'plain_fetch', :fs,"
+                " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
+                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " SELECT :d, COALESCE(max(version), 0) + 1, :h, :ck, :rk, :ok, CAST(:m AS jsonb), 'plain_fetch', :fs,"
                 " :ft, :bs, CAST(:cs AS knowledge.change_signal), :r"
                 " FROM knowledge.document_snapshots WHERE document_id = :d"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id"
             ),
             {"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
-             "m": json_value(metadata), "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
+             "ok": page.original_key, "m": json_value(metadata), "fs": page.fetch_status,
+             "ft": page.fetch_time_ms, "bs": page.byte_size,
              "cs": "hash_changed" if outcome == "changed" else None, "r": run_id},
         ).first()
         if row is not None:
@@ -164,3 +169,11 @@ class SnapshotStore(SqlStore):
             {"d": page.document_id, "h": page.content_hash},
         ).scalar_one()
         return str(existing)
+
+
+def _metadata(page: SnapshotInput, meta: dict[str, Any]) -> dict[str, Any]:
+    """A version's extraction_metadata: the run's, the raw.md hash, the extractor, a document's mime type."""
+    metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
+    if page.mime_type:
+        metadata["mime_type"] = page.mime_type
+    return metadata
