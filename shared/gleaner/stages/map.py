@@ -19,7 +19,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageFacts
@@ -296,29 +296,21 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 todo.append(url)
         known = keeper.known([canonicalize(url) for url in todo]) if keeper is not None else {}
         asks = {url: known.get(canonicalize(url)) for url in todo}
-        results = {str(r.key): r for r in fetcher.fetch_many(
-            FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
-                         last_modified=ask.last_modified if ask else None) for url, ask in asks.items())}
+        # Each answer is kept and read for links as it arrives, and its body dropped: a level of
+        # documents (PDFs up to the body cap) is never held in memory at once.
+        results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
+        for result in fetcher.fetch_many(
+                FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
+                             last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
+            url = str(result.key)
+            results[url] = (replace(result, body=None), _read_page(result, url, asks[url], depth < max_depth,
+                                                                   keeper, max_links))
         following: list[str] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
-            result = results[url]
-            canonical = canonicalize(url)
-            if keeper is not None:
-                keeper.keep(canonical, result)
-            ask = asks[url]
-            if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
-                page = PageLinks(ask.links, ask.feeds)
-            elif result.outcome is not FetchOutcome.FETCHED:
-                if depth == 0:
-                    found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
-                continue
-            elif depth >= max_depth or result.kind is not ContentKind.HTML:
-                continue  # max_depth 0: the start page is fetched only to know it is reachable
-            else:
-                page = extract_links(result.text(), result.final_url or url, max_links)
-                if keeper is not None:
-                    keeper.read(canonical, result.etag, result.last_modified, page)
-            if depth >= max_depth:
+            result, page = results[url]
+            if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and depth == 0:
+                found.problems.append(f"start page {url}: {result.outcome} {result.reason}".strip())
+            if page is None:  # not reachable, not a page, or max_depth 0: fetched only to know it is reachable
                 continue
             for feed in page.feeds:
                 found.feeds.setdefault(canonicalize(feed), feed)
@@ -332,6 +324,24 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
         if found.full:  # every answer of this level was kept; the next level would add nothing
             return
         level = following
+
+
+def _read_page(result: FetchResult, url: str, ask: KnownLinks | None, expand: bool, keeper: WalkKeeper | None,
+               max_links: int) -> PageLinks | None:
+    """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
+    canonical = canonicalize(url)
+    if keeper is not None:
+        keeper.keep(canonical, result)
+    if not expand:
+        return None
+    if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
+        return PageLinks(ask.links, ask.feeds)
+    if result.outcome is not FetchOutcome.FETCHED or result.kind is not ContentKind.HTML:
+        return None
+    page = extract_links(result.text(), result.final_url or url, max_links)
+    if keeper is not None:
+        keeper.read(canonical, result.etag, result.last_modified, page)
+    return page
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:
