@@ -115,10 +115,11 @@ def test_loopback_is_refused_unless_allowed(cli_env):
 
 
 def test_a_non_html_start_url_without_a_sitemap_is_a_clear_error(cli_env):
+    # (A PDF is a document Gleaner crawls; an image is not.)
     pages = {"/robots.txt": Page("", content_type="text/plain"),
-             "/report.pdf": Page(b"%PDF-1.4", content_type="application/pdf")}
+             "/photo.png": Page(b"\x89PNG\r\n\x1a\n", content_type="image/png")}
     with TestSite(pages, max_seconds=60) as site:
-        result = gleaner(cli_env, "crawl", site.url + "/report.pdf")
+        result = gleaner(cli_env, "crawl", site.url + "/photo.png")
     assert result.returncode != 0
     assert "start page" in result.stderr and "refused-content" in result.stderr
 
