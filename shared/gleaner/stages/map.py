@@ -33,7 +33,7 @@ from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
-from gleaner.store.prefetch import KnownLinks, known_links, prefetched_by_url, save_links
+from gleaner.store.prefetch import KnownLinks, known_links, record_prefetched, save_links
 from gleaner.urls import (
     canonicalize,
     host_of,
@@ -187,7 +187,7 @@ class WalkKeeper:
 
     def save(self) -> None:
         engine = self._deps.metadata.engine
-        prefetched_by_url(engine, self._run_id, self._site, self._answers)
+        record_prefetched(engine, self._run_id, self._answers, site=self._site)
         save_links(engine, self._site, self._run_id, self._links)
 
 

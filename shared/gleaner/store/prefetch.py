@@ -35,34 +35,23 @@ class KnownLinks:
     feeds: tuple[str, ...]
 
 
-def record_prefetched(engine: Engine, run_id: str, rows: dict[str, dict[str, Any]]) -> None:
-    """rows: document id -> Prefetched.to_dict(); ledger rows that already hold an answer keep it."""
+def record_prefetched(engine: Engine, run_id: str, rows: dict[str, dict[str, Any]], site: str | None = None) -> None:
+    """rows: document id -> Prefetched.to_dict(), or canonical URL -> it when ``site`` is given (map knows
+    URLs, not document ids); ledger rows that already hold an answer, or an outcome, keep theirs."""
     if not rows:
         return
+    if site is None:
+        source = "json_to_recordset(CAST(:rows AS json)) AS t(k uuid, pf jsonb)"
+        match = "c.document_id = t.k"
+    else:
+        source = ("json_to_recordset(CAST(:rows AS json)) AS t(k text, pf jsonb)"
+                  " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.k")
+        match = "c.document_id = d.id"
     with engine.begin() as conn:
         conn.execute(
-            sa.text(
-                "UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf"
-                " FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, pf jsonb)"
-                " WHERE c.run_id = :r AND c.document_id = t.d AND c.prefetched IS NULL AND c.fetch_outcome IS NULL"
-            ),
-            {"r": run_id, "rows": json_rows([{"d": d, "pf": pf} for d, pf in rows.items()])},
-        )
-
-
-def prefetched_by_url(engine: Engine, run_id: str, site: str, rows: dict[str, dict[str, Any]]) -> None:
-    """:func:`record_prefetched` keyed by canonical URL (map knows URLs, not document ids)."""
-    if not rows:
-        return
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf"
-                " FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, pf jsonb)"
-                " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
-                " WHERE c.run_id = :r AND c.document_id = d.id AND c.prefetched IS NULL AND c.fetch_outcome IS NULL"
-            ),
-            {"r": run_id, "s": site, "rows": json_rows([{"cu": u, "pf": pf} for u, pf in rows.items()])},
+            sa.text(f"UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf FROM {source}"
+                    f" WHERE c.run_id = :r AND {match} AND c.prefetched IS NULL AND c.fetch_outcome IS NULL"),
+            {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])},
         )
 
 
