@@ -48,3 +48,26 @@ def test_a_site_without_a_sitemap_is_asked_once_per_url_and_an_unchanged_recrawl
     assert unconditional == []
     assert second["not_modified"] == first["fetched"] and second["fetched"] == 0
     assert second["snapshots"] == {"new": 0, "changed": 0, "unchanged": first["fetched"]}
+
+
+
+def test_a_kept_body_that_expired_before_scrape_is_asked_for_again_not_lost(deps):
+    from gleaner.stages import map as map_stage
+    from gleaner.stages import wire
+
+    with demo_site() as site:
+        without_sitemaps(site)
+        request = new_request(site.url + "/", site_domain=SITE)
+        wire(deps.bus, deps)
+        map_stage.handle(request, deps)  # map only: its crawl-mapped message waits on the bus
+        bodies = deps.blobs.root / f"domains/{SITE}/runs/{request.run_id}/bodies"
+        expired = sorted(path.name for path in bodies.iterdir())
+        for path in bodies.iterdir():  # run artefacts may expire before scrape runs
+            path.unlink()
+        mark = len(site.log)
+        deps.bus.drain()
+        asked_again = {r.path for r in site.log[mark:]}
+        summary = deps.metadata.run_summary(request.run_id)
+    assert len(expired) >= 5
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == summary["fetched"] >= 10
+    assert "/" in asked_again  # the start page's kept body was gone: scrape asked for it rather than lose it

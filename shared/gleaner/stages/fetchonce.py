@@ -69,16 +69,21 @@ def kept(blobs: BlobStore, site: str, run_id: str, page_id: str, result: FetchRe
                       result.elapsed_ms, key, by)
 
 
+def replayable(prefetched: dict[str, Any] | None, has_snapshot: bool) -> bool:
+    """Whether a ledger row's kept answer may stand for a fetch: a 304 only where the page has a current
+    snapshot (the walk asked with its validators)."""
+    if not prefetched:
+        return False
+    return prefetched.get("outcome") != FetchOutcome.NOT_MODIFIED or has_snapshot
+
+
 def replay_for(blobs: BlobStore, prefetched: dict[str, Any] | None, url: str, key: str | None,
                has_snapshot: bool) -> FetchResult | None:
-    """A ledger row's kept answer, if scrape may use it instead of asking: a 304 only where the page has a
-    current snapshot (the walk asked with its validators), a body only while its artefact exists."""
-    if not prefetched:
+    """A ledger row's kept answer as a FetchResult, if it may stand for a fetch and its body (if any) is
+    still there (run artefacts expire); else None, and the page is asked for."""
+    if prefetched is None or not replayable(prefetched, has_snapshot):
         return None
-    answer = Prefetched.from_dict(prefetched)
-    if answer.outcome == FetchOutcome.NOT_MODIFIED and not has_snapshot:
-        return None
-    return replayed(blobs, answer, url, key)
+    return replayed(blobs, Prefetched.from_dict(prefetched), url, key)
 
 
 def replayed(blobs: BlobStore, prefetched: Prefetched, url: str, key: str | None) -> FetchResult | None:

@@ -218,7 +218,6 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS))
             answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
             if answer is not None:
-                answers.pop(sample.document_id, None)
                 answers[sample.document_id] = answer.to_dict()
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import replace
 from itertools import chain
@@ -25,7 +26,7 @@ from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
-from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
+from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
@@ -50,15 +51,19 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                                   if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
                                   and p.fetched_content_hash]
     # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
-    replays = [r for r in (replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
-                           for p in pages.values()) if r is not None]
-    replayed_ids = {r.key for r in replays}
-    requests = [
-        FetchRequest(p.fetch_url, key=p.document_id, accept=PAGE_KINDS,
-                     etag=p.etag if p.current_hash else None,
-                     last_modified=p.last_modified if p.current_hash else None)
-        for p in pages.values() if p.document_id not in replayed_ids
-    ]
+    kept = [p for p in pages.values() if replayable(p.prefetched, p.current_hash is not None)]
+    kept_ids = {p.document_id for p in kept}
+    requests = [_request(p) for p in pages.values() if p.document_id not in kept_ids]
+    missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
+
+    def replays() -> Iterator[FetchResult]:
+        """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
+        for p in kept:
+            result = replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
+            if result is None:
+                missing.append(_request(p))
+            else:
+                yield result
     records: list[FetchRecord] = []
     pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
     waiting: list[tuple[RunPage, FetchResult]] = []
@@ -70,7 +75,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         waiting.clear()
 
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
-        for result in chain(replays, fetcher.fetch_many(requests)):
+        for result in chain(replays(), fetcher.fetch_many(requests), fetcher.fetch_many(missing)):
             page = pages[str(result.key)]
             if result.outcome is FetchOutcome.FETCHED:
                 waiting.append((page, result))
@@ -100,6 +105,13 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     else:
         meta.try_finish_run(message.run_id)
     return out
+
+
+def _request(page: RunPage) -> FetchRequest:
+    """Scrape's request for a page: conditional on the validators of its current snapshot."""
+    return FetchRequest(page.fetch_url, key=page.document_id, accept=PAGE_KINDS,
+                        etag=page.etag if page.current_hash else None,
+                        last_modified=page.last_modified if page.current_hash else None)
 
 
 def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None) -> FetchRecord:
