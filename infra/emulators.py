@@ -169,9 +169,11 @@ def push_routes() -> list[PushRoute]:
 
 
 def topics() -> list[str]:
-    from gleaner.messages import TOPICS
+    from gleaner.changes.events import TOPIC as CHANGES_TOPIC
+    from gleaner.messages import TOPICS, DeliveryTask
 
-    return sorted({*TOPICS, DEAD_LETTER_TOPIC})
+    # Webhook deliveries are Cloud Tasks only; change events have a topic of their own (no push route).
+    return sorted({*TOPICS, DEAD_LETTER_TOPIC, CHANGES_TOPIC} - {DeliveryTask.topic})
 
 
 def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str], *,

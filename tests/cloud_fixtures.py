@@ -136,7 +136,7 @@ def crawl_state(engine: Any, blobs: Any, run_id: str) -> dict[str, Any]:
     """Everything a user could observe about a run, with generated ids replaced by URLs.
 
     Two crawls of the same site with the same request id compare equal iff they produced the
-    same documents, ledger, snapshots, versions, canonical texts, spans, counters and blobs.
+    same documents, ledger, snapshots, versions, canonical texts, spans, counters, blobs and change events.
     """
     import sqlalchemy as sa
 
@@ -159,6 +159,9 @@ def crawl_state(engine: Any, blobs: Any, run_id: str) -> dict[str, Any]:
         counts = {table: conn.execute(sa.text(f"SELECT count(*) FROM knowledge.{table}")).scalar()
                   for table in ("documents", "document_snapshots", "canonical_texts", "text_spans",
                                 "snapshot_texts", "crawl_page_decisions", "source_hosts")}
+        events = sorted(tuple(map(str, r)) for r in conn.execute(sa.text(
+            "SELECT url, type::text, version, previous_version, published_at IS NOT NULL"
+            " FROM knowledge.document_events")))
         spans = conn.execute(sa.text("SELECT md5(string_agg(text_hash || ordinal || span_start || span_end || kind,"
                                      " ',' ORDER BY text_hash, ordinal)) FROM knowledge.text_spans")).scalar()
     import hashlib
@@ -170,4 +173,4 @@ def crawl_state(engine: Any, blobs: Any, run_id: str) -> dict[str, Any]:
             named = named.replace(doc_id, url.replace("/", "|"))
         blob_digest[named] = hashlib.sha1(blobs.get(key)).hexdigest()
     return {"run": tuple(run), "runs": runs, "ledger": ledger, "documents": documents, "snapshots": snapshots,
-            "counts": counts, "spans": spans, "blobs": blob_digest}
+            "counts": counts, "spans": spans, "blobs": blob_digest, "events": events}

@@ -145,6 +145,21 @@ class Settings:
     # a few thousand; past that a page is a trap or a dump, and reading on only costs memory.
     max_links_per_page: int = 5000
 
+    # -- change events and webhooks (DESIGN.md "Outbound notifications") ------------------------------
+    # First retry of a failed webhook delivery after this many seconds, doubling each time: the
+    # specification's receivers expect retries within a minute, then spaced out.
+    notify_retry_seconds: float = 5.0
+    # Attempts of one delivery before it is marked failed (5 s doubling: the last one about 10 minutes in).
+    notify_max_attempts: int = 8
+    # Seconds a receiver has to answer one attempt; Standard Webhooks receivers answer quickly.
+    notify_timeout: float = 10.0
+    # A local run retries failed deliveries this long before it returns; `gleaner deliver` retries the rest.
+    notify_run_wait: float = 60.0
+    # Cloud Tasks queue for deliveries (terraform/changes.tf) and the URL of the HTTP handler that
+    # performs one attempt (None: the scrape function's URL + /notify/deliver, its private Tasks target).
+    notify_queue: str = "gleaner-notify"
+    notify_task_url: str | None = None
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -195,6 +210,13 @@ class Settings:
             extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
             max_links_per_page=_int(env, "GLEANER_MAX_LINKS_PER_PAGE", d.max_links_per_page, 1),
+
+            notify_retry_seconds=_float(env, "GLEANER_NOTIFY_RETRY_SECONDS", d.notify_retry_seconds, 0.0),
+            notify_max_attempts=_int(env, "GLEANER_NOTIFY_MAX_ATTEMPTS", d.notify_max_attempts, 1),
+            notify_timeout=_float(env, "GLEANER_NOTIFY_TIMEOUT", d.notify_timeout, 0.1),
+            notify_run_wait=_float(env, "GLEANER_NOTIFY_RUN_WAIT", d.notify_run_wait, 0.0),
+            notify_queue=env.get("GLEANER_NOTIFY_QUEUE", "").strip() or d.notify_queue,
+            notify_task_url=env.get("GLEANER_NOTIFY_TASK_URL", "").strip() or None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

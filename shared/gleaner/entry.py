@@ -240,17 +240,10 @@ def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = No
     Cloud Tasks retries every non-2xx answer, so a permanent failure of a well-formed task answers
     200; on the queue's last attempt the failure is recorded on the batch's URLs and answered 200.
     """
-    if request.method != "POST":
-        return _json_response({"error": "use POST"}, 405)
     deps = deps if deps is not None else process_deps()
-    try:
-        body = _read_body(request, deps.settings.webhook_max_bytes)
-        message = decode(body, expect)
-    except _TooLarge:
-        return _json_response({"error": "task body too large"}, 413)
-    except InvalidInput as exc:
-        log.error("rejecting malformed task: %s", exc)
-        return _json_response({"error": str(exc)}, 400)
+    message = _task_message(request, expect, deps)
+    if isinstance(message, tuple):
+        return message
     attempt = _task_attempt(request.headers)
     try:
         outcome = _dispatch(message, deps)
@@ -263,6 +256,22 @@ def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = No
         log.warning("task %s will be retried (attempt %s): %s", getattr(message, "task_name", "?"), attempt, exc)
         return _json_response({"error": "transient failure; retry", "reason": str(exc)}, 503)
     return _json_response({"outcome": outcome}, 200)
+
+
+def _task_message(request: Any, expect: type[M], deps: Deps) -> M | HttpResponse:
+    """The task's message, or the answer to a task that carries none (405, 413, 400)."""
+    if request.method != "POST":
+        return _json_response({"error": "use POST"}, 405)
+    try:
+        body = _read_body(request, deps.settings.webhook_max_bytes)
+        message = decode(body, expect)
+    except _TooLarge:
+        return _json_response({"error": "task body too large"}, 413)
+    except InvalidInput as exc:
+        log.error("rejecting malformed task: %s", exc)
+        return _json_response({"error": str(exc)}, 400)
+    assert isinstance(message, expect)
+    return message
 
 
 def _task_attempt(headers: Mapping[str, str]) -> int | None:
@@ -287,3 +296,29 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
     return _json_response(answer, status)
+
+
+# Webhook deliveries (Cloud Tasks on the notify queue) arrive on scrape's on_http at this path: scrape is
+# the private Cloud Tasks target already (only the tasks identity may invoke it).
+DELIVERY_PATH = "/notify/deliver"
+
+
+def run_delivery_task(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """One webhook delivery attempt (body = one encoded DeliveryTask); Cloud Tasks backs off and retries.
+
+    200 when delivered, when there is nothing left to do (delivered before, cancelled) and on the
+    queue's last attempt (the delivery is then marked failed); 503 when the receiver failed and the
+    task should come back; 400 for a malformed task.
+    """
+    from gleaner.changes.delivery import AttemptResult, attempt
+    from gleaner.messages import DeliveryTask
+
+    deps = deps if deps is not None else process_deps()
+    message = _task_message(request, DeliveryTask, deps)
+    if isinstance(message, tuple):
+        return message
+    tried = _task_attempt(request.headers)
+    last = tried is not None and tried >= deps.settings.notify_max_attempts
+    result = attempt(deps, message.delivery_id, due_only=False, last=last)
+    status = 503 if result is AttemptResult.RETRY else 200
+    return _json_response({"outcome": str(result)}, status)

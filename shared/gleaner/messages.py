@@ -179,9 +179,22 @@ class ArticlesAccepted(Message):
     full_reprocess: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryTask(Message):
+    """One Cloud Tasks task: make one attempt of one webhook delivery (gleaner.changes.delivery)."""
+
+    topic: ClassVar[str] = "notify"
+    delivery_id: str
+
+    @property
+    def task_name(self) -> str:
+        return f"notify-{self.delivery_id}"
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.__name__: cls
-    for cls in (CrawlRequested, CrawlMapped, ScrapeBatch, PagesFetched, SnapshotsWritten, ArticlesAccepted)
+    for cls in (CrawlRequested, CrawlMapped, ScrapeBatch, PagesFetched, SnapshotsWritten, ArticlesAccepted,
+                DeliveryTask)
 }
 TOPICS: dict[str, type[Message]] = {cls.topic: cls for cls in MESSAGE_TYPES.values()}
 

@@ -43,12 +43,22 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Callable[[str, Message]
         except PermanentError as exc:
             raise CrawlFailed(str(exc)) from exc
         bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
+    _notify(deps)
     summary = deps.metadata.run_summary(request.run_id)
     if summary is None:  # pragma: no cover - map always creates the run
         raise CrawlFailed("the run was not created")
     if bus.dead_letters:
         summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
     return summary
+
+
+def _notify(deps: Deps) -> None:
+    """Publish the run's change events and deliver its webhooks, retrying for a while, before returning
+    (DESIGN.md: locally the run retries before it returns; ``gleaner deliver`` retries the rest)."""
+    from gleaner.changes import delivery, outbox
+
+    outbox.flush(deps)
+    delivery.deliver_due(deps, wait_seconds=deps.settings.notify_run_wait)
 
 
 @contextmanager

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from gleaner.app import Deps
 from gleaner.bus.gcp import GcpBus
 from gleaner.bus.local import LocalBus
+from gleaner.changes.events import TOPIC as CHANGES_TOPIC
 from gleaner.config import Settings
 from gleaner.demo import demo_pages
 from gleaner.messages import CrawlRequested, FetchedPage, Message, PagesFetched, decode
@@ -170,8 +171,13 @@ def test_every_message_published_twice_more_changes_nothing(cloud, crawled):
     host = cloud.stack.env["PUBSUB_EMULATOR_HOST"]
     tapped: list[Message] = []
     for topic in emulators.topics():
+        if topic == CHANGES_TOPIC:
+            continue  # change events are the events' JSON, not stage messages (below)
         subscription = f"projects/{cloud.stack.project}/subscriptions/{topic}-tap"
         tapped += [decode(m.data) for m in pull_all(host, subscription, expect=10_000, timeout=1.5)]
+    changes = f"projects/{cloud.stack.project}/subscriptions/{CHANGES_TOPIC}-tap"
+    announced = [json.loads(m.data) for m in pull_all(host, changes, expect=10_000, timeout=1.5)]
+    assert len({e["event_id"] for e in announced}) == len(before["events"]) > 10
     kinds = {type(m).__name__ for m in tapped}
     assert kinds == {"CrawlRequested", "CrawlMapped", "ScrapeBatch", "PagesFetched", "SnapshotsWritten"}
     start = cloud.deliveries()
@@ -187,6 +193,7 @@ def test_every_message_published_twice_more_changes_nothing(cloud, crawled):
 
     wait_for(quiet, 60, "deliveries to stop")
     assert crawl_state(cloud.engine, cloud.blobs, request.run_id) == before
+    assert pull_all(host, changes, expect=1, timeout=1.5) == []  # the duplicates announced no change
     assert cloud.meta.run_summary(request.run_id)["finished_at"] == finished_at
 
 

@@ -31,12 +31,20 @@ class QueueBus:
 
     def __init__(self) -> None:
         self.queue: list[Message] = []
+        self.announced: list[Any] = []
         self.names: set[str] = set()
         self.lock = threading.Lock()
 
     def publish(self, message: Message, *, ordering_key: str | None = None) -> None:
         with self.lock:
             self.queue.append(decode(encode(message)))
+
+    def announce(self, event: Any) -> None:
+        with self.lock:
+            self.announced.append(event)
+
+    def enqueue_delivery(self, delivery_id: str) -> bool:
+        return False
 
     def enqueue(self, batch: ScrapeBatch) -> bool:
         with self.lock:

@@ -19,8 +19,9 @@ import hcl2
 import pytest
 import yaml
 
+from gleaner.changes.events import TOPIC as CHANGES_TOPIC
 from gleaner.config import Settings
-from gleaner.messages import TOPICS, ScrapeBatch
+from gleaner.messages import TOPICS, DeliveryTask, ScrapeBatch
 from gleaner.stages import STAGES
 from tests.cloud_fixtures import emulators
 
@@ -70,8 +71,33 @@ def test_terraform_is_formatted():
 
 def test_every_topic_the_code_publishes_is_declared_and_nothing_else(tf):
     declared = {*tf["locals"]["topics"], tf["locals"]["dead_letter_topic"]}
-    # Scrape batches are Cloud Tasks, not a topic.
-    assert declared == (set(TOPICS) - {ScrapeBatch.topic}) | {emulators.DEAD_LETTER_TOPIC}
+    # Scrape batches and webhook deliveries are Cloud Tasks, not topics.
+    assert declared == (set(TOPICS) - {ScrapeBatch.topic, DeliveryTask.topic}) | {emulators.DEAD_LETTER_TOPIC}
+
+
+def test_change_events_have_their_topic_and_every_function_that_announces_may_publish_there(tf):
+    topic = tf["resource"]["google_pubsub_topic"]["documents_changed"]
+    assert topic["name"] == CHANGES_TOPIC
+    publishers = tf["resource"]["google_pubsub_topic_iam_member"]["announce"]
+    assert publishers["topic"] == "${google_pubsub_topic.documents_changed.id}"
+    # Every stage whose handler flushes the outbox (gleaner.changes.outbox.flush) may publish.
+    stages_that_flush = {"map", "scrape", "snapshot"}
+    assert stages_that_flush <= set(tf["locals"]["announces"])
+
+
+def test_webhook_deliveries_go_through_the_notify_queue_with_backoff_starting_at_seconds(tf):
+    queue = tf["resource"]["google_cloud_tasks_queue"]["notify"]
+    assert queue["name"] == Settings().notify_queue
+    retry = queue["retry_config"][0]
+    assert retry["max_attempts"] == "${var.notify_max_attempts}"
+    assert tf["variable"]["notify_max_attempts"]["default"] == Settings().notify_max_attempts
+    assert int(retry["min_backoff"].rstrip("s")) < 60  # the first retry within a minute (DESIGN.md)
+    enqueuers = set(tf["locals"]["schedules_deliveries"])
+    # Those who schedule deliveries know the scrape function's URL (the tasks' target) and may act as
+    # the tasks identity that invokes it.
+    assert enqueuers <= set(tf["locals"]["event_functions"])
+    acts_as = tf["resource"]["google_service_account_iam_member"]["acts_as_tasks_invoker_for_deliveries"]
+    assert acts_as["for_each"] == "${toset(local.schedules_deliveries)}"
 
 
 def test_every_consumed_topic_is_pushed_to_its_stage_function_with_the_same_subscription_name(tf):

@@ -1,4 +1,5 @@
-"""The bus on Google Cloud: Pub/Sub for ``publish``, Cloud Tasks for ``enqueue``.
+"""The bus on Google Cloud: Pub/Sub for ``publish`` and ``announce``, Cloud Tasks for ``enqueue``
+and ``enqueue_delivery`` (the notify queue).
 
 - ``publish`` sends the encoded message to the message's topic with batching on,
   ordering key = site, and waits for the publish future: the caller acknowledges
@@ -20,13 +21,17 @@ translated here into Gleaner's error tree.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, InvalidInput, RetryableError
-from gleaner.messages import Message, ScrapeBatch, encode
+from gleaner.messages import DeliveryTask, Message, ScrapeBatch, encode
+
+if TYPE_CHECKING:
+    from gleaner.changes.events import ChangeEvent
 
 log = logging.getLogger(__name__)
 
@@ -100,22 +105,58 @@ class GcpBus:
             return True
         return self._create_task(batch)
 
-    def _create_task(self, batch: ScrapeBatch) -> bool:
+    def announce(self, event: ChangeEvent) -> None:
+        """The event's JSON is the message (not the stages' envelope): downstream consumers read it as is."""
         from google.api_core import exceptions as gexc
 
-        request = build_task_request(self.settings, self.queue_path(), batch)
+        from gleaner.changes.events import TOPIC
+
+        topic = self.topic_path(TOPIC)
+        data = json.dumps(event.to_dict(), separators=(",", ":"), sort_keys=True).encode("utf-8")
+        try:
+            future = self.publisher.publish(topic, data, ordering_key=event.site_domain, type=event.type,
+                                            site_domain=event.site_domain, event_id=event.event_id)
+            future.result(timeout=self.settings.publish_timeout)
+        except gexc.NotFound as exc:
+            raise ConfigError(f"Pub/Sub topic {topic} does not exist") from exc
+        except (gexc.GoogleAPIError, TimeoutError, OSError) as exc:
+            self.publisher.resume_publish(topic, event.site_domain)
+            raise RetryableError(f"publish to {topic} failed: {exc}") from exc
+
+    def enqueue_delivery(self, delivery_id: str) -> bool:
+        """One task on the notify queue per delivery, named after it; Cloud Tasks retries with backoff.
+
+        In emulator mode (no Cloud Tasks) deliveries stay in the database queue for ``gleaner deliver``.
+        """
+        if self.settings.tasks_backend == "pubsub" or notify_task_url(self.settings) is None:
+            # The scrape function knows no URL of its own: the next map or snapshot schedules these.
+            return False
+        task = DeliveryTask(delivery_id=delivery_id)
+        self._create_named_task(build_delivery_request(self.settings, self.notify_queue_path(), task), task.task_name)
+        return True  # created now or before: scheduled either way
+
+    def notify_queue_path(self) -> str:
+        return f"projects/{self.settings.project}/locations/{self.settings.region}/queues/{self.settings.notify_queue}"
+
+    def _create_task(self, batch: ScrapeBatch) -> bool:
+        return self._create_named_task(build_task_request(self.settings, self.queue_path(), batch), batch.task_name)
+
+    def _create_named_task(self, request: dict[str, Any], name: str) -> bool:
+        """Create a named task; False if that name was already used (it is scheduled, not twice)."""
+        from google.api_core import exceptions as gexc
+
         try:
             self.tasks.create_task(request=request)
         except gexc.Aborted as exc:  # also HTTP 409, but transient: try again
-            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+            raise RetryableError(f"cannot create task {name}: {exc}") from exc
         except gexc.Conflict:
             # gRPC answers AlreadyExists; the REST transport maps the same 409 to Conflict.
-            log.info("task %s already exists; not scheduling it twice", batch.task_name)
+            log.info("task %s already exists; not scheduling it twice", name)
             return False
         except gexc.InvalidArgument as exc:
-            raise InvalidInput(f"Cloud Tasks refused task {batch.task_name}: {exc}") from exc
+            raise InvalidInput(f"Cloud Tasks refused task {name}: {exc}") from exc
         except gexc.GoogleAPIError as exc:
-            raise RetryableError(f"cannot create task {batch.task_name}: {exc}") from exc
+            raise RetryableError(f"cannot create task {name}: {exc}") from exc
         return True
 
     def close(self) -> None:
@@ -146,6 +187,33 @@ def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) 
             "dispatch_deadline": {"seconds": TASK_DISPATCH_DEADLINE_SECONDS},
         },
     }
+
+
+def notify_task_url(settings: Settings) -> str | None:
+    """Where delivery tasks go: GLEANER_NOTIFY_TASK_URL, else the scrape function's /notify/deliver."""
+    if settings.notify_task_url:
+        return settings.notify_task_url
+    if settings.scrape_url:
+        return settings.scrape_url.rstrip("/") + "/notify/deliver"
+    return None
+
+
+def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTask) -> dict[str, Any]:
+    """The CreateTask request for one webhook delivery: POST the encoded task to the delivery handler."""
+    url = notify_task_url(settings)
+    if url is None:
+        raise ConfigError("webhook deliveries on Cloud Tasks need GLEANER_NOTIFY_TASK_URL or GLEANER_SCRAPE_URL")
+    http_request: dict[str, Any] = {
+        "http_method": "POST",
+        "url": url,
+        "headers": {"Content-Type": "application/json"},
+        "body": encode(task),
+    }
+    if settings.tasks_service_account:
+        http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
+                                      "audience": url}
+    return {"parent": queue_path, "task": {"name": f"{queue_path}/tasks/{task.task_name}",
+                                           "http_request": http_request}}
 
 
 def _new_publisher(settings: Settings) -> Any:

@@ -23,9 +23,13 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gleaner.errors import PermanentError, RetryableError
 from gleaner.messages import Message, ScrapeBatch, decode, encode
+
+if TYPE_CHECKING:
+    from gleaner.changes.events import ChangeEvent
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ class LocalBus:
     topic_limits: dict[str, int] = field(default_factory=lambda: {ScrapeBatch.topic: 1})
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    # In-process consumers of change events (topic -> callables of one ChangeEvent).
+    change_handlers: dict[str, list[Callable[[ChangeEvent], None]]] = field(default_factory=dict)
     _queue: deque[tuple[Message, int]] = field(default_factory=deque)
     _task_names: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -72,6 +78,17 @@ class LocalBus:
             self._task_names.add(batch.task_name)
         self.publish(batch)
         return True
+
+    def announce(self, event: ChangeEvent) -> None:
+        """Hand a change event to this process's subscribers of `documents-changed`, at once."""
+        from gleaner.changes.events import TOPIC
+
+        for handler in self.change_handlers.get(TOPIC, []):
+            handler(event)
+
+    def enqueue_delivery(self, delivery_id: str) -> bool:
+        # Locally the database is the delivery queue: the run works it before it returns.
+        return False
 
     def pending(self) -> int:
         return len(self._queue)

@@ -5,16 +5,22 @@ Two verbs, matching the two cloud services that implement them:
 - ``publish(message)``: fan-out to the message's topic (Pub/Sub), at least once;
 - ``enqueue(batch)``: one named HTTP task for the scrape stage (Cloud Tasks); a task
   whose name was already used is not enqueued again, so a re-sent request cannot
-  schedule a batch twice.
+  schedule a batch twice;
+- ``announce(event)``: a change event on the `documents-changed` topic, the event's
+  JSON itself as the message (downstream systems subscribe to it);
+- ``enqueue_delivery(id)``: one named task making a webhook delivery attempt.
 
 The in-process implementation (:mod:`gleaner.bus.local`) is what the CLI runs.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gleaner.messages import Message, ScrapeBatch
+
+if TYPE_CHECKING:
+    from gleaner.changes.events import ChangeEvent
 
 
 class Bus(Protocol):
@@ -24,4 +30,13 @@ class Bus(Protocol):
 
     def enqueue(self, batch: ScrapeBatch) -> bool:
         """Schedule one scrape task named batch.task_name; False if that name was already used."""
+        ...
+
+    def announce(self, event: ChangeEvent) -> None:
+        """Publish a change event on `documents-changed`; returns once the publish is durable."""
+        ...
+
+    def enqueue_delivery(self, delivery_id: str) -> bool:
+        """Schedule one webhook delivery task; False if this bus leaves deliveries to the database queue
+        (worked by the local run and ``gleaner deliver``)."""
         ...

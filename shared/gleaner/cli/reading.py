@@ -1,4 +1,7 @@
-"""Reading what Gleaner keeps: runs, the document tree, a page's versions, quote verification."""
+"""Reading what Gleaner keeps: runs and their URLs, the document tree, a page's versions, quote verification.
+
+``diff`` and ``export`` (versions compared, the current tree written out) are in ``cli/versions.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +11,35 @@ from typing import Any
 
 import click
 
+from gleaner.app import Deps
 from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary
 
 
 @main.command("runs")
 @click.argument("run_id", required=False)
 @click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--urls", is_flag=True, help="With RUN_ID: every URL of the run with its status and reason.")
+@click.option("--status", "status_filter", help="With --urls: only URLs with this status (e.g. unavailable).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def runs_cmd(run_id: str | None, limit: int, as_json: bool) -> None:
-    """Recent runs with their counters, or one run's per-URL status breakdown."""
+def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | None, as_json: bool) -> None:
+    """Recent runs with their counters, or one run's per-URL status breakdown (--urls: each URL)."""
+    if (urls or status_filter) and not run_id:
+        fail("--urls and --status need a RUN_ID", 2)
     with open_deps(load_settings()) as deps:
         if run_id:
             summary = deps.metadata.run_summary(run_id) if is_uuid(run_id) else None
             if summary is None:
                 fail(f"no run {run_id}")
+                return
+            if urls or status_filter:
+                rows = deps.metadata.run_urls(run_id, status_filter)
+                if as_json:
+                    click.echo(json.dumps(rows))
+                    return
+                for r in rows:
+                    code = f" HTTP {r['http_status']}" if r["http_status"] else ""
+                    click.echo(f"{r['status']:<16} {r['url']}{code}  {r['reason'] or ''}".rstrip())
                 return
             summary["outcomes"] = deps.metadata.outcome_breakdown(run_id)
             if as_json:
@@ -67,56 +84,89 @@ def docs_cmd(site: str, as_json: bool) -> None:
 
 @main.command("show")
 @click.argument("url")
+@click.option("--site-domain", help="The site holding the URL (needed when several do).")
+@click.option("--version", "version", type=click.IntRange(min=1), help="This version instead of the current one.")
 @click.option("--raw", is_flag=True, help="Print raw.md instead of content.md.")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def show_cmd(url: str, raw: bool, as_json: bool) -> None:
-    """A page's current body and its version history."""
+def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, as_json: bool) -> None:
+    """A page's current body (or --version N's) and its version history."""
+    with open_deps(load_settings()) as deps:
+        doc = find_document(deps, url, site_domain)
+        versions = deps.metadata.snapshots_of(doc["id"])
+        chosen = pick_version(doc, versions, version)
+        body = ""
+        if chosen is not None:
+            ref = chosen["raw_ref"] if raw else chosen["content_ref"]
+            body = read_body(deps, ref, chosen["version"]) if ref else ""
+    if as_json:
+        click.echo(json.dumps({"document": doc, "version": chosen["version"] if chosen else None,
+                               "versions": versions, "body": body}, default=str))
+        return
+    reason = f": {doc['status_reason']}" if doc.get("status_reason") else ""
+    click.echo(f"{doc['canonical_url']}  [{doc['status']}{reason}, scrape_policy={doc['scrape_policy']},"
+               f" site {doc['site_domain']}]", err=True)
+    for v in versions:
+        mark = " <- current" if v["id"] == doc["current_snapshot_id"] else ""
+        click.echo(f"  v{v['version']}  {v['content_hash']}  {v['created_at']}  {v['change_signal'] or 'first'}{mark}",
+                   err=True)
+    click.echo(body, nl=False)
+
+
+def find_document(deps: Deps, url: str, site_domain: str | None) -> dict[str, Any]:
+    """The one document for URL (and site); exits 2 listing the sites when several hold the URL."""
     from gleaner.urls import canonicalize
 
     canonical = canonicalize(url)
-    with open_deps(load_settings()) as deps:
-        doc = deps.metadata.document_by_url(canonical)
-        if doc is None:
-            fail(f"no document for {canonical}")
-            return
-        versions = deps.metadata.snapshots_of(doc["id"])
-        body = ""
-        if versions:
-            ref = versions[0]["raw_ref"] if raw else versions[0]["content_ref"]
-            body = deps.blobs.get(ref).decode("utf-8") if ref else ""
-    if as_json:
-        click.echo(json.dumps({"document": doc, "versions": versions, "body": body}, default=str))
-        return
-    click.echo(f"{doc['canonical_url']}  [{doc['status']}, scrape_policy={doc['scrape_policy']}]", err=True)
-    for v in versions:
-        click.echo(f"  v{v['version']}  {v['content_hash']}  {v['created_at']}  {v['change_signal'] or 'first'}",
-                   err=True)
-    click.echo(body, nl=False)
+    docs = deps.metadata.documents_by_url(canonical, site_domain)
+    if not docs:
+        fail(f"no document for {canonical}" + (f" in site {site_domain}" if site_domain else ""))
+    if len(docs) > 1:
+        sites = ", ".join(d["site_domain"] for d in docs)
+        fail(f"{canonical} is known under {len(docs)} sites ({sites}): name one with --site-domain", 2)
+    return docs[0]
+
+
+def pick_version(doc: dict[str, Any], versions: list[dict[str, Any]], number: int | None) -> dict[str, Any] | None:
+    """The named version, else the current snapshot (not the highest number: content can revert)."""
+    if number is not None:
+        for v in versions:
+            if v["version"] == number:
+                return v
+        known = ", ".join(f"v{v['version']}" for v in sorted(versions, key=lambda v: v["version"])) or "none"
+        fail(f"{doc['canonical_url']} has no version {number} (versions: {known})")
+    return next((v for v in versions if v["id"] == doc["current_snapshot_id"]), None)
+
+
+def read_body(deps: Deps, ref: str, version: int) -> str:
+    try:
+        return deps.blobs.get(ref).decode("utf-8")
+    except KeyError:  # the blob port's "absent"
+        fail(f"the body of v{version} is missing from the blob store ({ref})")
+        raise AssertionError("unreachable") from None
 
 
 @main.command("verify")
 @click.argument("url")
 @click.argument("quote")
+@click.option("--site-domain", help="The site holding the URL (needed when several do).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def verify_cmd(url: str, quote: str, as_json: bool) -> None:
+def verify_cmd(url: str, quote: str, site_domain: str | None, as_json: bool) -> None:
     """Check that QUOTE occurs verbatim in URL's stored text; print the byte span that holds it.
 
     Exits 0 when the current version holds the quote, 3 when only an earlier version did (drift),
     4 when no stored version does.
     """
     from gleaner.provenance.citations import locate
-    from gleaner.urls import canonicalize
 
-    canonical = canonicalize(url)
     with open_deps(load_settings()) as deps:
-        doc = deps.metadata.document_by_url(canonical)
-        if doc is None:
-            fail(f"no document for {canonical}")
-            return
+        doc = find_document(deps, url, site_domain)
+        canonical = doc["canonical_url"]
         answer: dict[str, Any] = {"url": canonical, "verified": False, "drifted": False}
-        for version, snapshot_id, text_hash, current in deps.metadata.texts_of_document(doc["id"]):
+        # The current snapshot first: after a revert it is not the highest version.
+        texts = sorted(deps.metadata.texts_of_document(doc["id"]), key=lambda t: (not t[3], -t[0]))
+        for version, snapshot_id, text_hash, current in texts:
             stored = deps.metadata.canonical_text(text_hash)
             if stored is None:
                 continue

@@ -250,6 +250,7 @@ class Fetcher:
         started = time.monotonic()
         current = url
         seen = {url}
+        hops: list[int] = []
         for hop in range(self.settings.max_redirects + 1):
             admitted = await self._admit(request, current, hop)
             if isinstance(admitted, FetchResult):
@@ -260,7 +261,7 @@ class Fetcher:
                     return _elapsed(verdict, started)
             result = await self._exchange(request, admitted, max_bytes=max_bytes, robots=robots)
             if result.status not in _REDIRECTS or result.outcome is not FetchOutcome.REDIRECT_REFUSED:
-                return _elapsed(result, started)
+                return _elapsed(replace(result, redirects=tuple(hops)) if hops else result, started)
             location = result.headers.get("location", "").strip()
             if not location:
                 return _elapsed(_with(result, FetchOutcome.UNAVAILABLE, f"HTTP {result.status} without Location"),
@@ -277,6 +278,7 @@ class Fetcher:
             if target in seen:
                 return _elapsed(_with(result, FetchOutcome.REDIRECT_REFUSED, f"redirect loop at {target}"), started)
             seen.add(target)
+            hops.append(result.status or 0)
             current = target
         return _elapsed(FetchResult(request.url, FetchOutcome.REDIRECT_REFUSED,
                                     f"more than {self.settings.max_redirects} redirects", final_url=current,

@@ -82,6 +82,8 @@ class FetchResult:
     headers: dict[str, str] = field(default_factory=dict)
     key: str | None = None
     wire_bytes: int | None = None  # bytes received on the wire (compressed), for the run's byte budget
+    # The status of each redirect followed to get here, in order: (301, 308) means the page moved for good.
+    redirects: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:

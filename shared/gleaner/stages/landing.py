@@ -32,6 +32,7 @@ from sqlalchemy.exc import DBAPIError
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.extract.html import extract_html
 from gleaner.extract.pdf import extract_pdf, is_pdf
@@ -100,6 +101,7 @@ def handle(message: ArticlesAccepted, deps: Deps) -> LandingReport:
         if snapshots:
             deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=REFERENCES_SITE,
                                               snapshot_ids=tuple(snapshots)), ordering_key=REFERENCES_SITE)
+            outbox.flush_after_commit(deps)  # the landed versions' change events
     _event(logging.INFO, "reference.walk", walk=message.walk, full_reprocess=message.full_reprocess,
            **report.to_dict())
     return report

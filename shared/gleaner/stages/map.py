@@ -9,6 +9,9 @@ that cannot be read or parsed is a recorded problem, never a failed run. Writes 
 URL (status=discovered), the crawl_runs row, the run's ledger rows (unlabeled)
 and the map JSON; then emits CrawlMapped.
 
+A complete mapping run (no limit reached, no include globs) also marks the site's
+active pages that it and the complete run before it did not find as stale.
+
 Idempotent: the run id derives from the request id, so a redelivered request
 finds its run; a run already past mapping just re-emits CrawlMapped.
 """
@@ -22,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from gleaner.app import Deps
+from gleaner.changes import outbox
+from gleaner.changes.lifecycle import mark_unmapped_stale
 from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
@@ -147,9 +152,14 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         # A redelivery after a crash re-mapped a site that changed meanwhile: the first map JSON
         # stands (blobs are create-only), and the run must still move on rather than stay mapping.
         log.info("run %s: keeping the map JSON of the first delivery", run_id)
+    # Before finish_map: a redelivery after a crash here still finds the run mapping and gets this far again.
+    complete = not found.full and not include and max_depth >= 1
+    with meta.engine.begin() as conn:
+        mark_unmapped_stale(conn, run_id, site, complete)
     meta.finish_map(run_id, key, len(found.beyond))
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
+    outbox.flush_after_commit(deps)  # pages this run declared stale
     return mapped
 
 

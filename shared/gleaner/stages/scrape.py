@@ -20,7 +20,8 @@ from dataclasses import replace
 from itertools import chain
 
 from gleaner.app import Deps
-from gleaner.errors import BlobConflict
+from gleaner.changes import outbox
+from gleaner.errors import BlobConflict, InvalidInput
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.budget import Spent
@@ -30,6 +31,7 @@ from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.notmodified import record_not_modified
 from gleaner.store.records import FetchRecord, RunPage
+from gleaner.urls import canonicalize
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
         for result in chain(replays(), fetcher.fetch_many(requests), fetcher.fetch_many(missing)):
             page = pages[str(result.key)]
-            if result.outcome is FetchOutcome.FETCHED:
+            moved_to = _moved_to_known(deps, message.site_domain, page, result)
+            if moved_to is not None:
+                records.append(_record(page, result, None, superseded_by=moved_to))
+            elif result.outcome is FetchOutcome.FETCHED:
                 waiting.append((page, result))
                 if len(waiting) >= PAGES_PER_EXTRACTION:
                     extract_waiting()
@@ -104,6 +109,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
     else:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
 
 
@@ -114,11 +120,32 @@ def _request(page: RunPage) -> FetchRequest:
                         last_modified=page.last_modified if page.current_hash else None)
 
 
-def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None) -> FetchRecord:
+def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None,
+            superseded_by: str | None = None) -> FetchRecord:
     return FetchRecord(page.document_id, str(result.outcome), result.reason, result.status, result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
-                       handed.extractor if handed else None)
+                       handed.extractor if handed else None, superseded_by)
+
+
+PERMANENT_REDIRECTS = frozenset({301, 308})
+
+
+def _moved_to_known(deps: Deps, site: str, page: RunPage, result: FetchResult) -> str | None:
+    """The canonical URL of another known document of the site this page permanently redirected to.
+
+    Such a page is superseded (DESIGN.md): what the redirect served is the other document's content,
+    so it is not versioned as this one's.
+    """
+    if not result.ok or not result.redirects or not set(result.redirects) <= PERMANENT_REDIRECTS:
+        return None
+    try:
+        target = canonicalize(result.final_url or "")
+    except InvalidInput:
+        return None
+    if target == page.canonical_url or not deps.metadata.document_ids_by_url(site, [target]):
+        return None
+    return target
 
 
 def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedPage:

@@ -8,6 +8,8 @@ document_snapshots row (version = previous + 1) and advances
 documents.current_snapshot_id; then SnapshotsWritten is published. A document
 (a PDF) also keeps its original bytes there (``original.pdf``, ``original_ref``). Body first,
 metadata second, publish last: the order that survives a crash at any point.
+Each new current version's change event is recorded in that transaction and
+published from the outbox after it (gleaner.changes).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 
 from gleaner import __version__
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.errors import BlobConflict
 from gleaner.messages import FetchedPage, PagesFetched, SnapshotsWritten
 from gleaner.store.blobs import snapshot_content_key, snapshot_original_key, snapshot_raw_key
@@ -54,6 +57,7 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
                          ordering_key=site)
     if message.run_id is not None:
         meta.try_finish_run(message.run_id)
+    outbox.flush_after_commit(deps)  # the versions' change events, committed with them
     return results
 
 

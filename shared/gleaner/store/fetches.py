@@ -2,7 +2,8 @@
 
 Each page's ``fetch_outcome`` is set once (a redelivered batch finds it set and
 writes nothing more); only the pages this call settled update their documents'
-validators, title, fetch times and status. Dead letters record their
+validators, title and fetch times, and move their status (the lifecycle in
+``gleaner.changes.lifecycle``, with its change events). Dead letters record their
 unavailable pages here too. The scrape stage sends pages that answered 304
 through notmodified.py, one cheaper statement; a not-modified record passed here
 is still settled as unchanged.
@@ -15,6 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.changes.lifecycle import FetchFacts, settle_fetches
 from gleaner.store.records import FetchRecord
 from gleaner.store.sqlstore import SqlStore
 
@@ -25,13 +27,13 @@ class FetchStore(SqlStore):
         if not records:
             return
         cols: dict[str, list[Any]] = {
-            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex")
+            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex", "sup")
         }
         for r in records:
             for key, value in zip(
                 cols,
                 (r.document_id, r.outcome, r.reason, r.status, r.time_ms, r.byte_size, r.etag, r.last_modified,
-                 r.title, r.content_hash, r.raw_hash, r.extractor),
+                 r.title, r.content_hash, r.raw_hash, r.extractor, r.superseded_by),
                 strict=True,
             ):
                 cols[key].append(value)
@@ -41,12 +43,12 @@ class FetchStore(SqlStore):
                     "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
                     " fetch_reason = t.why, fetch_status = t.st, fetch_time_ms = t.ms, byte_size = t.sz,"
                     " fetched_at = now(), fetched_content_hash = t.ch, fetched_raw_hash = t.rh, extractor = t.ex,"
-                    " snapshot_outcome = CASE WHEN t.o = 'not-modified' THEN 'unchanged'::knowledge.snapshot_outcome"
-                    "   ELSE c.snapshot_outcome END"
+                    " snapshot_outcome = CASE WHEN t.o = 'not-modified' OR t.sup IS NOT NULL"
+                    "   THEN 'unchanged'::knowledge.snapshot_outcome ELSE c.snapshot_outcome END"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:why AS text[]), CAST(:st AS int[]),"
                     " CAST(:ms AS int[]), CAST(:sz AS int[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
-                    " CAST(:ti AS text[]), CAST(:ch AS text[]), CAST(:rh AS text[]), CAST(:ex AS text[]))"
-                    " AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex)"
+                    " CAST(:ti AS text[]), CAST(:ch AS text[]), CAST(:rh AS text[]), CAST(:ex AS text[]),"
+                    " CAST(:sup AS text[])) AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex, sup)"
                     " WHERE c.run_id = :r AND c.document_id = t.d AND c.fetch_outcome IS NULL"
                     " RETURNING c.document_id"
                 ),
@@ -64,8 +66,6 @@ class FetchStore(SqlStore):
                     " last_fetched_at = CASE WHEN t.o IN ('fetched', 'not-modified') THEN now()"
                     "   ELSE d.last_fetched_at END,"
                     " last_seen_at = CASE WHEN t.o = 'not-modified' THEN now() ELSE d.last_seen_at END,"
-                    " status = CASE WHEN t.o NOT IN ('fetched', 'not-modified', 'exhausted')"
-                    "   AND d.current_snapshot_id IS NULL THEN 'failed'::knowledge.document_status ELSE d.status END,"
                     " updated_at = now()"
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
                     " CAST(:ti AS text[])) AS t(d, o, et, lm, ti)"
@@ -74,3 +74,7 @@ class FetchStore(SqlStore):
                 {"d": cols["d"], "o": cols["o"], "et": cols["et"], "lm": cols["lm"], "ti": cols["ti"],
                  "fresh": fresh},
             )
+            settled = set(fresh)
+            settle_fetches(conn, run_id, [
+                FetchFacts(r.document_id, r.outcome, r.status, r.reason, r.superseded_by)
+                for r in records if r.document_id in settled])

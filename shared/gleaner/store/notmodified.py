@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from gleaner.changes.lifecycle import FetchFacts, settle_fetches
 from gleaner.store.records import FetchRecord
 from gleaner.store.sqlstore import json_rows
 
@@ -27,7 +28,7 @@ def record_not_modified(engine: Engine, run_id: str, records: Sequence[FetchReco
     rows = [{"d": r.document_id, "why": r.reason, "st": r.status, "ms": r.time_ms, "sz": r.byte_size}
             for r in records]
     with engine.begin() as conn:
-        conn.execute(
+        fresh = conn.execute(
             sa.text(
                 "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json))"
                 "   AS t(d uuid, why text, st int, ms int, sz int)),"
@@ -38,7 +39,10 @@ def record_not_modified(engine: Engine, run_id: str, records: Sequence[FetchReco
                 "   FROM t WHERE c.run_id = :r AND c.document_id = t.d AND c.fetch_outcome IS NULL"
                 "   RETURNING c.document_id)"
                 " UPDATE knowledge.documents d SET last_fetched_at = now(), last_seen_at = now(), updated_at = now()"
-                " FROM fresh WHERE d.id = fresh.document_id"
+                " FROM fresh WHERE d.id = fresh.document_id RETURNING d.id, d.status::text"
             ),
             {"r": run_id, "rows": json_rows(rows)},
-        )
+        ).all()
+        # A 304 counts as answering: a failed or stale page that answers is active again.
+        returning = [str(doc) for doc, status in fresh if status in ("failed", "stale", "superseded")]
+        settle_fetches(conn, run_id, [FetchFacts(doc, "not-modified", 304) for doc in returning])

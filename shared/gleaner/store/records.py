@@ -68,6 +68,9 @@ class FetchRecord:
     content_hash: str | None = None
     raw_hash: str | None = None
     extractor: str | None = None
+    # The known document this page permanently redirects to (its canonical URL): it is superseded,
+    # and what the redirect served is that document's content, not a version of this one.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The snapshot stage's writes: a new document version where the content hash changed, in one transaction.
 
 Versions are immutable and keyed by (document, content hash): content that goes
-back to an earlier version points at that snapshot again. The run's ledger row
+back to an earlier version points at that snapshot again. Each new current version
+records its change event (document.new / document.changed) in the same transaction. The run's ledger row
 records the outcome once, so a redelivered message is reported as a duplicate.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.changes.events import Change, EventType, record_changes
 from gleaner.store.records import SnapshotInput, SnapshotResult
 from gleaner.store.sqlstore import SqlStore, json_rows, json_value
 
@@ -30,6 +32,11 @@ class SnapshotStore(SqlStore):
         ids = sorted({p.document_id for p in pages})
         results: list[SnapshotResult] = []
         with self._tx() as conn:
+            # Lock first, read second: a statement that waited for the lock sees the locked row as the
+            # other delivery left it but its joined rows as they were when it started (FACTS.md), and
+            # would take a version the other delivery just wrote for a change to make again.
+            conn.execute(sa.text("SELECT 1 FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[]))"
+                                 " ORDER BY id FOR UPDATE"), {"ids": ids})
             state = {
                 str(r[0]): (r[1], r[2], r[3], r[4])
                 for r in conn.execute(
@@ -39,7 +46,7 @@ class SnapshotStore(SqlStore):
                         " FROM knowledge.documents d"
                         " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
                         " LEFT JOIN knowledge.crawl_page_decisions c ON c.document_id = d.id AND c.run_id = :r"
-                        " WHERE d.id = ANY(CAST(:ids AS uuid[])) ORDER BY d.id FOR UPDATE OF d"
+                        " WHERE d.id = ANY(CAST(:ids AS uuid[]))"
                     ),
                     {"ids": ids, "r": run_id},
                 ).all()
@@ -74,14 +81,25 @@ class SnapshotStore(SqlStore):
                 conn.execute(sa.text("UPDATE knowledge.documents SET kind = 'file' WHERE id = ANY(CAST(:d AS uuid[]))"
                                      " AND kind <> 'file'"), {"d": files})
             if changed:
+                # A first version makes the page active; other statuses (failed, stale, superseded, blocked)
+                # are the lifecycle's (gleaner.changes.lifecycle), settled when the page was fetched.
                 conn.execute(
                     sa.text(
-                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s, status = 'active',"
+                        "UPDATE knowledge.documents d SET current_snapshot_id = t.s,"
+                        " status = CASE WHEN d.status IN ('discovered', 'failed') THEN 'active'"
+                        "   ELSE d.status END,"
+                        " status_reason = CASE WHEN d.status IN ('discovered', 'failed') THEN NULL"
+                        "   ELSE d.status_reason END,"
                         " last_seen_at = now(), last_fetched_at = now(), updated_at = now()"
                         " FROM unnest(CAST(:d AS uuid[]), CAST(:s AS uuid[])) AS t(d, s) WHERE d.id = t.d"
                     ),
                     {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
                 )
+                previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
+                record_changes(conn, [
+                    Change(document_id=r.document_id, type=EventType.NEW if r.outcome == "new" else EventType.CHANGED,
+                           run_id=run_id, snapshot_id=r.snapshot_id, previous_snapshot_id=previous.get(r.document_id))
+                    for r in changed])
             if unchanged:
                 conn.execute(
                     sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),

@@ -1,0 +1,9 @@
+"""Keeping the copy current and saying what changed: lifecycle, change events, the outbox, webhooks.
+
+- ``events``: the event shape, recording one per change (idempotent by business identity), listing;
+- ``lifecycle``: ``documents.status`` transitions and the events they emit;
+- ``outbox``: publishing recorded events on `documents-changed` and fanning them out to subscriptions;
+- ``subscriptions``: Standard Webhooks subscriptions (``gleaner notify``);
+- ``signing``: the Standard Webhooks signature;
+- ``delivery``: one delivery attempt, retries with backoff, the delivery log.
+"""

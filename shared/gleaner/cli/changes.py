@@ -1,0 +1,152 @@
+"""What changed and who is told: ``gleaner changes``, ``gleaner notify …`` and ``gleaner deliver``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import click
+
+from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps
+
+
+@main.command("changes")
+@click.argument("site", required=False)
+@click.option("--since", help="An ISO 8601 time, or a run id (that run's changes and later ones).")
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of events.")
+@guard
+def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) -> None:
+    """Change events (new, changed, removed, restored, stale, blocked, unblocked), oldest first."""
+    from gleaner.changes.events import list_events
+
+    since_time: datetime | None = None
+    since_run: str | None = None
+    if since:
+        if is_uuid(since):
+            since_run = since
+        else:
+            try:
+                since_time = datetime.fromisoformat(since.replace("Z", "+00:00"))
+            except ValueError:
+                fail(f"--since takes an ISO 8601 time or a run id, got {since!r}", 2)
+    with open_deps(load_settings()) as deps:
+        if since_run is not None and deps.metadata.run_summary(since_run) is None:
+            fail(f"no run {since_run}")
+        events = list_events(deps.engine, site=site, since=since_time, since_run=since_run, limit=limit)
+    if as_json:
+        click.echo(json.dumps([e.to_dict() for e in events]))
+        return
+    if not events:
+        click.echo("no changes" + (f" for {site}" if site else ""), err=True)
+    for e in events:
+        version = f"v{e.version}" if e.version is not None else "-"
+        if e.previous_version is not None:
+            version = f"v{e.previous_version}->{version}"
+        click.echo(f"{e.occurred_at[:19]}  {e.type:<19} {version:<8} {e.url}")
+
+
+@main.group("notify")
+def notify() -> None:
+    """Signed webhooks (Standard Webhooks) for change events."""
+
+
+@notify.command("add")
+@click.argument("url")
+@click.option("--site", help="Only this site's events (default: every site).")
+@click.option("--types", help="Comma-separated event types, e.g. document.changed,document.removed (default: all).")
+@guard
+def notify_add(url: str, site: str | None, types: str | None) -> None:
+    """Subscribe URL; prints the subscription id and its signing secret (shown once)."""
+    from gleaner.changes import subscriptions
+
+    settings = load_settings()
+    with open_deps(settings) as deps:
+        sub = subscriptions.add(deps.engine, url, site=site, types=subscriptions.parse_types(types),
+                                allow=settings.allow_networks)
+    click.echo(f"id      {sub.id}\nsecret  {sub.secret}")
+    click.echo("Keep the secret: receivers verify webhook-signature with it. Events from now on are delivered.",
+               err=True)
+
+
+@notify.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def notify_list(as_json: bool) -> None:
+    """Subscriptions (without their secrets)."""
+    from gleaner.changes import subscriptions
+
+    with open_deps(load_settings()) as deps:
+        subs = [s.public() for s in subscriptions.active(deps.engine)]
+    if as_json:
+        click.echo(json.dumps(subs))
+        return
+    if not subs:
+        click.echo("no subscriptions: try `gleaner notify add URL`", err=True)
+    for s in subs:
+        click.echo(f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}")
+
+
+@notify.command("remove")
+@click.argument("subscription_id")
+@guard
+def notify_remove(subscription_id: str) -> None:
+    """Stop delivering to a subscription (its delivery log is kept)."""
+    from gleaner.changes import subscriptions
+
+    with open_deps(load_settings()) as deps:
+        if not subscriptions.remove(deps.engine, subscription_id):
+            fail(f"no subscription {subscription_id}")
+    click.echo(f"removed {subscription_id}", err=True)
+
+
+@notify.command("test")
+@click.argument("subscription_id")
+@guard
+def notify_test(subscription_id: str) -> None:
+    """Send a signed webhook.test message now and print the receiver's answer."""
+    from gleaner.changes import delivery
+
+    with open_deps(load_settings()) as deps:
+        response = delivery.send_test(deps, subscription_id)
+    if response.status is not None and 200 <= response.status < 300:
+        click.echo(f"delivered: HTTP {response.status} in {response.ms} ms")
+        return
+    fail(f"not delivered: {response.error or f'HTTP {response.status}'}")
+
+
+@notify.command("deliveries")
+@click.argument("subscription_id", required=False)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def notify_deliveries(subscription_id: str | None, limit: int, as_json: bool) -> None:
+    """The delivery log, newest first: each delivery's state and every attempt."""
+    from gleaner.changes import delivery
+
+    with open_deps(load_settings()) as deps:
+        rows = delivery.deliveries(deps, subscription_id, limit)
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    if not rows:
+        click.echo("no deliveries yet", err=True)
+    for d in rows:
+        tries = " ".join(str(a["status"] or "error") for a in d["log"])
+        click.echo(f"{d['created_at'][:19]}  {d['state']:<9} {d['type']:<18} {d['url'] or ''}"
+                   f"  webhook-id {d['event_id']}  attempts: {tries or '-'}")
+
+
+@main.command("deliver")
+@click.option("--wait", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Keep retrying deliveries that come due within this many seconds.")
+@guard
+def deliver_cmd(wait: float) -> None:
+    """Publish unpublished change events and attempt every webhook delivery that is due."""
+    from gleaner.changes import delivery, outbox
+
+    with open_deps(load_settings()) as deps:
+        published = outbox.flush(deps)
+        counts = delivery.deliver_due(deps, wait_seconds=wait)
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing due"
+    click.echo(f"published {published} events; deliveries: {summary}")
