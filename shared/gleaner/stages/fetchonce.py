@@ -44,14 +44,18 @@ class Prefetched:
     elapsed_ms: int = 0
     body_key: str | None = None
     by: str = ""  # the stage that asked: map or sample
+    redirects: tuple[int, ...] = ()  # the statuses of the redirects followed (a permanent move supersedes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, "", ())}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Prefetched:
         fields = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in data.items() if k in fields})
+        values = {k: v for k, v in data.items() if k in fields}
+        if "redirects" in values:
+            values["redirects"] = tuple(int(code) for code in values["redirects"])
+        return cls(**values)
 
 
 def kept(blobs: BlobStore, site: str, run_id: str, page_id: str, result: FetchResult, by: str) -> Prefetched | None:
@@ -66,7 +70,7 @@ def kept(blobs: BlobStore, site: str, run_id: str, page_id: str, result: FetchRe
             blobs.put(key, result.body, result.content_type or "application/octet-stream")
     return Prefetched(str(result.outcome), result.reason, result.status, result.final_url, result.content_type,
                       result.charset, str(result.kind) if result.kind else None, result.etag, result.last_modified,
-                      result.elapsed_ms, key, by)
+                      result.elapsed_ms, key, by, result.redirects)
 
 
 def replayable(prefetched: dict[str, Any] | None, has_snapshot: bool) -> bool:
@@ -98,4 +102,4 @@ def replayed(blobs: BlobStore, prefetched: Prefetched, url: str, key: str | None
                        status=prefetched.status, content_type=prefetched.content_type, charset=prefetched.charset,
                        kind=ContentKind(prefetched.kind) if prefetched.kind else None, body=body,
                        etag=prefetched.etag, last_modified=prefetched.last_modified,
-                       elapsed_ms=prefetched.elapsed_ms, key=key)
+                       elapsed_ms=prefetched.elapsed_ms, key=key, redirects=prefetched.redirects)
