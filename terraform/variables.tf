@@ -94,24 +94,16 @@ variable "webhook_secret_id" {
   default     = "gleaner-webhook-secret"
 }
 
-variable "crawls" {
-  description = "Recurring crawls: name => { schedule (cron), url, and optional crawl options }."
-  type = map(object({
-    schedule    = string
-    url         = string
-    site_domain = optional(string)
-    limit       = optional(number)
-    max_depth   = optional(number)
-    include     = optional(list(string), [])
-    exclude     = optional(list(string), [])
-  }))
-  default = {}
-}
-
 variable "time_zone" {
   description = "Time zone of the Cloud Scheduler jobs."
   type        = string
   default     = "Etc/UTC"
+}
+
+variable "tick_schedule" {
+  description = "Cron of the operator tick (POST {\"tick\": true} to map): starts every due site's crawl (gleaner sites)."
+  type        = string
+  default     = "*/5 * * * *"
 }
 
 variable "feed_walk_schedule" {

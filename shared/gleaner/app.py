@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.store.blobs import BlobStore
+    from gleaner.store.erasure import Blocklist
     from gleaner.store.metadata import MetadataStore
+    from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
     from gleaner.store.texts import TextStore
 
@@ -73,8 +75,10 @@ class Deps:
     bus_override: Bus | None = None
     fetcher_factory: Callable[[Settings], Fetcher] | None = None
     engine_override: Engine | None = None
+    decider_override: Decider | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
+    _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     @_built_once
     def engine(self) -> Engine:
@@ -97,6 +101,28 @@ class Deps:
         from gleaner.store.references import ReferenceStore
 
         return ReferenceStore(self.engine)
+
+    @_built_once
+    def provenance(self) -> ProvenanceStore:
+        """Citations, conflicts, erasure and retention."""
+        from gleaner.store.provenance import ProvenanceStore
+
+        return ProvenanceStore(self.engine)
+
+    @_built_once
+    def blocklist(self) -> Blocklist:
+        """Erased content, checked before a crawl, a landing or ingest stores anything."""
+        from gleaner.store.erasure import Blocklist
+        from gleaner.store.erasurekey import erasure_secret
+
+        secret: list[bytes] = []
+
+        def load() -> bytes:  # read (or made) only when a digest is needed
+            if not secret:
+                secret.append(erasure_secret(self.settings))
+            return secret[0]
+
+        return Blocklist(self.provenance, load)
 
     @_built_once
     def texts(self) -> TextStore:
@@ -135,6 +161,8 @@ class Deps:
 
     @_built_once
     def decider(self) -> Decider:
+        if self.decider_override is not None:
+            return self.decider_override
         from gleaner.decide.rules import RuleDecider
 
         return RuleDecider()
@@ -159,8 +187,10 @@ class Deps:
         from gleaner.fetch.budget import RunBudget
         from gleaner.fetch.budget import Spent as _Spent
 
-        budget = RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
-                           max_seconds=settings.run_max_seconds, spent=spent or _Spent())
+        own = self._run_budget(run_id) if run_id is not None else {}
+        budget = RunBudget(max_requests=int(own.get("max_requests", settings.run_max_requests)),
+                           max_bytes=int(own.get("max_bytes", settings.run_max_bytes)),
+                           max_seconds=float(own.get("max_seconds", settings.run_max_seconds)), spent=spent or _Spent())
         robots = None
         if run_id is not None:
             from gleaner.store.runrobots import RunRobots
@@ -174,6 +204,18 @@ class Deps:
         from gleaner.fetch.fetcher import Fetcher
 
         return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots, verify=self.tls_context)
+
+    def _run_budget(self, run_id: str) -> dict[str, float]:
+        """A run's own budget (a scheduled site's), read once per run and process."""
+        with self._lock:
+            if run_id in self._budgets_by_run:
+                return self._budgets_by_run[run_id]
+        budget = self.metadata.run_budget(run_id)
+        with self._lock:
+            self._budgets_by_run[run_id] = budget
+            while len(self._budgets_by_run) > 32:  # a long-lived function instance sees many runs
+                self._budgets_by_run.pop(next(iter(self._budgets_by_run)))
+        return budget
 
     @_built_once
     def tls_context(self) -> ssl.SSLContext:

@@ -159,6 +159,24 @@ class Settings:
     # performs one attempt (None: the scrape function's URL + /notify/deliver, its private Tasks target).
     notify_queue: str = "gleaner-notify"
     notify_task_url: str | None = None
+    # -- operator control: sites on a schedule (operator/schedule.py) --
+    # Bounds of an `--every auto` interval: an hour keeps a busy site fresh without re-reading it all
+    # day; a week means a site that never changes is still checked (StormCrawler's adaptive scheduler
+    # bounds its interval the same way).
+    schedule_min_seconds: int = 3600
+    schedule_max_seconds: int = 7 * 86400
+    # Where an `auto` site starts: once a day, then the change observed moves it.
+    schedule_auto_start_seconds: int = 86400
+    # `gleaner watch` ticks this often; Cloud Scheduler's tick job uses the same cadence.
+    watch_seconds: float = 60.0
+
+    # -- provenance (citations, erasure, retention) --
+    # Hex secret behind the erased-content digests (keyed per tenant). Unset locally: one is generated
+    # under data_dir on first use; the cloud must set it so every function derives the same digests.
+    erasure_key: str | None = None
+    # Versions kept per document by `gleaner prune` (the ADR's open question suggests 10); the current
+    # version and every version a citation or composite pins are kept whatever the number.
+    keep_versions: int = 10
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -217,6 +235,13 @@ class Settings:
             notify_run_wait=_float(env, "GLEANER_NOTIFY_RUN_WAIT", d.notify_run_wait, 0.0),
             notify_queue=env.get("GLEANER_NOTIFY_QUEUE", "").strip() or d.notify_queue,
             notify_task_url=env.get("GLEANER_NOTIFY_TASK_URL", "").strip() or None,
+            schedule_min_seconds=_int(env, "GLEANER_SCHEDULE_MIN_SECONDS", d.schedule_min_seconds, 1),
+            schedule_max_seconds=_int(env, "GLEANER_SCHEDULE_MAX_SECONDS", d.schedule_max_seconds, 1),
+            schedule_auto_start_seconds=_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",
+                                             d.schedule_auto_start_seconds, 1),
+            watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
+            erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
+            keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

@@ -6,6 +6,7 @@ one function here, so envelope parsing and error mapping exist once::
     trigger                      decoded into         PermanentError            RetryableError / other
     Pub/Sub CloudEvent           the topic's message  log, return (ack)         raise (redeliver, then dead-letter)
     HTTP crawl request (map)     CrawlRequested       400 bad input             503 (caller retries)
+    HTTP {"tick": true} (map)    due sites' crawls    -                         503 (Scheduler retries)
     Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
                                                                                  last attempt: record, 200
 
@@ -179,6 +180,12 @@ def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequeste
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0
                                   or (name == "limit" and value < 1)):
             raise InvalidInput(f"{name} must be a positive integer")
+    for name in ("max_requests", "max_bytes", "max_seconds"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+            raise InvalidInput(f"{name} must be a number >= 0")
+    if "honour_lastmod" in data and not isinstance(data["honour_lastmod"], bool):
+        raise InvalidInput("honour_lastmod must be true or false")
     if not isinstance(data.get("target_url"), str):
         raise InvalidInput("target_url (or url) is required")
     message = CrawlRequested.from_dict(data)
@@ -203,6 +210,8 @@ def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
         return _json_response({"error": "missing or wrong bearer token"}, 401)
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
+        if is_tick(body):
+            return run_tick(deps)
         message = crawl_request_from(body, request.headers)
     except _TooLarge:
         return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
@@ -219,6 +228,28 @@ def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
     _drain_if_local(deps)
     return _json_response({"run_id": message.run_id, "request_id": message.request_id,
                            "site_domain": site}, 202)
+
+
+def is_tick(body: bytes) -> bool:
+    """Cloud Scheduler's tick: exactly ``{"tick": true}``."""
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return data == {"tick": True}
+
+
+def run_tick(deps: Deps) -> HttpResponse:
+    """Start every due site's crawl (:func:`gleaner.operator.schedule.tick`); 202 with what started."""
+    from gleaner.operator.schedule import tick
+
+    try:
+        report = tick(deps)
+    except (RetryableError, ConfigError) as exc:
+        log.error("tick failed: %s", exc)
+        return _json_response({"error": "could not start the due crawls; retry"}, 503)
+    _drain_if_local(deps)
+    return _json_response(report.to_dict(), 202)
 
 
 def _drain_if_local(deps: Deps) -> None:

@@ -82,6 +82,12 @@ class CrawlRequested(Message):
     feeds: tuple[str, ...] = ()
     mode: str = "website_mapping"
     triggered_by: str = "api"
+    # A site's own run budget (gleaner sites add --max-*); None: the global GLEANER_RUN_MAX_* settings.
+    max_requests: int | None = None
+    max_bytes: int | None = None
+    max_seconds: float | None = None
+    # Skip URLs whose sitemap <lastmod> is not after their last fetch (scheduled runs of `auto` sites).
+    honour_lastmod: bool = False
 
     @property
     def run_id(self) -> str:
@@ -123,6 +129,7 @@ class FetchedPage:
     fetch_time_ms: int
     byte_size: int
     extractor: str = ""
+    source_blake3: str | None = None  # BLAKE3 of the bytes as fetched; None from an older sender
     # A document (a PDF): its original bytes, run-scoped, and its type; snapshot keeps them beside content.md.
     original_key: str | None = None
     mime_type: str | None = None

@@ -12,6 +12,8 @@ Routes (all need ``Authorization: Bearer $GLEANER_WEBHOOK_SECRET``)::
                        {"full_reprocess": true} -> the same walk, re-fetching every passed URL
     GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
     GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
+    GET  /v1/texts/{text_hash}?start=&end=  a slice of canonical text -> 200 {"text_hash", "start",
+                       "end", "text", "length"}, 400 bad range, 404 unknown text (textsapi.py)
 
 Checks run in this order, so a request learns nothing it is not entitled to:
 404 unknown path, 405 wrong method, 401 missing or wrong bearer (constant-time
@@ -224,7 +226,7 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
     method = request.method.upper()
     if path == "/":
         allowed: tuple[str, ...] = ("POST",)
-    elif path == "/refs" or path.startswith("/refs/"):
+    elif path == "/refs" or path.startswith("/refs/") or path.startswith("/v1/texts/"):
         allowed = ("GET", "HEAD")
     else:
         return 404, {"error": f"no route {path}"}
@@ -240,6 +242,10 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
             return _post(request.body, deps)
         if path == "/refs":
             return _search(request.query, deps)
+        if path.startswith("/v1/texts/"):
+            from gleaner.textsapi import text_slice
+
+            return text_slice(deps, path[len("/v1/texts/"):], request.query)
         return _show(path[len("/refs/"):], deps)
     except MalformedRequest as exc:
         answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
@@ -275,15 +281,22 @@ def _post(body: bytes, deps: Deps) -> Answer:
         log.info(json.dumps({"event": "webhook.walk", "scheduled": scheduled,
                              "full_reprocess": payload.full_reprocess}))
         return 202, {"walk": True, "scheduled": scheduled}
-    ids = deps.references.record_articles([row for _index, row in payload.rows])
+    # An erased page's URL is refused at the door (seed 004: the blocklist before every dedup path).
+    from gleaner.references.identity import REFERENCES_SITE
+
+    erased = deps.blocklist.refused(REFERENCES_SITE, {index: (row.normalised_url.encode("utf-8"),)
+                                                      for index, row in payload.rows})
+    rejected = sorted([*payload.rejected, *({"index": i, "reason": "erased"} for i in erased)],
+                      key=lambda r: int(r["index"]))
+    ids = deps.references.record_articles([row for index, row in payload.rows if index not in erased])
     new = [i for i in ids if i is not None]
     if new:
         # Rows are committed before the publish: if the publish fails, the 503 makes the poller resend
         # (duplicates now) and the next walk lands them. Nothing accepted is lost.
         deps.bus.publish(ArticlesAccepted(article_ids=tuple(new)))
-    answer = {"accepted": len(new), "duplicates": len(ids) - len(new), "rejected": list(payload.rejected)}
+    answer = {"accepted": len(new), "duplicates": len(ids) - len(new), "rejected": rejected}
     log.info(json.dumps({"event": "webhook.articles", **{k: v for k, v in answer.items() if k != "rejected"},
-                         "rejected": len(payload.rejected)}))
+                         "rejected": len(rejected)}))
     return 202, answer
 
 

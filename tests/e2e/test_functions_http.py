@@ -142,3 +142,28 @@ def test_the_feed_webhook_is_served_by_the_ingest_function(function_env):
     ingest = client("ingest", "on_http")
     assert ingest.post("/", json={}).status_code == 401
     assert ingest.post("/", json={}, headers={"Authorization": f"Bearer {SECRET}"}).status_code == 202
+
+
+
+def test_a_scheduler_tick_starts_each_due_site_once_however_often_it_is_delivered(pubsub_env, pubsub_host,
+                                                                                   database_url, tmp_path):
+    from gleaner.app import Deps
+    from gleaner.config import Settings
+    from gleaner.operator.sites import add_site
+
+    admin = Deps(Settings(database_url=database_url, data_dir=tmp_path / "admin"))
+    try:
+        add_site(admin, "https://example.com/docs", every="6h", exclude=["/docs/old/*"])
+        add_site(admin, "https://example.org/", every="manual")
+    finally:
+        admin.close()
+    first = post_crawl({"tick": True})
+    again = post_crawl({"tick": True})
+    assert first.status_code == again.status_code == 202
+    assert [s["site_domain"] for s in first.get_json()["started"]] == ["example.com"]
+    assert again.get_json()["started"] == []
+    (message,) = pull_all(pubsub_host, pubsub_env, expect=2, timeout=5)
+    queued = decode(message.data, CrawlRequested)
+    assert (queued.target_url, queued.exclude, queued.triggered_by) == ("https://example.com/docs", ("/docs/old/*",),
+                                                                        "cron")
+    assert queued.run_id == first.get_json()["started"][0]["run_id"]

@@ -54,6 +54,16 @@ def test_a_missing_key_reads_as_key_error(store):
     assert not store.exists("domains/example.com/runs/r/raw/nope.md")
 
 
+def test_a_deleted_object_is_gone_and_a_second_delete_says_so(store):
+    store.put(KEY, b"erase me")
+    assert store.delete(KEY) is True
+    assert not store.exists(KEY)
+    with pytest.raises(KeyError):
+        store.get(KEY)
+    assert store.delete(KEY) is False
+    assert store.put(KEY, b"new bytes") is True  # a deleted key may be created again
+
+
 def test_listing_is_sorted_and_limited_to_the_prefix(store):
     for key in ("domains/a.com/runs/r1/raw/2.md", "domains/a.com/runs/r1/raw/1.md", "domains/b.com/x.md"):
         store.put(key, b"x")

@@ -176,6 +176,15 @@ def test_the_hourly_feed_walk_posts_an_empty_object_to_the_ingest_webhook(tf):
     assert (webhook["stage"], webhook["entry_point"]) == ("ingest", "on_http")
 
 
+def test_one_scheduler_job_ticks_map_and_no_job_is_declared_per_crawl(tf):
+    jobs = tf["resource"]["google_cloud_scheduler_job"]
+    assert set(jobs) == {"tick", "feed_walk"}
+    target = jobs["tick"]["http_target"][0]
+    assert target["uri"] == '${google_cloudfunctions2_function.http["map-http"].service_config[0].uri}'
+    assert target["body"] == "${base64encode(jsonencode({tick = true}))}"
+    assert "crawls" not in tf["variable"]
+
+
 # -- cloudbuild.yaml ------------------------------------------------------------------------------
 
 

@@ -41,6 +41,9 @@ class EventType(StrEnum):
     STALE = "document.stale"
     BLOCKED = "document.blocked"
     UNBLOCKED = "document.unblocked"
+    # Not a document's own change: a duplicate or contradiction found between it and another document
+    # (document_conflicts); the event names the document the conflict was found for (provenance).
+    CONFLICT_OPENED = "conflict.opened"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,16 @@ errors); each other module registers the commands of one concern on ``main``. A 
 own module here and one import line below.
 """
 
-from gleaner.cli import changes, crawl, database, reading, references, versions  # noqa: F401  (each registers its commands)
+from gleaner.cli import (  # noqa: F401  (each registers its commands)
+    changes,
+    crawl,
+    database,
+    operating,
+    provenance,
+    reading,
+    references,
+    versions,
+)
 from gleaner.cli.base import main
 
 __all__ = ["main"]

@@ -34,11 +34,13 @@ class Sitemap:
     kind: str  # "urlset" | "index"
     locs: tuple[str, ...]
     truncated: bool = False
+    # <lastmod> of each <loc> as the sitemap wrote it (None where absent): parallel to ``locs``.
+    lastmods: tuple[str | None, ...] = ()
 
 
 @dataclass
 class SitemapStream:
-    """``kind`` is known once the root element was read; iterate for the ``<loc>`` values in order.
+    """``kind`` is known once the root element was read; iterate for (``<loc>``, ``<lastmod>`` or None) in order.
 
     Iteration raises InvalidInput on malformed XML or a gzip bomb (the locations before it were yielded).
     """
@@ -48,29 +50,30 @@ class SitemapStream:
     max_bytes: int = MAX_SITEMAP_BYTES
     kind: str = ""
     truncated: bool = False
-    _events: Iterator[tuple[str, str]] = field(init=False, repr=False)
+    _events: Iterator[tuple[str, str | None]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._events = self._locations()
         first = next(self._events, None)
         if first is None:
             raise InvalidInput("empty sitemap")
-        self._first: tuple[str, str] | None = first
+        self._first: tuple[str, str | None] | None = first
 
-    def __iter__(self) -> Iterator[str]:
-        if self._first is not None and self._first[1]:
-            yield self._first[1]
+    def __iter__(self) -> Iterator[tuple[str, str | None]]:
+        if self._first is not None and self._first[0]:
+            yield self._first
         self._first = None
-        for _kind, loc in self._events:
-            yield loc
+        yield from self._events
 
-    def _locations(self) -> Iterator[tuple[str, str]]:
-        """("", "") once the root is known (kind set), then ("loc", url) per entry."""
+    def _locations(self) -> Iterator[tuple[str, str | None]]:
+        """("", None) once the root is known (kind set), then (loc, lastmod) per entry."""
         parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False, no_network=True,
                                      load_dtd=False, huge_tree=False, recover=False)
         child = ""
         in_entry = False
         count = 0
+        loc: str | None = None
+        lastmod: str | None = None
         for chunk in _inflated(self.data, self.max_bytes):
             try:
                 parser.feed(chunk)
@@ -88,23 +91,30 @@ class SitemapStream:
                         self.kind, child = "index", "sitemap"
                     else:
                         raise InvalidInput(f"not a sitemap: root element <{name}>")
-                    yield "", ""
+                    yield "", None
                     continue
                 if name == child:
                     in_entry = event == "start"
-                    if event == "end":
-                        # Drop the finished entry and any siblings before it: memory stays flat.
-                        node.clear()
-                        parent = node.getparent()
-                        if parent is not None:
-                            while node.getprevious() is not None:
-                                del parent[0]
-                elif event == "end" and in_entry and name == "loc" and node.text and node.text.strip():
-                    count += 1
-                    if count > self.max_urls:
-                        self.truncated = True
-                        return
-                    yield "loc", node.text.strip()
+                    if event == "start":
+                        loc = lastmod = None
+                        continue
+                    # Drop the finished entry and any siblings before it: memory stays flat.
+                    node.clear()
+                    parent = node.getparent()
+                    if parent is not None:
+                        while node.getprevious() is not None:
+                            del parent[0]
+                    if loc:
+                        count += 1
+                        if count > self.max_urls:
+                            self.truncated = True
+                            return
+                        yield loc, lastmod
+                elif event == "end" and in_entry and node.text and node.text.strip():
+                    if name == "loc" and loc is None:
+                        loc = node.text.strip()
+                    elif name == "lastmod" and lastmod is None:
+                        lastmod = node.text.strip()[:64]
         try:
             parser.close()
         except etree.XMLSyntaxError as exc:
@@ -147,5 +157,6 @@ def _inflated(data: bytes, limit: int) -> Iterator[bytes]:
 def parse_sitemap(data: bytes) -> Sitemap:
     """A whole (small) sitemap at once; malformed XML raises InvalidInput. Map reads sitemaps as streams."""
     stream = SitemapStream(data)
-    locs = tuple(stream)
-    return Sitemap(stream.kind, locs, stream.truncated)
+    entries = list(stream)
+    return Sitemap(stream.kind, tuple(loc for loc, _ in entries), stream.truncated,
+                   tuple(lastmod for _, lastmod in entries))

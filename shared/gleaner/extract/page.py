@@ -17,7 +17,7 @@ from gleaner.errors import InvalidInput
 from gleaner.extract.html import EXTRACTOR, extract_html
 from gleaner.extract.pdf import extract_pdf
 from gleaner.fetch.types import decode_body
-from gleaner.provenance.canonical import CanonicalText, canonicalise
+from gleaner.provenance.canonical import CanonicalText, bytes_hash, canonicalise
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,7 @@ class ExtractedPage:
     title: str | None
     canonical: CanonicalText  # what ingest stores for content.md
     extractor: str = EXTRACTOR
+    source_blake3: str = ""  # BLAKE3 of the body as fetched (seed 004's content hash)
     mime_type: str = "text/html"  # what was extracted: HTML, or a document (application/pdf)
     refused: str | None = None  # why nothing could be extracted (an unreadable PDF): refused-content
 
@@ -48,7 +49,7 @@ def extract_page(body: bytes, charset: str | None, url: str, content_type: str |
     return ExtractedPage(
         content=content, raw=raw, content_hash=hashlib.sha1(content).hexdigest(),
         raw_hash=hashlib.sha1(raw).hexdigest(), title=extracted.title,
-        canonical=canonicalise(content, content_md), extractor=extracted.extractor,
+        canonical=canonicalise(content, content_md), extractor=extracted.extractor, source_blake3=bytes_hash(body),
     )
 
 
@@ -59,12 +60,13 @@ def extract_document(body: bytes) -> ExtractedPage:
         if not pdf.markdown.strip():
             raise InvalidInput("the PDF has no text layer")
     except InvalidInput as exc:
-        return ExtractedPage(b"", b"", "", "", None, canonicalise(b"", ""), "", PDF, str(exc))
+        return ExtractedPage(content=b"", raw=b"", content_hash="", raw_hash="", title=None,
+                             canonical=canonicalise(b"", ""), extractor="", mime_type=PDF, refused=str(exc))
     content = pdf.markdown.encode("utf-8")
     digest = hashlib.sha1(content).hexdigest()
     return ExtractedPage(content=content, raw=content, content_hash=digest, raw_hash=digest, title=pdf.title,
                          canonical=canonicalise(content, pdf.markdown), extractor=pdf.extraction_method,
-                         mime_type=PDF)
+                         source_blake3=bytes_hash(body), mime_type=PDF)
 
 
 def extract_pages(items: list[tuple[bytes, str | None, str, str | None]]) -> list[ExtractedPage]:

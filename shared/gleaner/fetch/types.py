@@ -21,6 +21,8 @@ class FetchOutcome(StrEnum):
     DENIED = "denied"
     UNAVAILABLE = "unavailable"
     EXHAUSTED = "exhausted"
+    # Not the fetcher's: the page was fetched, but its content was erased and is refused (seed 004).
+    REFUSED_ERASED = "refused-erased"
 
     @property
     def ok(self) -> bool:
@@ -34,7 +36,7 @@ class FetchOutcome(StrEnum):
 
 # Refused by policy, not failed by the site (DESIGN.md "Document lifecycle": the summary's "refused").
 REFUSED_OUTCOMES = frozenset({FetchOutcome.ROBOTS_DENIED, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.REDIRECT_REFUSED,
-                              FetchOutcome.REFUSED_SIZE, FetchOutcome.REFUSED_CONTENT})
+                              FetchOutcome.REFUSED_SIZE, FetchOutcome.REFUSED_CONTENT, FetchOutcome.REFUSED_ERASED})
 # Left by a limit or budget (the summary's "limited", with the URLs discovery found past the run's limit).
 LIMITED_OUTCOMES = frozenset({FetchOutcome.EXHAUSTED})
 # The address policy's refusals travel as ``unavailable`` (DESIGN.md's fetcher contract) with these reasons

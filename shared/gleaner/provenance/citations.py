@@ -1,22 +1,25 @@
 """Verbatim citations: find a quote in canonical text and say which bytes and which span hold it.
 
-A quote verifies when it occurs in the canonical text after both are brought to
-the same form (NFC, whitespace runs collapsed, typographic quotes and dashes
-folded); the answer is the exact byte range in the canonical text, so a reader
-can slice the stored text and see the words. A quote that no longer occurs in
-the current version but did in an earlier one has drifted.
+A quote is found when it occurs in the canonical text after both are brought to
+the same form (invisible characters dropped, NFC, whitespace runs collapsed,
+typographic quotes and dashes folded) and the occurrence begins and ends on word
+boundaries of the text ("ost" is not found in "costs"). The answer is the exact
+byte range in the canonical text, so a reader can slice the stored text and see
+the words: the cited quote is those bytes, and checking a citation later is a
+byte comparison (:func:`check_slice`).
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gleaner.provenance.canonical import bytes_hash, is_invisible
+from gleaner.provenance.quotes import QuoteRefusal, is_boundary, normalise_quote, quote_refusal
+
 _FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
                        "\u00a0": " "})
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,8 @@ def _fold_with_map(text: str) -> tuple[str, list[int]]:
     index: list[int] = []
     previous_space = False
     for i, char in enumerate(text):
+        if is_invisible(char) and char not in "\n\t":
+            continue
         char = char.translate(_FOLD)
         if char.isspace():
             if previous_space:
@@ -45,17 +50,52 @@ def _fold_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), index
 
 
-def locate(canonical: str, quote: str, spans: Sequence[tuple[int, int, str]] = ()) -> Citation | None:
-    """The first occurrence of quote in the canonical text, or None."""
-    needle = _SPACE.sub(" ", unicodedata.normalize("NFC", quote).translate(_FOLD)).strip()
-    if not needle:
-        return None
+def find(canonical: str, quote: str, spans: Sequence[tuple[int, int, str]] = ()) -> Citation | QuoteRefusal:
+    """The first occurrence of the quote on word boundaries, or why it cannot be cited from this text."""
+    refusal = quote_refusal(quote)
+    if refusal is not None:
+        return refusal
+    needle = normalise_quote(quote).translate(_FOLD)
     folded, index = _fold_with_map(canonical)
     at = folded.find(needle)
-    if at < 0:
-        return None
-    first, last = index[at], index[at + len(needle) - 1] + 1
-    start = len(canonical[:first].encode("utf-8"))
-    end = start + len(canonical[first:last].encode("utf-8"))
-    ordinal = next((n for n, (s, e, _k) in enumerate(spans) if s <= start and end <= e), None)
-    return Citation(start, end, canonical[first:last], ordinal)
+    found_inside_words = False
+    while at >= 0:
+        first, last = index[at], index[at + len(needle) - 1] + 1
+        if is_boundary(canonical, first) and is_boundary(canonical, last):
+            start = len(canonical[:first].encode("utf-8"))
+            end = start + len(canonical[first:last].encode("utf-8"))
+            ordinal = next((n for n, (s, e, _k) in enumerate(spans) if s <= start and end <= e), None)
+            return Citation(start, end, canonical[first:last], ordinal)
+        found_inside_words = True
+        at = folded.find(needle, at + 1)
+    return QuoteRefusal.NOT_ON_WORD_BOUNDARIES if found_inside_words else QuoteRefusal.NOT_IN_TEXT
+
+
+def locate(canonical: str, quote: str, spans: Sequence[tuple[int, int, str]] = ()) -> Citation | None:
+    """The first citable occurrence of quote in the canonical text, or None."""
+    found = find(canonical, quote, spans)
+    return found if isinstance(found, Citation) else None
+
+
+@dataclass(frozen=True, slots=True)
+class SliceCheck:
+    """Whether stored bytes still carry a citation: its text hash and the quote at its offsets."""
+
+    intact: bool  # BLAKE3 of the bytes is the text hash the citation names
+    holds: bool  # bytes[start:end] is the quote, on word boundaries
+
+
+def check_slice(body: bytes, text_hash: str, start: int, end: int, quote: str) -> SliceCheck:
+    """Check a citation against the stored canonical text's bytes alone (what a third party repeats)."""
+    if bytes_hash(body) != text_hash:
+        return SliceCheck(False, False)
+    if not 0 <= start < end <= len(body) or body[start:end] != quote.encode("utf-8"):
+        return SliceCheck(True, False)
+    try:
+        before = body[:start].decode("utf-8")
+        text = before + quote + body[end:].decode("utf-8")
+    except UnicodeDecodeError:
+        return SliceCheck(True, False)
+    first = len(before)
+    return SliceCheck(True, is_boundary(text, first) and is_boundary(text, first + len(quote))
+                      and unicodedata.is_normalized("NFC", quote))

@@ -5,19 +5,30 @@ already known only gains its link row. A snapshot already ingested is skipped,
 so a redelivered message writes nothing. When scrape ran in this process, the
 extraction processes' canonical text for the snapshot's content hash is taken
 over as it is; otherwise it is computed from the snapshot's content.md.
+Snapshots of blocked documents are skipped (gate 2) and erased text is refused (the last
+dedup path before storage); ingested documents get their default routing, composites whose
+pinned source changed go stale (operator/routing.py), and each document whose current version
+was ingested is checked for duplicates (stages/conflicts.py).
 """
 
 from __future__ import annotations
 
 from gleaner.app import Deps
 from gleaner.messages import SnapshotsWritten
+from gleaner.operator.routing import ingestible, route_ingested
 from gleaner.provenance.canonical import canonicalise
+from gleaner.stages.conflicts import label_duplicates, not_erased
 
 
 def handle(message: SnapshotsWritten, deps: Deps) -> int:
     """Returns how many new canonical texts were stored."""
+    engine = deps.metadata.engine
     items = []
-    for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(message.snapshot_ids):
+    for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(ingestible(engine, message.snapshot_ids)):
         text = deps.canonical_handover.take(content_hash)
         items.append((snapshot_id, text if text is not None else canonicalise(deps.blobs.get(ref))))
-    return deps.texts.store(items)
+    items = not_erased(deps, message.site_domain, items)
+    stored = deps.texts.store(items)
+    route_ingested(engine, message.snapshot_ids)
+    label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
+    return stored

@@ -10,6 +10,8 @@ For each pending normalised URL (one however many workspaces' ledger rows name i
    name the URL or a full reprocess is asked for; the URL's siblings land either way;
 3. extract: PDFs (by Content-Type, or a ``.pdf`` path with PDF bytes) with pypdf, HTML with the crawl's
    extractor; ``extraction_method`` records which;
+   Content erased from the reference site (its URL, body or canonical text blocklisted) is refused
+   here: nothing is written, and the quality log says ``erased``;
 4. write: the snapshot body under the ADR's blob layout, the ``_references`` document and its
    ``document_snapshots`` version (the same :meth:`MetadataStore.apply_snapshots` the crawl uses), then
    the reference item (id = uuid5 "ri:" + URL, published_at from the ledger) and every ledger row's
@@ -38,6 +40,7 @@ from gleaner.extract.html import extract_html
 from gleaner.extract.pdf import extract_pdf, is_pdf
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import ArticlesAccepted, SnapshotsWritten
+from gleaner.provenance.canonical import bytes_hash, canonicalise
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
@@ -168,10 +171,16 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
         refs.log_quality("extraction_empty", item.url, str(exc), item.ledger_ids, {"status": result.status})
         _event(logging.WARNING, "reference.extraction_failed", url=item.url, reason=str(exc))
         return None
+    content = body.content_md.encode("utf-8")
+    if deps.blocklist.refused(REFERENCES_SITE, {item.url: (item.url.encode("utf-8"), content,
+                                                           canonicalise(content, body.content_md).text)}):
+        report.refused.append(item.url)
+        refs.log_quality("fetch_refused", item.url, "erased", item.ledger_ids, {"status": result.status})
+        _event(logging.WARNING, "reference.erased_refused", url=item.url, feed_article_ids=list(item.ledger_ids))
+        return None
     title = item.title or body.title or item.url
     kind = "file" if body.mime_type == "application/pdf" else "page"
     document_id = refs.upsert_document(item.url, title, kind)
-    content = body.content_md.encode("utf-8")
     raw = body.raw_md.encode("utf-8")
     content_hash = hashlib.sha1(content).hexdigest()
     content_key = snapshot_content_key(REFERENCES_SITE, document_id, content_hash)
@@ -185,6 +194,7 @@ def _land_one(deps: Deps, item: LandingItem, result: FetchResult, report: Landin
         document_id=document_id, content_hash=content_hash, raw_hash=hashlib.sha1(raw).hexdigest(),
         content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
         fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""), extractor=body.method,
+        source_blake3=bytes_hash(result.body or b""),
     )], {"gleaner": __version__, "mime_type": body.mime_type, "source": "reference"})
     reference_id = reference_item_id(item.url)
     changed = refs.land(ReferenceRow(

@@ -35,6 +35,8 @@ from gleaner.errors import BlobConflict, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
+from gleaner.operator.lastmod import record_lastmods
+from gleaner.operator.rules import apply_site_rules, gate_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
 from gleaner.store.discovery import record_discovery
@@ -80,6 +82,8 @@ class Discovery:
     feeds: dict[str, str] = field(default_factory=dict)
     # URLs found once the limit was reached (counted, never mapped): the run ends partial and says so.
     beyond: set[str] = field(default_factory=set)
+    # Sitemap <lastmod> of the URLs a sitemap listed: canonical url -> the text as written.
+    lastmod: dict[str, str] = field(default_factory=dict)
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -118,6 +122,13 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     host_id = meta.upsert_source_host(site, host, own_site=site_domain_of(target) == site)
     options = {"limit": limit, "max_depth": max_depth, "include": list(include), "exclude": list(exclude),
                "feeds": list(message.feeds), "request_id": message.request_id}
+    budget = {name: value for name, value in (("max_requests", message.max_requests),
+                                              ("max_bytes", message.max_bytes), ("max_seconds", message.max_seconds))
+              if value is not None}
+    if budget:
+        options["budget"] = budget
+    if message.honour_lastmod:
+        options["honour_lastmod"] = True
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by)
     if not created:
         status = meta.run_status(run_id)
@@ -129,11 +140,14 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 return mapped
             return None
     keeper = WalkKeeper(deps, site, run_id)
+    # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
+    gate = gate_for(meta.engine, site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
-                             keeper=keeper, max_links=settings.max_links_per_page)
+                             keeper=keeper, max_links=settings.max_links_per_page,
+                             skipped=lambda url: gate.skipped(url, path_of(url)))
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
@@ -141,6 +155,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
     keeper.save()
+    apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
+    record_lastmods(meta.engine, run_id, site, found.lastmod)
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -203,7 +219,8 @@ class WalkKeeper:
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
              walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
-             keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE) -> Discovery:
+             keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE,
+             skipped: Callable[[str], bool] = lambda url: False) -> Discovery:
     target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target))
     robots = fetcher.robots(start_url)
@@ -220,7 +237,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links)
+    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links, skipped)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.problems and found.problems[-1].startswith("start page"):
         raise MapFailed(found.problems[-1])
@@ -258,7 +275,7 @@ def _read_sitemap(sitemap: SitemapStream, url: str, level: int, queue: deque[tup
                   found: Discovery) -> None:
     """Take a sitemap's entries as they stream in; once the run is full, read a little on only to count."""
     past_limit = 0
-    for loc in sitemap:
+    for loc, lastmod in sitemap:
         try:
             canonical = canonicalize(loc)
         except InvalidInput:
@@ -272,21 +289,23 @@ def _read_sitemap(sitemap: SitemapStream, url: str, level: int, queue: deque[tup
             past_limit += 1
             if past_limit > SITEMAP_READ_PAST_LIMIT:
                 return
-        found.add(loc, 1, "sitemap", canonical)
+        if (found.add(loc, 1, "sitemap", canonical) or canonical in found.urls) and lastmod:
+            found.lastmod.setdefault(canonical, lastmod)
     if sitemap.truncated:
         found.problems.append(f"sitemap {url}: more than {sitemap.max_urls} URLs; the rest were ignored")
 
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
                 walkable: Callable[[str], bool], keeper: WalkKeeper | None = None,
-                max_links: int = MAX_LINKS_PER_PAGE) -> None:
+                max_links: int = MAX_LINKS_PER_PAGE, skipped: Callable[[str], bool] = lambda url: False) -> None:
     """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
     list of its pages, and reading every listed page for links fetched the whole site once during
     discovery and again in scrape (a third of a recrawl's time; infra/docs/bench.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
-    search, tag, pagination, excluded paths) are recorded but not fetched.
+    search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
+    skipped (``skipped``), the start page included.
 
     With a ``keeper`` (the map stage), every answer is kept for scrape (fetched once per run), and a page
     whose links are known from an earlier run is asked conditionally: a 304 follows the known links.
@@ -299,7 +318,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
         todo: list[str] = []
         for url in level:
             canonical = canonicalize(url)
-            if canonical in walked or (canonical != start and (canonical in listed or not walkable(canonical))):
+            if canonical in walked or skipped(canonical) or (
+                    canonical != start and (canonical in listed or not walkable(canonical))):
                 continue
             walked.add(canonical)
             if fetcher.robots(url).allows(url):

@@ -1,7 +1,8 @@
 """Stage 2, sample: decide include / exclude / needs_review for every URL of a run.
 
-URL rules first (exclude globs, login/cart/search/tag/pagination/feed/asset
-patterns, an operator's skip). Then the remaining URLs are grouped by path
+The operator's word first (a review decision, then skip rules, re-applied to the
+site's documents at the start of every sample), then URL rules (exclude globs,
+login/cart/search/tag/pagination/feed/asset patterns). Then the remaining URLs are grouped by path
 section (first segment); one page per section is fetched and extracted as the
 section's sample (stored at runs/{run}/samples/{page_id}.md), and the decider's
 verdict on the sample stands for its section. On a recrawl the previous run's
@@ -32,11 +33,15 @@ from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.operator.lastmod import REASON as LASTMOD_REASON
+from gleaner.operator.lastmod import unchanged_since_last_fetch
+from gleaner.operator.rules import apply_site_rules
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
+from gleaner.store.notmodified import record_not_modified
 from gleaner.store.prefetch import record_prefetched
-from gleaner.store.records import Decision, RunPage
+from gleaner.store.records import Decision, FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +63,16 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = _options(deps, run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
+    apply_site_rules(meta.engine, message.site_domain)  # a rule added since map holds for this run too
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
     for page in pages:
+        if page.operator_decision is not None:  # `gleaner review decide`: outranks rules and the decider
+            decisions[page.document_id] = Decision(page.document_id, page.operator_decision, "operator",
+                                                   f"operator review: {page.operator_decision}", 1.0,
+                                                   {"content_kind": "reviewed", "evidence": []})
+            continue
         if page.scrape_policy == "skip" and not (page.skip_reason or "").startswith("rule: "):
             decisions[page.document_id] = Decision(page.document_id, "exclude", "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
@@ -91,6 +102,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     record_prefetched(meta.engine, run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     include = [p.document_id for p in pages if decisions[p.document_id].decision == "include"]
+    if options.get("honour_lastmod"):
+        # The sitemap says these did not change since their last fetch: settled without a request.
+        unchanged = unchanged_since_last_fetch(meta.engine, run_id, include)
+        record_not_modified(meta.engine, run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None,
+                                                              None) for d in sorted(unchanged)])
+        include = [d for d in include if d not in unchanged]
     size = deps.settings.scrape_batch_size
     batches = [include[i:i + size] for i in range(0, len(include), size)]
     if not meta.start_scrape(run_id, batches):

@@ -90,15 +90,24 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                 records.append(_record(page, result, None))
     if waiting:
         extract_waiting()
-    for fetched_pages, future in pending:
-        for (page, result), extracted in zip(fetched_pages, future.result(), strict=True):
-            if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
-                records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
-                                                     reason=extracted.refused, body=None), None))
-                continue
-            handed = _hand_off(deps, message, page, result, extracted)
-            fetched.append(handed)
-            records.append(_record(page, result, extracted.title, handed))
+    done = [(page, result, extracted) for fetched_pages, future in pending
+            for (page, result), extracted in zip(fetched_pages, future.result(), strict=True)]
+    # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
+    erased = deps.blocklist.refused(message.site_domain, {
+        page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
+        for page, _result, extracted in done})
+    for page, result, extracted in done:
+        if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
+            records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
+                                                 reason=extracted.refused, body=None), None))
+            continue
+        if page.document_id in erased:
+            records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
+                                       result.status, result.elapsed_ms, len(result.body or b""), None, None))
+            continue
+        handed = _hand_off(deps, message, page, result, extracted)
+        fetched.append(handed)
+        records.append(_record(page, result, extracted.title, handed))
     # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
     not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
     record_not_modified(meta.engine, message.run_id, not_modified)
@@ -193,5 +202,5 @@ def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResu
     return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=raw_hash,
                        content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
                        fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
-                       extractor=extracted.extractor, original_key=original_key,
-                       mime_type=extracted.mime_type if original_key else None)
+                       extractor=extracted.extractor, source_blake3=extracted.source_blake3 or None,
+                       original_key=original_key, mime_type=extracted.mime_type if original_key else None)

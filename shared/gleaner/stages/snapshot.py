@@ -33,7 +33,11 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
     blobs = deps.blobs
     site = message.site_domain
     inputs: list[SnapshotInput] = []
+    # A page erased after scrape fetched it (its run artefacts are gone with it) is never versioned.
+    erased = deps.provenance.settle_erased(message.run_id, [page.document_id for page in message.pages])
     for page in message.pages:
+        if page.document_id in erased:
+            continue
         content_key = raw_key = None
         if page.content_key is not None:
             content_key = snapshot_content_key(site, page.document_id, page.content_hash)
@@ -49,7 +53,8 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor,
-            original_key=original_key, mime_type=page.mime_type if original_key else None))
+            source_blake3=page.source_blake3, original_key=original_key,
+            mime_type=page.mime_type if original_key else None))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:

@@ -11,7 +11,8 @@ Keys (seed 003; ``page_id = url_hash = SHA1(canonical_url)``,
     domains/{site}/document-snapshots/{document_id}/{content_hash}/raw.md
 
 Writes are create-only: writing the same bytes again is a no-op (idempotent
-redelivery), writing other bytes to an existing key raises BlobConflict.
+redelivery), writing other bytes to an existing key raises BlobConflict. Only
+erasure and retention delete; a deleted key may be created again.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class BlobStore(Protocol):
 
     def copy(self, source: str, target: str) -> bool:
         """Create target with source's bytes (create-only, like put); True if written."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove the object (erasure, retention); True if it existed. The only way a body ever goes."""
         ...
 
     def list(self, prefix: str) -> list[str]:

@@ -10,6 +10,7 @@ an emulator with anonymous credentials.
 Errors are translated at this boundary::
 
     NotFound on get              -> KeyError (the port's "absent")
+    NotFound on delete           -> False (already gone: erasure and retention re-run safely)
     400 Bad Request              -> InvalidInput
     412 with other bytes         -> BlobConflict
     anything else from the API,
@@ -90,6 +91,17 @@ class GcsBlobStore:
         except _transient() as exc:
             raise RetryableError(f"cannot read blob {key}: {exc}") from exc
         return data
+
+    def delete(self, key: str) -> bool:
+        from google.api_core import exceptions as gexc
+
+        try:
+            self.bucket.blob(self._name(key)).delete()
+        except gexc.NotFound:
+            return False
+        except _transient() as exc:
+            raise RetryableError(f"cannot delete blob {key}: {exc}") from exc
+        return True
 
     def exists(self, key: str) -> bool:
 

@@ -70,6 +70,16 @@ class LocalBlobStore:
         except OSError as exc:
             raise RetryableError(f"cannot read blob {key}: {exc}") from exc
 
+    def delete(self, key: str) -> bool:
+        path = self._path(key)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise RetryableError(f"cannot delete blob {key}: {exc}") from exc
+        return True
+
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 

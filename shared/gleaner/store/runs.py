@@ -88,6 +88,13 @@ class RunStore(SqlStore):
             ).first()
         return row is not None
 
+    def run_budget(self, run_id: str) -> dict[str, float]:
+        """The run's own budget (a site's --max-*), as recorded by map; empty: the global settings."""
+        with self.engine.connect() as conn:
+            budget = conn.execute(sa.text("SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r"),
+                                  {"r": run_id}).scalar()
+        return dict(budget or {})
+
     def run_status(self, run_id: str) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.text("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r"),
@@ -143,7 +150,7 @@ class RunStore(SqlStore):
         "d.id, d.canonical_url, d.url_hash, d.path, c.depth, c.discovered_via, d.scrape_policy::text,"
         " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text,"
         " d.source_url, c.snapshot_outcome::text, c.fetched_content_hash, c.fetched_raw_hash, c.extractor,"
-        " c.fetch_status, c.fetch_time_ms, c.byte_size, c.prefetched"
+        " c.fetch_status, c.fetch_time_ms, c.byte_size, d.operator_decision::text, c.prefetched"
     )
 
     def run_pages(self, run_id: str, document_ids: Sequence[str] | None = None) -> list[RunPage]:

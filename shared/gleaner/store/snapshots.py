@@ -96,10 +96,14 @@ class SnapshotStore(SqlStore):
                     {"d": [r.document_id for r in changed], "s": [r.snapshot_id for r in changed]},
                 )
                 previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
+                # Gate 2: a blocked document is versioned but never announced as changed (operator/rules.py).
+                blocked = {str(d) for d in conn.execute(
+                    sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:d AS uuid[]))"
+                            " AND status = 'blocked'"), {"d": [r.document_id for r in changed]}).scalars()}
                 record_changes(conn, [
                     Change(document_id=r.document_id, type=EventType.NEW if r.outcome == "new" else EventType.CHANGED,
                            run_id=run_id, snapshot_id=r.snapshot_id, previous_snapshot_id=previous.get(r.document_id))
-                    for r in changed])
+                    for r in changed if r.document_id not in blocked])
             if unchanged:
                 conn.execute(
                     sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
@@ -132,18 +136,19 @@ class SnapshotStore(SqlStore):
         rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
                  "ok": page.original_key, "m": _metadata(page, meta),
                  "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
-                 "cs": "hash_changed" if outcome == "changed" else None} for page, outcome in pages]
+                 "cs": "hash_changed" if outcome == "changed" else None, "sb": page.source_blake3}
+                for page, outcome in pages]
         params = {"rows": json_rows(rows), "r": run_id}
         inserted = {str(d): str(i) for i, d in conn.execute(
             sa.text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
                 " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
-                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
                 " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
                 "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.ok, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
-                " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid)"
+                " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid), t.sb"
                 " FROM json_to_recordset(CAST(:rows AS json))"
-                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text)"
+                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text, sb text)"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
             ),
             params,
@@ -168,16 +173,16 @@ class SnapshotStore(SqlStore):
             sa.text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
                 " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
-                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id)"
+                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
                 " SELECT :d, COALESCE(max(version), 0) + 1, :h, :ck, :rk, :ok, CAST(:m AS jsonb), 'plain_fetch', :fs,"
-                " :ft, :bs, CAST(:cs AS knowledge.change_signal), :r"
+                " :ft, :bs, CAST(:cs AS knowledge.change_signal), :r, :sb"
                 " FROM knowledge.document_snapshots WHERE document_id = :d"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id"
             ),
             {"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
              "ok": page.original_key, "m": json_value(metadata), "fs": page.fetch_status,
              "ft": page.fetch_time_ms, "bs": page.byte_size,
-             "cs": "hash_changed" if outcome == "changed" else None, "r": run_id},
+             "cs": "hash_changed" if outcome == "changed" else None, "r": run_id, "sb": page.source_blake3},
         ).first()
         if row is not None:
             return str(row[0])

@@ -1,4 +1,4 @@
-"""The ingest stage's writes: canonical texts by BLAKE3, their span ledger, the snapshot links.
+"""The ingest stage's writes: canonical texts by BLAKE3, their span ledger and SimHash, the snapshot links.
 
 One statement per message, whatever its size. The bodies travel as one ``bytea``
 parameter, sliced by byte offsets in SQL: pg8000 sends ``bytes`` as hex made by
@@ -17,17 +17,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from gleaner.provenance.canonical import CanonicalText
+from gleaner.provenance.simhash import bands, to_signed
 
 # Data-modifying CTEs all run, to completion, whether or not the final SELECT reads them.
 _STORE = sa.text(
     "WITH texts AS ("
-    "  SELECT * FROM json_to_recordset(CAST(:texts AS json)) AS t(h text, o int, n int, s json)"
+    "  SELECT * FROM json_to_recordset(CAST(:texts AS json))"
+    "    AS t(h text, o int, n int, s json, v int, f bigint, b0 int, b1 int, b2 int, b3 int)"
     "), links AS ("
-    "  SELECT * FROM json_to_recordset(CAST(:links AS json)) AS l(i uuid, b text, h text)"
+    "  SELECT * FROM json_to_recordset(CAST(:links AS json)) AS l(i uuid, h text)"
     "), inserted AS ("
-    "  INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
-    "  SELECT h, convert_from(substring(CAST(:bodies AS bytea) FROM o + 1 FOR n), 'UTF8'), n FROM texts"
-    "  ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
+    "  INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length, canonicaliser_version, simhash,"
+    "    simhash_b0, simhash_b1, simhash_b2, simhash_b3)"
+    "  SELECT h, convert_from(substring(CAST(:bodies AS bytea) FROM o + 1 FOR n), 'UTF8'), n, v, f, b0, b1, b2, b3"
+    "  FROM texts ON CONFLICT (text_hash) DO NOTHING RETURNING text_hash"
     "), spans AS ("
     "  INSERT INTO knowledge.text_spans (text_hash, ordinal, span_start, span_end, kind)"
     "  SELECT t.h, e.ordinal - 1, (e.span->>0)::int, (e.span->>1)::int, e.span->>2"
@@ -36,7 +39,9 @@ _STORE = sa.text(
     "  ON CONFLICT DO NOTHING"
     "), linked AS ("
     "  INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
-    "  SELECT i, b, h FROM links ON CONFLICT (snapshot_id) DO NOTHING"
+    # source_blake3: the BLAKE3 of the bytes as fetched, which the snapshot recorded (seed 004)
+    "  SELECT l.i, s.source_blake3, l.h FROM links l JOIN knowledge.document_snapshots s ON s.id = l.i"
+    "  ON CONFLICT (snapshot_id) DO NOTHING"
     "), touched AS ("
     "  UPDATE knowledge.documents d SET last_processed_at = now() FROM knowledge.document_snapshots s, links l"
     "  WHERE s.id = l.i AND d.id = s.document_id"
@@ -60,9 +65,12 @@ class TextStore:
                 continue
             seen.add(text.text_hash)
             # Hex hashes and integers need no escaping; spans_json is JSON already.
-            texts.append(f'{{"h":"{text.text_hash}","o":{len(bodies)},"n":{len(text.text)},"s":{text.spans_json}}}')
+            b0, b1, b2, b3 = bands(text.simhash)
+            texts.append(f'{{"h":"{text.text_hash}","o":{len(bodies)},"n":{len(text.text)},"s":{text.spans_json},'
+                         f'"v":{text.version},"f":{to_signed(text.simhash)},'
+                         f'"b0":{b0},"b1":{b1},"b2":{b2},"b3":{b3}}}')
             bodies += text.text
-        links = [{"i": snapshot_id, "b": text.source_blake3, "h": text.text_hash} for snapshot_id, text in items]
+        links = [{"i": snapshot_id, "h": text.text_hash} for snapshot_id, text in items]
         with self.engine.begin() as conn:
             new = conn.execute(_STORE, {"texts": "[" + ",".join(texts) + "]", "links": json.dumps(links),
                                         "bodies": bytes(bodies)}).scalar_one()

@@ -1,0 +1,338 @@
+"""Running Gleaner continuously: ``sites``, ``rules``, ``tick``, ``watch``, ``review`` and ``composite``.
+
+Each command is a thin layer over :mod:`gleaner.operator` (the same functions the HTTP API calls).
+With the in-process bus, work the operation queued (a tick's crawls, an unblocked page's ingest, a
+composite's ingest) runs here before the command returns.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from gleaner.app import Deps
+from gleaner.changes import outbox
+from gleaner.cli.base import guard, load_settings, main, open_deps
+
+
+def drain_local(deps: Deps) -> None:
+    """Run what an operation queued on the in-process bus (nothing else would); a no-op on Pub/Sub."""
+    from gleaner.bus.local import LocalBus
+    from gleaner.stages import wire
+
+    bus = deps.bus
+    if isinstance(bus, LocalBus) and bus.pending():
+        if not bus.handlers:
+            wire(bus, deps)
+        bus.drain()
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, default=str))
+
+
+# -- sites ---------------------------------------------------------------------------------------
+
+
+@main.group("sites")
+def sites_group() -> None:
+    """The sites Gleaner keeps current, and their schedules."""
+
+
+@sites_group.command("add")
+@click.argument("url")
+@click.option("--site-domain", help="Site key (default: the URL's host without www.).")
+@click.option("--every", help="Schedule: a duration (30m, 6h, 1d, 1h30m), auto, or manual (the default).")
+@click.option("--include", multiple=True, help="Only paths matching this glob (repeatable).")
+@click.option("--exclude", multiple=True, help="Never scrape paths matching this glob (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many URLs a run.")
+@click.option("--max-depth", type=click.IntRange(min=0), help="Link depth from the start page.")
+@click.option("--delay", type=click.FloatRange(min=0), help="Seconds between requests to the site's host.")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Requests at once to the site's host.")
+@click.option("--max-requests", type=click.IntRange(min=0), help="Run budget: requests (0: unlimited).")
+@click.option("--max-bytes", type=click.IntRange(min=0), help="Run budget: bytes (0: unlimited).")
+@click.option("--max-seconds", type=click.FloatRange(min=0), help="Run budget: seconds (0: unlimited).")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def sites_add(url: str, site_domain: str | None, every: str | None, include: tuple[str, ...],
+              exclude: tuple[str, ...], limit: int | None, max_depth: int | None, delay: float | None,
+              concurrency: int | None, max_requests: int | None, max_bytes: int | None, max_seconds: float | None,
+              as_json: bool) -> None:
+    """Register URL's site (or update it); a scheduled site is due at the next tick."""
+    from gleaner.operator.sites import add_site
+
+    with open_deps(load_settings()) as deps:
+        site = add_site(deps, url, site_domain=site_domain, every=every, include=include, exclude=exclude,
+                        limit=limit, max_depth=max_depth, delay=delay, concurrency=concurrency,
+                        max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds)
+    if as_json:
+        _echo_json(site.to_dict())
+    else:
+        click.echo(f"site {site.site_domain}: {site.target_url}, every {site.every}"
+                   + (f", next run {site.next_run_at}" if site.next_run_at else ""))
+
+
+@sites_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def sites_list(as_json: bool) -> None:
+    """Every registered site with its schedule."""
+    from gleaner.operator.sites import list_sites
+
+    with open_deps(load_settings()) as deps:
+        sites = list_sites(deps)
+    if as_json:
+        _echo_json([s.to_dict() for s in sites])
+        return
+    if not sites:
+        click.echo("no sites yet: try `gleaner sites add URL --every 1d`", err=True)
+    for s in sites:
+        click.echo(f"{s.site_domain:<28} every {s.every:<8} next {s.next_run_at or '-':<34} {s.target_url}")
+
+
+@sites_group.command("show")
+@click.argument("site")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def sites_show(site: str, as_json: bool) -> None:
+    """One site: schedule, globs, limits, politeness, budgets and its rules."""
+    from gleaner.operator.rules import list_rules
+    from gleaner.operator.sites import get_site
+
+    with open_deps(load_settings()) as deps:
+        found = get_site(deps, site)
+        rules = list_rules(deps.metadata.engine, found.site_domain)
+    data = {**found.to_dict(), "rules": [r.to_dict() for r in rules]}
+    if as_json:
+        _echo_json(data)
+        return
+    for key, value in data.items():
+        if key != "rules":
+            click.echo(f"{key:<22} {value}")
+    for r in rules:
+        click.echo(f"rule {r.id}  {r.action:<5} {r.glob}  {r.reason or ''}")
+
+
+@sites_group.command("remove")
+@click.argument("site")
+@guard
+def sites_remove(site: str) -> None:
+    """Forget a site's schedule (its documents, versions, runs and rules stay)."""
+    from gleaner.operator.sites import remove_site
+
+    with open_deps(load_settings()) as deps:
+        removed = remove_site(deps, site)
+    click.echo(f"removed site {removed.site_domain}")
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+
+@main.group("rules")
+def rules_group() -> None:
+    """Persistent skip (never fetched) and block (fetched, never ingested) rules."""
+
+
+@rules_group.command("add")
+@click.argument("site")
+@click.argument("glob")
+@click.option("--skip", "action", flag_value="skip", help="Gate 1: never fetch matching paths.")
+@click.option("--block", "action", flag_value="block", help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--reason", help="Why (shown in the tree and the ledger).")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_json: bool) -> None:
+    """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
+    from gleaner.operator.rules import add_rule
+
+    if action is None:
+        raise click.UsageError("say --skip or --block")
+    with open_deps(load_settings()) as deps:
+        rule, applied = add_rule(deps.metadata.engine, site, glob, action, reason)
+        outbox.flush_after_commit(deps)  # document.blocked events
+    if as_json:
+        _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
+    else:
+        click.echo(f"rule {rule.id}: {rule.action} {rule.glob} on {rule.site_domain}"
+                   f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked now)")
+
+
+@rules_group.command("list")
+@click.argument("site")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def rules_list(site: str, as_json: bool) -> None:
+    """SITE's rules, oldest first (the oldest matching rule of each kind is the one recorded)."""
+    from gleaner.operator.rules import list_rules
+
+    with open_deps(load_settings()) as deps:
+        rules = list_rules(deps.metadata.engine, site)
+    if as_json:
+        _echo_json([r.to_dict() for r in rules])
+        return
+    for r in rules:
+        click.echo(f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
+
+
+@rules_group.command("remove")
+@click.argument("rule_id")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def rules_remove(rule_id: str, as_json: bool) -> None:
+    """Remove a rule and lift what it did; unblocked pages are ingested now."""
+    from gleaner.messages import SnapshotsWritten
+    from gleaner.operator.rules import remove_rule
+
+    with open_deps(load_settings()) as deps:
+        rule, applied = remove_rule(deps.metadata.engine, rule_id)
+        outbox.flush_after_commit(deps)  # document.unblocked events
+        if applied.unblocked_snapshots:
+            deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=rule.site_domain,
+                                              snapshot_ids=applied.unblocked_snapshots), ordering_key=rule.site_domain)
+            drain_local(deps)
+    if as_json:
+        _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
+    else:
+        click.echo(f"removed rule {rule.id} ({len(applied.unskipped)} unskipped, {len(applied.unblocked)} unblocked)")
+
+
+# -- schedule ------------------------------------------------------------------------------------
+
+
+def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
+    from gleaner.operator.schedule import tick
+
+    report = tick(deps)
+    drain_local(deps)
+    data = report.to_dict()
+    data["runs"] = [deps.metadata.run_summary(s.run_id) for s in report.started]
+    if not as_json:
+        for run in data["runs"]:
+            if run:
+                click.echo(f"{run['site_domain']}: run {run['run_id']} {run['status']}"
+                           f" (fetched {run['fetched']}, snapshots {run['snapshots']})", err=True)
+        for site in report.still_running:
+            click.echo(f"{site}: previous run still going; left due", err=True)
+    return data
+
+
+@main.command("tick")
+@click.option("--json", "as_json", is_flag=True, help="Print {started, still_running, runs} as JSON.")
+@guard
+def tick_cmd(as_json: bool) -> None:
+    """Start a crawl of every site that is due (a tick run twice at once starts one run per site)."""
+    with open_deps(load_settings()) as deps:
+        data = _tick_once(deps, as_json)
+    if as_json:
+        _echo_json(data)
+    elif not data["started"]:
+        click.echo("no site is due", err=True)
+
+
+@main.command("watch")
+@click.option("--every", "interval", type=click.FloatRange(min=1), help="Seconds between ticks.")
+@click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many ticks (default: until Ctrl-C).")
+@guard
+def watch_cmd(interval: float | None, rounds: int | None) -> None:
+    """Tick in a loop: keep every registered site current from this machine."""
+    from gleaner.operator.schedule import watch
+
+    settings = load_settings()
+    with open_deps(settings) as deps:
+        total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
+                      after_tick=lambda _report: drain_local(deps), sleep=time.sleep)
+    click.echo(f"watch: started {total} runs", err=True)
+
+
+# -- review --------------------------------------------------------------------------------------
+
+
+@main.group("review")
+def review_group() -> None:
+    """Settle the pages the decider marked needs_review."""
+
+
+@review_group.command("list")
+@click.argument("site")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def review_list_cmd(site: str, as_json: bool) -> None:
+    """Pages of SITE's latest run that need an operator decision."""
+    from gleaner.operator.review import review_list
+
+    with open_deps(load_settings()) as deps:
+        items = review_list(deps, site)
+    if as_json:
+        _echo_json([i.to_dict() for i in items])
+        return
+    if not items:
+        click.echo(f"nothing to review for {site}", err=True)
+    for i in items:
+        click.echo(f"{i.url}  {i.reason or ''}")
+
+
+@review_group.command("decide")
+@click.argument("url")
+@click.argument("decision", type=click.Choice(["include", "exclude"]))
+@click.option("--site-domain", help="The site, when URL is known under several.")
+@click.option("--reason")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def review_decide(url: str, decision: str, site_domain: str | None, reason: str | None, as_json: bool) -> None:
+    """Include or exclude URL from now on (outranks rules and the decider, in every later run)."""
+    from gleaner.operator.review import decide
+
+    with open_deps(load_settings()) as deps:
+        decided = decide(deps, url, decision, site_domain=site_domain, reason=reason)
+    if as_json:
+        _echo_json(decided.to_dict())
+    else:
+        click.echo(f"{decided.url}: {decided.decision} (operator)")
+
+
+# -- composites ----------------------------------------------------------------------------------
+
+
+@main.group("composite")
+def composite_group() -> None:
+    """Composite documents: several pages folded into one routed unit."""
+
+
+@composite_group.command("create")
+@click.argument("site")
+@click.argument("title")
+@click.option("--from", "urls", multiple=True, required=True, help="A source page's URL (repeatable).")
+@click.option("--kind", help="A label (pricing, competitors, feature_map, ...).")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def composite_create(site: str, title: str, urls: tuple[str, ...], kind: str | None, as_json: bool) -> None:
+    """Fold the --from pages' current versions into a composite routed to rag (its sources lose theirs)."""
+    from gleaner.operator.routing import create_composite
+
+    with open_deps(load_settings()) as deps:
+        composite = create_composite(deps, site, title, urls, kind=kind)
+        drain_local(deps)
+    if as_json:
+        _echo_json(composite.to_dict())
+    else:
+        click.echo(f"composite {composite.id}: {composite.title} from {len(composite.sources)} pages")
+
+
+@composite_group.command("list")
+@click.argument("site")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def composite_list(site: str, as_json: bool) -> None:
+    """SITE's composites with their status (stale: a source changed since it was made)."""
+    from gleaner.operator.routing import list_composites
+
+    with open_deps(load_settings()) as deps:
+        composites = list_composites(deps, site)
+    if as_json:
+        _echo_json([c.to_dict() for c in composites])
+        return
+    for c in composites:
+        click.echo(f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")

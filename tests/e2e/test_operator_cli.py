@@ -1,0 +1,54 @@
+"""`gleaner sites|rules|tick|review|composite` as a user runs them: a real process, PostgreSQL, a loopback site."""
+
+from __future__ import annotations
+
+import json
+
+from ..integration.sites import demo_site
+from . import test_cli
+from .test_cli import gleaner
+
+cli_env = test_cli.cli_env  # the same environment fixture as the other CLI tests
+
+
+def ok(env, *args):
+    result = gleaner(env, *args)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_site_added_with_a_skip_rule_is_crawled_by_tick_without_the_skipped_paths(cli_env):
+    with demo_site() as site:
+        added = json.loads(ok(cli_env, "sites", "add", site.url + "/", "--site-domain", "demo.test", "--every", "auto",
+                              "--delay", "0", "--concurrency", "4", "--json").stdout)
+        assert (added["every"], added["site_domain"], added["concurrency"]) == ("auto", "demo.test", 4)
+        rule = json.loads(ok(cli_env, "rules", "add", "demo.test", "/blog/*", "--skip", "--reason", "noise",
+                             "--json").stdout)["rule"]
+        ticked = json.loads(ok(cli_env, "tick", "--json").stdout)
+        assert [r["status"] for r in ticked["runs"]] == ["finished"]
+        assert not [p for p in site.paths() if p.startswith("/blog")]
+        assert json.loads(ok(cli_env, "tick", "--json").stdout)["started"] == []  # not due again yet
+        composite = json.loads(ok(cli_env, "composite", "create", "demo.test", "Install guide", "--from",
+                                  site.url + "/docs/install", "--from", site.url + "/docs/api", "--json").stdout)
+    assert len(composite["sources"]) == 2
+    listed = json.loads(ok(cli_env, "rules", "list", "demo.test", "--json").stdout)
+    assert [(r["id"], r["action"], r["glob"], r["reason"]) for r in listed] == [
+        (rule["id"], "skip", "/blog/*", "noise")]
+    shown = json.loads(ok(cli_env, "sites", "show", "demo.test", "--json").stdout)
+    assert shown["last_run_id"] == ticked["started"][0]["run_id"] and len(shown["rules"]) == 1
+    assert json.loads(ok(cli_env, "review", "list", "demo.test", "--json").stdout) == []
+    assert [c["status"] for c in json.loads(ok(cli_env, "composite", "list", "demo.test", "--json").stdout)] == [
+        "generated"]
+    ok(cli_env, "rules", "remove", rule["id"])
+    ok(cli_env, "sites", "remove", "demo.test")
+    assert json.loads(ok(cli_env, "sites", "list", "--json").stdout) == []
+
+
+def test_bad_operator_input_is_one_line_and_a_non_zero_exit(cli_env):
+    for args in (("sites", "add", "https://example.com/", "--every", "soon"),
+                 ("rules", "add", "example.com", "blog/*", "--skip"),
+                 ("rules", "remove", "not-a-rule"),
+                 ("sites", "show", "nowhere.example")):
+        result = gleaner(cli_env, *args)
+        assert result.returncode != 0, args
+        assert result.stderr.startswith("gleaner: error:") and "Traceback" not in result.stderr, result.stderr

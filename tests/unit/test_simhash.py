@@ -1,0 +1,63 @@
+"""SimHash: reformatted copies land within Hamming distance 3, other texts far away, and a band always matches."""
+
+from __future__ import annotations
+
+import random
+
+from gleaner.provenance.conflicts import DetectedBy, DuplicateDetector, TextFingerprint
+from gleaner.provenance.simhash import NEAR_DISTANCE, bands, from_signed, hamming, simhash, to_signed
+
+ARTICLE = ("Gleaner keeps an auditable copy of the public pages a team relies on. It discovers URLs, fetches them "
+           "politely, stores every version immutably and detects change. Quotes verify against the exact bytes "
+           "they came from, so a reader can check any citation without trusting the crawler. ") * 3
+
+
+def test_a_reformatted_copy_is_a_near_duplicate_and_another_text_is_not():
+    reformatted = "## " + ARTICLE.upper().replace(". ", " — ").replace(",", " ;")
+    other = "Completely different prose about cooking pasta, boiling water and adding salt to taste. " * 6
+    assert hamming(simhash(ARTICLE), simhash(reformatted)) <= NEAR_DISTANCE
+    assert hamming(simhash(ARTICLE), simhash(other)) > 10
+
+
+def test_a_small_edit_moves_the_fingerprint_a_little_and_a_text_with_no_words_has_none():
+    edited = ARTICLE.replace("immutably", "forever", 1)
+    assert hamming(simhash(ARTICLE), simhash(edited)) < 16
+    assert simhash("— … !") == 0
+
+
+def test_fingerprints_within_three_bits_always_share_a_band():
+    rng = random.Random(7)
+    for _ in range(500):
+        value = rng.getrandbits(64)
+        flipped = value
+        for bit in rng.sample(range(64), 3):
+            flipped ^= 1 << bit
+        assert hamming(value, flipped) == 3
+        assert any(x == y for x, y in zip(bands(value), bands(flipped), strict=True))
+
+
+def test_a_fingerprint_survives_the_round_trip_through_a_signed_bigint():
+    for value in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
+        assert from_signed(to_signed(value)) == value
+        assert -(2**63) <= to_signed(value) < 2**63
+
+
+def _fingerprint(doc: str, text_hash: str, fingerprint: int, order: int) -> TextFingerprint:
+    from datetime import UTC, datetime, timedelta
+
+    return TextFingerprint(doc, f"https://h{order}.test/{doc}", text_hash, fingerprint,
+                           datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=order))
+
+
+def test_the_detector_names_the_earliest_exact_copy_before_any_near_one():
+    near = simhash(ARTICLE) ^ 0b101
+    original = _fingerprint("a", "h1", simhash(ARTICLE), 0)
+    close = _fingerprint("b", "h2", near, 1)
+    copy = _fingerprint("c", "h1", simhash(ARTICLE), 2)
+    (finding,) = DuplicateDetector().detect(copy, [close, original])
+    assert finding.other is original and finding.detected_by is DetectedBy.CONTENT_HASH
+    (finding,) = DuplicateDetector().detect(close, [copy, original])
+    assert finding.other is original and finding.detected_by is DetectedBy.SIMHASH
+    assert finding.details["distance"] == 2 and finding.details["cross_host"] is True
+    assert [f.document_id for f in finding.ordered()] == ["a", "b"]
+    assert DuplicateDetector().detect(close, [_fingerprint("d", "h3", ~near & (2**64 - 1), 3)]) == []
