@@ -65,7 +65,7 @@ def test_a_nofollow_page_yields_no_links_and_broken_html_yields_nothing():
 def test_a_large_gzipped_sitemap_is_read_only_as_far_as_the_reader_goes():
     entries = b"".join(b"<url><loc>https://a.test/p%d</loc></url>" % i for i in range(200_000))
     stream = SitemapStream(gzip.compress(b"<urlset>" + entries + b"</urlset>"))
-    first = [loc for _, loc in zip(range(3), stream, strict=False)]
+    first = [loc for _, (loc, _lastmod) in zip(range(3), stream, strict=False)]
     assert stream.kind == "urlset" and first == ["https://a.test/p0", "https://a.test/p1", "https://a.test/p2"]
 
 
