@@ -1,42 +1,93 @@
-"""Build one deployable archive per function: functions/<stage>.zip with the common package vendored.
+"""Build one deployable archive per function, named by its content, and the map Terraform reads.
 
 Each archive holds what Cloud Functions (2nd gen, Python) builds from:
 
     main.py            functions/<stage>/main.py, unchanged
     gleaner/…          the common package (shared/gleaner), so the function imports the same code
-    requirements.txt   the runtime dependencies from pyproject.toml (base + the `cloud` extra)
+    requirements.txt   infra/functions.lock: every runtime dependency pinned with its hashes
 
-Archives are reproducible (sorted entries, fixed timestamps): the same source gives the same bytes,
-so an unchanged function keeps its object hash across builds.
+Archives are reproducible (sorted entries, fixed timestamps) and named
+``functions/<stage>-<sha256 of the archive, 16 hex>.zip``: the same source gives the same name, so
+an upload skips it (``gcloud storage cp --no-clobber``) and Terraform sees no change in that
+function's source object and leaves the function alone. ``--out`` also receives
+``archives.tfvars.json`` (``{"archives": {stage: object}}``) for ``terraform apply -var-file``.
 
     python infra/package_functions.py --out dist/functions
+    python infra/package_functions.py --relock     # after changing dependencies (pip-tools, PyPI)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
+import json
+import shutil
+import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "infra" / "functions.lock"
 # The embedded database is for laptops: its wheel carries PostgreSQL binaries no function needs
 # (functions reach Cloud SQL; pgserver is only imported when no database is configured).
 NOT_IN_FUNCTIONS = {"pgserver"}
+# Needed at runtime but reached only through an extra that resolvers may drop (FACTS.md: justext
+# asks for lxml[html_clean], which lxml 6 spells html-clean; without it `import trafilatura` fails).
+ALSO_IN_FUNCTIONS = ["lxml_html_clean>=0.4"]
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
+# Where the archives live in the source bucket (Terraform's var.archives values start with it).
+OBJECT_PREFIX = "functions/"
+LOCK_HEADER = """\
+# Hash-pinned runtime dependencies of every Cloud Function (pyproject.toml's base and `cloud`
+# requirements without pgserver), copied into each archive as requirements.txt by
+# infra/package_functions.py, so every build installs exactly these bytes.
+# Regenerate after changing dependencies (needs pip-tools and PyPI):
+#    python infra/package_functions.py --relock
+#
+"""
 
 
 def _name(requirement: str) -> str:
     for sep in "<>=!~[; ":
         requirement = requirement.split(sep, 1)[0]
-    return requirement.strip().lower()
+    return requirement.strip().lower().replace("_", "-")
 
 
 def requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """The functions' direct requirements: base + the `cloud` extra, without laptop-only ones."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    wanted = [*project["dependencies"], *project["optional-dependencies"]["cloud"]]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["cloud"], *ALSO_IN_FUNCTIONS]
     return [r for r in wanted if _name(r) not in NOT_IN_FUNCTIONS]
+
+
+def locked(lock: Path = LOCK) -> dict[str, str]:
+    """Package name -> pinned version in the lock."""
+    pins: dict[str, str] = {}
+    for line in lock.read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, _, rest = line.partition("==")
+            pins[_name(name)] = rest.split()[0].rstrip("\\").strip()
+    return pins
+
+
+def relock(lock: Path = LOCK) -> None:
+    """Resolve requirements() with pip-compile into a hash-pinned lock."""
+    compile_ = shutil.which("pip-compile")
+    if compile_ is None:
+        raise SystemExit("pip-compile is not installed: pip install pip-tools")
+    with tempfile.TemporaryDirectory() as tmp:
+        source, out = Path(tmp) / "functions.in", Path(tmp) / "functions.lock"
+        source.write_text("\n".join(requirements()) + "\n")
+        subprocess.run([compile_, "-q", "--generate-hashes", "--allow-unsafe", "--strip-extras",
+                        "--no-emit-index-url", "--no-emit-find-links", "--output-file", str(out), str(source)],
+                       check=True)
+        body = out.read_text()
+    body = body[body.index("\n\n") + 2:] if body.startswith("#") else body
+    lock.write_text(LOCK_HEADER + body.replace(f"-r {source}", "-r pyproject.toml (base + cloud, without pgserver)"))
 
 
 def _files(package: Path) -> list[Path]:
@@ -51,25 +102,42 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
     archive.writestr(info, data)
 
 
-def package(stage_dir: Path, out: Path) -> Path:
-    """Write out/<stage>.zip for functions/<stage>/."""
-    target = out / f"{stage_dir.name}.zip"
+def archive_bytes(stage_dir: Path, lock: Path = LOCK) -> bytes:
+    """The reproducible archive of functions/<stage>/."""
     package_dir = ROOT / "shared" / "gleaner"
-    with zipfile.ZipFile(target, "w") as archive:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
         _add(archive, "main.py", (stage_dir / "main.py").read_bytes())
-        _add(archive, "requirements.txt", ("\n".join(requirements()) + "\n").encode())
+        _add(archive, "requirements.txt", lock.read_bytes())
         for path in _files(package_dir):
             _add(archive, "gleaner/" + path.relative_to(package_dir).as_posix(), path.read_bytes())
+    return buffer.getvalue()
+
+
+def package(stage_dir: Path, out: Path) -> Path:
+    """Write out/<stage>-<content hash>.zip for functions/<stage>/."""
+    data = archive_bytes(stage_dir)
+    target = out / f"{stage_dir.name}-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    target.write_bytes(data)
     return target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Package each function with the gleaner package vendored in.")
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "functions")
+    parser.add_argument("--relock", action="store_true", help="regenerate infra/functions.lock and stop")
     args = parser.parse_args(argv)
+    if args.relock:
+        relock()
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    archives: dict[str, str] = {}
     for stage_dir in sorted(p.parent for p in (ROOT / "functions").glob("*/main.py")):
-        print(package(stage_dir, args.out))
+        target = package(stage_dir, args.out)
+        archives[stage_dir.name] = OBJECT_PREFIX + target.name
+        print(target)
+    (args.out / "archives.tfvars.json").write_text(json.dumps({"archives": archives}, indent=1, sort_keys=True)
+                                                   + "\n")
     return 0
 
 

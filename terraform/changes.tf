@@ -17,7 +17,8 @@ locals {
 # Downstream systems (RAG ingestors) subscribe here; each message is one event's JSON, attributes
 # type, site_domain and event_id. Gleaner itself does not subscribe.
 resource "google_pubsub_topic" "documents_changed" {
-  name = "documents-changed"
+  name       = "documents-changed"
+  depends_on = [google_project_service.enabled]
 }
 
 resource "google_pubsub_topic_iam_member" "announce" {
@@ -45,6 +46,8 @@ resource "google_cloud_tasks_queue" "notify" {
     max_backoff   = "3600s"
     max_doublings = 10
   }
+
+  depends_on = [google_project_service.enabled]
 }
 
 resource "google_cloud_tasks_queue_iam_member" "schedules_deliveries" {

@@ -1,30 +1,49 @@
 # One Cloud Function (2nd gen) per entry point of functions/<stage>/main.py, each built from the
-# archive Cloud Build uploaded (main.py + the vendored gleaner package + requirements.txt).
+# archive Cloud Build uploaded (main.py + the vendored gleaner package + requirements.txt), named
+# by its content hash so an unchanged function is not redeployed.
 # Pub/Sub-fed functions are plain HTTPS services behind explicit push subscriptions (pubsub.tf):
 # that is the only way to declare their dead-letter and retry policies here, and it is the exact
 # delivery path the emulator tests exercise. Their entry points are registered with
 # @functions_framework.cloud_event, so functions-framework turns each push into a CloudEvent.
+#
+# No function has a public invoker: Cloud Run admits only identities holding run.invoker (the
+# push, tasks and scheduler identities, var.operators, var.feed_pollers), so the code may trust
+# an identity token that reached it (GLEANER_HTTP_AUTH=iam, gleaner/callers.py).
 
 locals {
   http_functions = {
-    # Crawl requests from Cloud Scheduler, the console and the CLI; bearer-checked by the code.
-    "map-http" = { stage = "map", entry_point = "on_http", public = true, timeout = 60 }
+    # Crawl requests, tick and sweep from Cloud Scheduler, the console and the CLI; GET ?run_id= status.
+    "map-http" = { stage = "map", entry_point = "on_http", external = true, timeout = 60, max_instances = 2 }
     # The Cloud Tasks target: one scrape batch per request, up to the task dispatch deadline.
-    "scrape" = { stage = "scrape", entry_point = "on_http", public = false, timeout = 1800 }
-    # The feed-poller webhook (articles and the walk nudge); bearer-checked by the code.
-    "ingest-webhook" = { stage = "ingest", entry_point = "on_http", public = true, timeout = 300 }
+    "scrape" = { stage = "scrape", entry_point = "on_http", external = false, timeout = 1800, max_instances = 10 }
+    # The feed-poller webhook (articles and the walk nudge); bearer-checked by the code behind IAM.
+    "ingest-webhook" = { stage = "ingest", entry_point = "on_http", external = true, timeout = 300, max_instances = 2 }
   }
   event_functions = {
-    "map"      = { stage = "map", entry_point = "on_event", timeout = 540 }
-    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540 }
-    "snapshot" = { stage = "snapshot", entry_point = "on_event", timeout = 540 }
-    "ingest"   = { stage = "ingest", entry_point = "on_event", timeout = 540 }
+    "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 2 }
+    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540, max_instances = 2 }
+    "snapshot" = { stage = "snapshot", entry_point = "on_event", timeout = 540, max_instances = 4 }
+    "ingest"   = { stage = "ingest", entry_point = "on_event", timeout = 540, max_instances = 4 }
   }
   all_functions = merge(local.http_functions, local.event_functions)
-  # Functions that read the bearer secret.
+  # Functions that read the bearer secret (callers that are not Google identities use it).
   secret_functions = ["map-http", "ingest-webhook"]
-  # Functions that never touch the database (map-http only validates and publishes).
-  no_db_functions = ["map-http"]
+  # Every function reads or writes the metadata (map-http answers run status and ticks).
+  db_functions = keys(local.all_functions)
+
+  # -- the Cloud SQL connection budget (docs/deployment.md, "Connections") ----------------------
+  # One request at a time per instance, but a request uses up to pool + overflow connections (the
+  # scrape's fetch loop claims host turns while the stage writes outcomes).
+  db_pool_size     = 2
+  db_max_overflow  = 1
+  db_per_instance  = local.db_pool_size + local.db_max_overflow
+  db_instances     = sum([for name in local.db_functions : local.all_functions[name].max_instances])
+  db_peak          = local.db_instances * local.db_per_instance
+  db_reserved      = 3 # superuser_reserved_connections on Cloud SQL
+  db_migrator      = 1 # the build's migrate step
+  db_headroom      = 6 # an operator's psql, gcloud sql connect, the Cloud SQL console
+  db_connections   = local.db_peak + local.db_migrator + local.db_headroom
+  db_scrape_budget = local.http_functions["scrape"].max_instances
 
   common_env = {
     GOOGLE_CLOUD_PROJECT          = var.project_id
@@ -37,7 +56,27 @@ locals {
     GLEANER_TASKS_QUEUE           = google_cloud_tasks_queue.scrape.name
     GLEANER_MAX_DELIVERY_ATTEMPTS = tostring(var.max_delivery_attempts)
     GLEANER_EXTRACT_WORKERS       = "1"
-    LOG_EXECUTION_ID              = "true"
+    GLEANER_HTTP_AUTH             = "iam"
+    GLEANER_SHARED_POLITENESS     = "true"
+    GLEANER_AUTO_MIGRATE          = "false"
+    GLEANER_DB_POOL_SIZE          = tostring(local.db_pool_size)
+    GLEANER_DB_MAX_OVERFLOW       = tostring(local.db_max_overflow)
+    # Stop starting fetches 300 s before the function's (and the task's) 1,800 s deadline.
+    GLEANER_SCRAPE_SOFT_DEADLINE = tostring(local.http_functions["scrape"].timeout - 300)
+    # Webhook deliveries (changes.tf): the queue, and its attempts so the handler knows the last one.
+    GLEANER_NOTIFY_QUEUE        = google_cloud_tasks_queue.notify.name
+    GLEANER_NOTIFY_MAX_ATTEMPTS = tostring(var.notify_max_attempts)
+    LOG_EXECUTION_ID            = "true"
+  }
+  # Functions that create tasks for the scrape function: scrape batches (sample; scrape for the
+  # remainder it hands on) and webhook deliveries (changes.tf).
+  knows_scrape_url = distinct(concat(local.enqueues_scrape, local.schedules_deliveries))
+  # Where those tasks go and who they claim to be. The scrape service's deterministic Cloud Run URL, not its `uri` attribute: scrape
+  # needs its own address, and a function cannot reference its own attributes.
+  scrape_url = "https://gleaner-scrape-${data.google_project.this.number}.${var.region}.run.app"
+  tasks_env = {
+    GLEANER_SCRAPE_URL            = local.scrape_url
+    GLEANER_TASKS_SERVICE_ACCOUNT = google_service_account.tasks_invoker.email
   }
 }
 
@@ -52,7 +91,7 @@ resource "google_cloudfunctions2_function" "http" {
     source {
       storage_source {
         bucket = var.source_bucket
-        object = "${var.source_prefix}/${each.value.stage}.zip"
+        object = var.archives[each.value.stage]
       }
     }
   }
@@ -61,11 +100,12 @@ resource "google_cloudfunctions2_function" "http" {
     available_memory                 = var.function_memory
     available_cpu                    = "1"
     timeout_seconds                  = each.value.timeout
-    max_instance_count               = var.function_max_instances
+    max_instance_count               = each.value.max_instances
     max_instance_request_concurrency = 1
     service_account_email            = google_service_account.fn[each.key].email
-    ingress_settings                 = each.value.public ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, {
+    # IAM guards every function; "external" ones are reachable from outside Google's network.
+    ingress_settings = each.value.external ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 
@@ -78,9 +118,17 @@ resource "google_cloudfunctions2_function" "http" {
         version    = "latest"
       }
     }
+
+    secret_environment_variables {
+      key        = "GLEANER_ERASURE_KEY"
+      project_id = var.project_id
+      secret     = data.google_secret_manager_secret.erasure_key.secret_id
+      version    = "latest"
+    }
   }
 
-  depends_on = [google_secret_manager_secret_iam_member.webhook]
+  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.webhook,
+  google_secret_manager_secret_iam_member.erasure_key]
 }
 
 resource "google_cloudfunctions2_function" "event" {
@@ -94,7 +142,7 @@ resource "google_cloudfunctions2_function" "event" {
     source {
       storage_source {
         bucket = var.source_bucket
-        object = "${var.source_prefix}/${each.value.stage}.zip"
+        object = var.archives[each.value.stage]
       }
     }
   }
@@ -103,30 +151,27 @@ resource "google_cloudfunctions2_function" "event" {
     available_memory                 = var.function_memory
     available_cpu                    = "1"
     timeout_seconds                  = each.value.timeout
-    max_instance_count               = var.function_max_instances
+    max_instance_count               = each.value.max_instances
     max_instance_request_concurrency = 1
     service_account_email            = google_service_account.fn[each.key].email
     # Pub/Sub push counts as internal traffic for Cloud Run ingress.
     ingress_settings = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
-      # sample schedules scrape tasks: where they go and who they claim to be.
-      GLEANER_SCRAPE_URL            = google_cloudfunctions2_function.http["scrape"].service_config[0].uri
-      GLEANER_TASKS_SERVICE_ACCOUNT = google_service_account.tasks_invoker.email
     })
+
+    secret_environment_variables {
+      key        = "GLEANER_ERASURE_KEY"
+      project_id = var.project_id
+      secret     = data.google_secret_manager_secret.erasure_key.secret_id
+      version    = "latest"
+    }
   }
+
+  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.erasure_key]
 }
 
-# Who may call which function (Cloud Run invoker on the function's service).
-resource "google_cloud_run_service_iam_member" "public" {
-  for_each = { for k, v in local.http_functions : k => v if v.public }
-  location = var.region
-  service  = google_cloudfunctions2_function.http[each.key].name
-  role     = "roles/run.invoker"
-  # Anyone may reach the endpoint; the code refuses every request without the bearer secret (401).
-  member = "allUsers"
-}
-
+# Who may call which function (Cloud Run invoker on the function's service). Nothing is public.
 resource "google_cloud_run_service_iam_member" "tasks_to_scrape" {
   location = var.region
   service  = google_cloudfunctions2_function.http["scrape"].name
@@ -140,4 +185,11 @@ resource "google_cloud_run_service_iam_member" "push_to_events" {
   service  = google_cloudfunctions2_function.event[each.key].name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.pubsub_push.email}"
+}
+
+resource "google_cloud_run_service_iam_member" "scheduler_to_map" {
+  location = var.region
+  service  = google_cloudfunctions2_function.http["map-http"].name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.scheduler.email}"
 }

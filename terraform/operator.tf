@@ -2,10 +2,20 @@
 # site that is due (sites, schedules and `--every auto` live in the database: `gleaner sites add`).
 # Replaces one Scheduler job per crawl. Two deliveries of one tick start one run per site: the tick
 # claims due sites in the database (gleaner/operator/schedule.py).
-resource "google_cloud_scheduler_job" "tick" {
-  name      = "gleaner-tick"
+# The sweep settles runs idle past the limit (run control). Both prove who they are with an OIDC
+# token of gl-scheduler, the only Scheduler identity map-http admits (scheduler.tf, functions.tf).
+locals {
+  operator_jobs = {
+    tick  = { schedule = var.tick_schedule, body = { tick = true } }
+    sweep = { schedule = var.sweep_schedule, body = { sweep = true } }
+  }
+}
+
+resource "google_cloud_scheduler_job" "operator" {
+  for_each  = local.operator_jobs
+  name      = "gleaner-${each.key}"
   region    = var.region
-  schedule  = var.tick_schedule
+  schedule  = each.value.schedule
   time_zone = var.time_zone
 
   retry_config {
@@ -14,12 +24,15 @@ resource "google_cloud_scheduler_job" "tick" {
   }
 
   http_target {
-    uri         = google_cloudfunctions2_function.http["map-http"].service_config[0].uri
+    uri         = local.map_http_uri
     http_method = "POST"
-    headers = {
-      "Content-Type"  = "application/json"
-      "Authorization" = "Bearer ${data.google_secret_manager_secret_version.webhook.secret_data}"
+    headers     = { "Content-Type" = "application/json" }
+    body        = base64encode(jsonencode(each.value.body))
+    oidc_token {
+      service_account_email = google_service_account.scheduler.email
+      audience              = local.map_http_uri
     }
-    body = base64encode(jsonencode({ tick = true }))
   }
+
+  depends_on = [google_project_service.enabled]
 }

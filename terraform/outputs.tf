@@ -1,5 +1,5 @@
 output "crawl_request_url" {
-  description = "POST a crawl request here (Authorization: Bearer <webhook secret>)."
+  description = "map-http: POST a crawl request, GET ?run_id= for its status (an identity token of an operator, or the bearer behind one)."
   value       = google_cloudfunctions2_function.http["map-http"].service_config[0].uri
 }
 
@@ -33,11 +33,23 @@ output "dead_letter_subscription" {
   value       = google_pubsub_subscription.dead_letter_hold.id
 }
 
+output "builder_service_account" {
+  description = "The build's identity (deployer role, schema migrator): pass it to gcloud builds submit --service-account."
+  value       = google_service_account.builder.id
+}
+
 output "db_bootstrap_sql" {
-  description = "Run once as the postgres user after the first apply: the role every function acts as (GLEANER_DATABASE_ROLE)."
+  description = "Run once as the postgres user after the first apply: the schema owner (the migrator's role), the DML-only role every function acts as, and their members."
   value = join("\n", concat(
-    ["CREATE ROLE ${var.database_role} NOLOGIN;",
-    "GRANT CREATE, CONNECT ON DATABASE ${google_sql_database.gleaner.name} TO ${var.database_role};"],
+    ["CREATE ROLE ${var.database_owner_role} NOLOGIN;",
+      "CREATE ROLE ${var.database_role} NOLOGIN;",
+      "GRANT CONNECT, CREATE ON DATABASE ${google_sql_database.gleaner.name} TO ${var.database_owner_role};",
+      "GRANT CONNECT, TEMPORARY ON DATABASE ${google_sql_database.gleaner.name} TO ${var.database_role};",
+      "GRANT ${var.database_owner_role} TO \"${google_sql_user.migrator.name}\";",
+      "-- the knowledge schema is created by the first migration, owned by ${var.database_owner_role}:",
+      "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT USAGE ON SCHEMAS TO ${var.database_role};",
+      "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${var.database_role};",
+    "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT USAGE, SELECT ON SEQUENCES TO ${var.database_role};"],
     [for u in google_sql_user.fn : "GRANT ${var.database_role} TO \"${u.name}\";"],
   ))
 }

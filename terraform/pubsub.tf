@@ -1,5 +1,6 @@
 # Topics are named exactly as the message classes' `.topic` (gleaner/messages.py); the scrape
-# batches travel on Cloud Tasks (tasks.tf), not on a topic.
+# batches travel on Cloud Tasks (tasks.tf), not on a topic. Topics other features add in their own
+# files (e.g. changes.tf) are separate resources; the consistency tests read every topic resource.
 
 locals {
   topics            = ["crawl-requests", "crawl-mapped", "pages-fetched", "snapshots-written", "articles-accepted"]
@@ -14,12 +15,13 @@ locals {
   }
   # Dead letters are pushed to map's on_event, which records the failure on the run / URLs.
   dead_letter_handler = "map"
-  pubsub_agent        = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  pubsub_agent        = "serviceAccount:${google_project_service_identity.pubsub.email}"
 }
 
 resource "google_pubsub_topic" "topic" {
-  for_each = toset(concat(local.topics, [local.dead_letter_topic]))
-  name     = each.value
+  for_each   = toset(concat(local.topics, [local.dead_letter_topic]))
+  name       = each.value
+  depends_on = [google_project_service.enabled]
 }
 
 resource "google_pubsub_subscription" "push" {
@@ -42,13 +44,14 @@ resource "google_pubsub_subscription" "push" {
     }
   }
 
-  # Retryable failures (the function answers 500) come back with exponential backoff…
+  # Retryable failures (the function answers 500, or Cloud Run 429 at max instances) come back
+  # with exponential backoff…
   retry_policy {
     minimum_backoff = "10s"
     maximum_backoff = "600s"
   }
 
-  # …and after max_delivery_attempts go to the dead-letter topic.
+  # …and after max_delivery_attempts (15: a 429 counts as one) go to the dead-letter topic.
   dead_letter_policy {
     dead_letter_topic     = google_pubsub_topic.topic[local.dead_letter_topic].id
     max_delivery_attempts = var.max_delivery_attempts
@@ -57,6 +60,10 @@ resource "google_pubsub_subscription" "push" {
   expiration_policy {
     ttl = ""
   }
+
+  # The agent must be able to forward and sign before the first message arrives.
+  depends_on = [google_pubsub_topic_iam_member.agent_publishes_dead_letters,
+  google_service_account_iam_member.agent_signs_push_tokens]
 }
 
 resource "google_pubsub_subscription" "dead_letter_push" {
@@ -81,9 +88,12 @@ resource "google_pubsub_subscription" "dead_letter_push" {
   expiration_policy {
     ttl = ""
   }
+
+  depends_on = [google_service_account_iam_member.agent_signs_push_tokens]
 }
 
 # Dead letters are also kept for an operator to inspect and replay (gcloud pubsub subscriptions pull).
+# Its backlog is what the dead-letter alert watches (monitoring.tf).
 resource "google_pubsub_subscription" "dead_letter_hold" {
   name                       = "${local.dead_letter_topic}-hold"
   topic                      = google_pubsub_topic.topic[local.dead_letter_topic].id
@@ -93,8 +103,8 @@ resource "google_pubsub_subscription" "dead_letter_hold" {
   }
 }
 
-# Pub/Sub's service agent forwards undeliverable messages: it must publish to the dead-letter
-# topic and subscribe to (ack on) each source subscription.
+# Pub/Sub's service agent (created above, before these grants) forwards undeliverable messages:
+# it must publish to the dead-letter topic and subscribe to (ack on) each source subscription…
 resource "google_pubsub_topic_iam_member" "agent_publishes_dead_letters" {
   topic  = google_pubsub_topic.topic[local.dead_letter_topic].id
   role   = "roles/pubsub.publisher"

@@ -1,7 +1,8 @@
-# One service account per function, plus the identities Pub/Sub push and Cloud Tasks present.
+# One service account per function, plus the identities Pub/Sub push, Cloud Tasks and Cloud
+# Scheduler present when they call a function (each is that function's only invoker).
 
 locals {
-  # Topics each function publishes to (its stage's output), and whether it needs the database.
+  # Topics each function publishes to (its stage's output).
   publishes = {
     "map-http"       = ["crawl-requests"]
     "map"            = ["crawl-mapped"]
@@ -14,23 +15,33 @@ locals {
   # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
   writes_blobs = ["map", "sample", "scrape", "snapshot", "ingest"]
   reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook"]
-  db_functions = [for k in keys(local.all_functions) : k if !contains(local.no_db_functions, k)]
+  # Scrape batches that hit their soft deadline enqueue their remainder; sample enqueues the batches.
+  enqueues_scrape = ["sample", "scrape"]
 }
 
 resource "google_service_account" "fn" {
   for_each     = local.all_functions
   account_id   = "gl-${each.key}"
   display_name = "Gleaner ${each.key} function"
+  depends_on   = [google_project_service.enabled]
 }
 
 resource "google_service_account" "pubsub_push" {
   account_id   = "gl-pubsub-push"
   display_name = "Gleaner: identity of Pub/Sub push deliveries"
+  depends_on   = [google_project_service.enabled]
 }
 
 resource "google_service_account" "tasks_invoker" {
   account_id   = "gl-tasks-invoker"
   display_name = "Gleaner: identity of scrape tasks (Cloud Tasks OIDC)"
+  depends_on   = [google_project_service.enabled]
+}
+
+resource "google_service_account" "scheduler" {
+  account_id   = "gl-scheduler"
+  display_name = "Gleaner: identity of Cloud Scheduler jobs (OIDC to map-http)"
+  depends_on   = [google_project_service.enabled]
 }
 
 resource "google_pubsub_topic_iam_member" "publish" {
@@ -69,9 +80,10 @@ resource "google_project_iam_member" "sql_instance_user" {
   member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
-# sample attaches the tasks identity to the scrape tasks it creates (OIDC token "act as").
-resource "google_service_account_iam_member" "sample_acts_as_tasks_invoker" {
+# Functions that create scrape tasks attach the tasks identity to them (OIDC token "act as").
+resource "google_service_account_iam_member" "acts_as_tasks_invoker" {
+  for_each           = toset(local.enqueues_scrape)
   service_account_id = google_service_account.tasks_invoker.name
   role               = "roles/iam.serviceAccountUser"
-  member             = "serviceAccount:${google_service_account.fn["sample"].email}"
+  member             = "serviceAccount:${google_service_account.fn[each.key].email}"
 }

@@ -1,10 +1,13 @@
 resource "google_sql_database_instance" "main" {
-  name                = "gleaner"
-  region              = var.region
-  database_version    = "POSTGRES_16"
+  name             = "gleaner"
+  region           = var.region
+  database_version = "POSTGRES_16"
+  # PostgreSQL 16 defaults to ENTERPRISE_PLUS, which refuses db-custom-* tiers
+  # (terraform-provider-google issue 20498): the edition must be named.
   deletion_protection = var.deletion_protection
 
   settings {
+    edition           = "ENTERPRISE"
     tier              = var.db_tier
     disk_size         = var.db_disk_gb
     disk_autoresize   = true
@@ -14,6 +17,13 @@ resource "google_sql_database_instance" "main" {
     database_flags {
       name  = "cloudsql.iam_authentication"
       value = "on"
+    }
+
+    # Named, not left to the tier's default, because the functions' pools are sized against it
+    # (the precondition below).
+    database_flags {
+      name  = "max_connections"
+      value = tostring(var.db_max_connections)
     }
 
     # Public IP without authorized networks: only the Cloud SQL connector (IAM-checked, TLS) gets in.
@@ -27,6 +37,17 @@ resource "google_sql_database_instance" "main" {
       point_in_time_recovery_enabled = true
     }
   }
+
+  # The functions' pools times their max instances must fit (functions.tf, docs/deployment.md):
+  # a plan that would let them exhaust max_connections fails here.
+  lifecycle {
+    precondition {
+      condition     = local.db_connections <= var.db_max_connections - local.db_reserved
+      error_message = "Functions' max instances x (pool + overflow) plus the migrator and headroom exceed max_connections."
+    }
+  }
+
+  depends_on = [google_project_service.enabled]
 }
 
 resource "google_sql_database" "gleaner" {

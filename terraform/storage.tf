@@ -20,4 +20,6 @@ resource "google_storage_bucket" "blobs" {
       type = "Delete"
     }
   }
+
+  depends_on = [google_project_service.enabled]
 }

@@ -1,11 +1,14 @@
-# The scrape queue: one task per batch of at most 100 URLs, named {run_id}-{batch_no}.
+# The scrape queue: one task per batch, named {run_id}-{batch_no} (and -p{N} for the remainder a
+# batch hands on at its soft deadline).
 resource "google_cloud_tasks_queue" "scrape" {
   name     = "gleaner-scrape"
   location = var.region
 
   rate_limits {
     max_dispatches_per_second = var.scrape_max_dispatches_per_second
-    max_concurrent_dispatches = var.scrape_max_concurrent_dispatches
+    # No more batches at once than scrape instances: a dispatch beyond them is answered 429 and
+    # spends an attempt. Politeness per host is kept by knowledge.host_slots whatever this is.
+    max_concurrent_dispatches = local.http_functions["scrape"].max_instances
   }
 
   # The scrape function reads X-CloudTasks-TaskRetryCount: on the last attempt it records the
@@ -16,11 +19,14 @@ resource "google_cloud_tasks_queue" "scrape" {
     max_backoff   = "600s"
     max_doublings = 4
   }
+
+  depends_on = [google_project_service.enabled]
 }
 
-resource "google_cloud_tasks_queue_iam_member" "sample_enqueues" {
+resource "google_cloud_tasks_queue_iam_member" "enqueuers" {
+  for_each = toset(local.enqueues_scrape)
   name     = google_cloud_tasks_queue.scrape.id
   location = var.region
   role     = "roles/cloudtasks.enqueuer"
-  member   = "serviceAccount:${google_service_account.fn["sample"].email}"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }

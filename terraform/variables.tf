@@ -14,9 +14,13 @@ variable "source_bucket" {
   type        = string
 }
 
-variable "source_prefix" {
-  description = "Object prefix of this build's archives: <prefix>/<stage>.zip (Cloud Build passes the commit SHA)."
-  type        = string
+variable "archives" {
+  description = "Object name in source_bucket of each stage's archive (infra/package_functions.py writes them as functions/<stage>-<content hash>.zip and prints this map): an unchanged stage keeps its name, so its function is not redeployed."
+  type        = map(string)
+  validation {
+    condition     = alltrue([for stage in ["map", "sample", "scrape", "snapshot", "ingest"] : contains(keys(var.archives), stage)])
+    error_message = "archives needs an object for every stage: map, sample, scrape, snapshot, ingest."
+  }
 }
 
 variable "blob_bucket" {
@@ -49,9 +53,15 @@ variable "deletion_protection" {
 }
 
 variable "database_role" {
-  description = "NOLOGIN role shared by every function's IAM database user (see the db_bootstrap_sql output)."
+  description = "NOLOGIN, DML-only role shared by every function's IAM database user (see the db_bootstrap_sql output)."
   type        = string
   default     = "gleaner_app"
+}
+
+variable "database_owner_role" {
+  description = "NOLOGIN role that owns the schema; only the migrator (the build's identity) is a member."
+  type        = string
+  default     = "gleaner_owner"
 }
 
 variable "function_memory" {
@@ -60,16 +70,16 @@ variable "function_memory" {
   default     = "1Gi"
 }
 
-variable "function_max_instances" {
-  description = "Upper bound on instances per function (and so on database connections: 5 per instance)."
+variable "db_max_connections" {
+  description = "max_connections of the Cloud SQL instance; the functions' max instances and pools are sized against it (functions.tf, docs/deployment.md)."
   type        = number
-  default     = 10
+  default     = 100
 }
 
 variable "max_delivery_attempts" {
-  description = "Deliveries of a message or task before it is dead-lettered / given up (Pub/Sub allows 5-100)."
+  description = "Deliveries of a message or task before it is dead-lettered / given up (Pub/Sub allows 5-100). A 429 from a function at its max instances counts as one, hence well above the minimum."
   type        = number
-  default     = 5
+  default     = 15
   validation {
     condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
     error_message = "Pub/Sub dead-letter policies take 5 to 100 attempts."
@@ -82,16 +92,16 @@ variable "scrape_max_dispatches_per_second" {
   default     = 5
 }
 
-variable "scrape_max_concurrent_dispatches" {
-  description = "Scrape batches running at once across all sites."
-  type        = number
-  default     = 10
-}
-
 variable "webhook_secret_id" {
-  description = "Secret Manager secret holding the bearer token of the HTTP triggers (created once by an operator)."
+  description = "Secret Manager secret holding the bearer token for callers that are not Google identities (created once by an operator)."
   type        = string
   default     = "gleaner-webhook-secret"
+}
+
+variable "erasure_key_secret_id" {
+  description = "Secret Manager secret holding GLEANER_ERASURE_KEY (64 hex digits; created once by an operator)."
+  type        = string
+  default     = "gleaner-erasure-key"
 }
 
 variable "time_zone" {
@@ -107,7 +117,45 @@ variable "tick_schedule" {
 }
 
 variable "feed_walk_schedule" {
-  description = "Cron of the hourly feed walk nudge (POST {} to the ingest webhook)."
+  description = "Cron of the feed walk nudge (an ArticlesAccepted walk message on articles-accepted)."
   type        = string
   default     = "0 * * * *"
+}
+
+variable "sweep_schedule" {
+  description = "Cron of the sweep: map-http settles runs idle past the limit."
+  type        = string
+  default     = "*/15 * * * *"
+}
+
+variable "operators" {
+  description = "Members (user:…, group:…, serviceAccount:…) who may call map-http: console test tab, gcloud functions call, gleaner submit."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = !anytrue([for m in var.operators : contains(["allUsers", "allAuthenticatedUsers"], m)])
+    error_message = "map-http admits identities Cloud Run checked; allUsers would let anyone in."
+  }
+}
+
+variable "feed_pollers" {
+  description = "Members (usually serviceAccount:…) who may call the ingest webhook (they also send the bearer)."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = !anytrue([for m in var.feed_pollers : contains(["allUsers", "allAuthenticatedUsers"], m)])
+    error_message = "The webhook admits identities Cloud Run checked; allUsers would let anyone reach it."
+  }
+}
+
+variable "notification_channels" {
+  description = "Monitoring notification channel ids the alert policies notify (create them in the console or with gcloud)."
+  type        = list(string)
+  default     = []
+}
+
+variable "oldest_unacked_alert_seconds" {
+  description = "Alert when a stage's oldest waiting message is older than this."
+  type        = number
+  default     = 3600
 }

@@ -5,6 +5,12 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.0, < 8.0"
     }
+    # google_project_service_identity (the Pub/Sub service agent, created before it is granted
+    # anything) exists only in the beta provider.
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 6.0, < 8.0"
+    }
   }
   # Configure a GCS backend per environment: terraform init -backend-config="bucket=…" -backend-config="prefix=gleaner"
   backend "gcs" {}
@@ -15,4 +21,11 @@ provider "google" {
   region  = var.region
 }
 
-data "google_project" "this" {}
+provider "google-beta" {
+  project = var.project_id
+  region  = var.region
+}
+
+data "google_project" "this" {
+  depends_on = [google_project_service.enabled]
+}

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.store.blobs import BlobStore
     from gleaner.store.erasure import Blocklist
+    from gleaner.store.hostslots import HostSlots
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
@@ -87,7 +88,10 @@ class Deps:
         from gleaner.store import db
 
         engine = db.create_engine(self.settings)
-        db.ensure_schema(engine)
+        if self.settings.auto_migrate:
+            db.ensure_schema(engine)
+        else:
+            db.require_schema(engine)
         return engine
 
     @_built_once
@@ -203,7 +207,15 @@ class Deps:
                     self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher
 
-        return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots, verify=self.tls_context)
+        return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots, verify=self.tls_context,
+                       shared_turns=self.host_slots if settings.shared_politeness else None)
+
+    @_built_once
+    def host_slots(self) -> HostSlots:
+        """Per-host turns shared with every other process (``GLEANER_SHARED_POLITENESS``)."""
+        from gleaner.store.hostslots import HostSlots
+
+        return HostSlots(self.engine)
 
     def _run_budget(self, run_id: str) -> dict[str, float]:
         """A run's own budget (a scheduled site's), read once per run and process."""

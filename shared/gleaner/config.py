@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,25 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
     return value
 
 
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _http_auth(env: Mapping[str, str]) -> HttpAuth:
+    raw = env.get("GLEANER_HTTP_AUTH", "").strip().lower() or HttpAuth.BEARER.value
+    try:
+        return HttpAuth(raw)
+    except ValueError as exc:
+        raise ConfigError(f"GLEANER_HTTP_AUTH must be 'bearer' or 'iam', got {raw!r}") from exc
+
+
 def parse_networks(raw: str, name: str = "GLEANER_ALLOW_NETWORKS") -> tuple[IPNetwork, ...]:
     """Parse a comma-separated list of CIDRs; an empty string allows nothing extra."""
     networks: list[IPNetwork] = []
@@ -61,6 +81,13 @@ def parse_networks(raw: str, name: str = "GLEANER_ALLOW_NETWORKS") -> tuple[IPNe
         except ValueError as exc:
             raise ConfigError(f"{name}: {part!r} is not a CIDR network") from exc
     return tuple(networks)
+
+
+class HttpAuth(StrEnum):
+    """How HTTP triggers admit operators (:mod:`gleaner.callers`)."""
+
+    BEARER = "bearer"  # the shared secret only
+    IAM = "iam"  # also any identity Cloud Run's IAM admitted (the function has no public invoker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +118,10 @@ class Settings:
     tasks_backend: str = "cloudtasks"
     # Deliveries of one message/task before it is dead-lettered. Terraform gives the same number to
     # the dead-letter policies and the queue, so the entry points know which attempt is the last one.
-    max_delivery_attempts: int = 5
+    # 15, not Pub/Sub's minimum of 5: a function at its max instances answers 429, which counts as an
+    # attempt, and a burst of crawls must not dead-letter good messages (backoff 10 s doubling to
+    # 600 s spreads 15 attempts over about an hour and a half).
+    max_delivery_attempts: int = 15
     # Seconds to wait for a publish to be durable; past it the handler fails and is redelivered.
     publish_timeout: float = 60.0
     # Cloud SQL instance connection name (project:region:instance) for the connector path.
@@ -178,6 +208,27 @@ class Settings:
     # version and every version a citation or composite pins are kept whatever the number.
     keep_versions: int = 10
 
+    # -- production on Google Cloud (issue 14) --------------------------------------------------
+    # Bearer by default: a laptop's port has no IAM in front of it. Terraform sets iam.
+    http_auth: HttpAuth = HttpAuth.BEARER
+    # Per-host turns shared by every process through PostgreSQL (knowledge.host_slots). Off
+    # locally, where one process fetches and its in-memory turns suffice; on for function instances.
+    shared_politeness: bool = False
+    # A scrape batch stops starting fetches this many seconds after it began and hands the rest to a
+    # new task: the function's timeout (and the task's dispatch deadline) is 1,800 s, and the margin
+    # leaves time to extract and record what is in flight.
+    scrape_soft_deadline: float = 1500.0
+    # Apply migrations when the engine is first built. On for laptops and tests; Terraform turns it
+    # off: the deploy's migrate step owns the schema and runtime roles cannot run DDL.
+    auto_migrate: bool = True
+    # SQLAlchemy pool per process: pool_size + max_overflow connections at most (the Cloud SQL
+    # budget in docs/deployment.md multiplies these by the functions' max instances).
+    db_pool_size: int = 5
+    db_max_overflow: int = 2
+    # JSON lines for Cloud Logging when running as a deployed function (Cloud Run sets K_SERVICE;
+    # 2nd-gen functions set LOG_EXECUTION_ID); plain lines on a developer's terminal otherwise.
+    cloud_logging: bool = False
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -242,6 +293,13 @@ class Settings:
             watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
             erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
             keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
+            http_auth=_http_auth(env),
+            shared_politeness=_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
+            scrape_soft_deadline=_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),
+            auto_migrate=_bool(env, "GLEANER_AUTO_MIGRATE", d.auto_migrate),
+            db_pool_size=_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
+            db_max_overflow=_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),
+            cloud_logging=bool(env.get("K_SERVICE", "").strip() or env.get("LOG_EXECUTION_ID", "").strip()),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

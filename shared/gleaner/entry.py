@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import json
 import logging
 import uuid
@@ -44,10 +43,44 @@ DEAD_LETTER_ATTRIBUTE = "CloudPubSubDeadLetterSourceSubscription"
 TASK_RETRY_HEADER = "X-CloudTasks-TaskRetryCount"
 
 
-def setup_logging() -> None:
-    """INFO to stderr, which Cloud Functions ships to Cloud Logging; called once per process."""
-    if not logging.getLogger().handlers:
+def setup_logging(env: Mapping[str, str] | None = None) -> None:
+    """JSON lines at INFO on stdout for Cloud Logging (:mod:`gleaner.logs`) when deployed; called by each main.py.
+
+    Every delivery checks again (:func:`gleaner.logs.delivery`), because functions-framework may
+    reconfigure logging after this import. Elsewhere (a laptop, the emulator mode, tests loading
+    main.py in-process) plain lines on stderr, as before.
+    """
+    import os
+
+    from gleaner import logs
+    from gleaner.config import Settings
+
+    environ = os.environ if env is None else env
+    try:
+        settings = Settings.from_env(environ)
+        cloud, project = settings.cloud_logging, settings.project
+    except ConfigError:  # the first delivery reports the bad setting; logging must still work
+        cloud, project = bool(environ.get("K_SERVICE") or environ.get("LOG_EXECUTION_ID")), None
+    if cloud:
+        logs.install(project)
+    elif not logging.getLogger().handlers:  # functions-framework on a laptop: readable lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _stage_of(kind: type[Message]) -> str:
+    """The stage label of a delivery (a message no stage consumes is labelled by its topic)."""
+    from gleaner.stages import STAGES
+
+    return STAGES[kind.topic][0] if kind.topic in STAGES else kind.topic
+
+
+def _request_headers() -> Mapping[str, str]:
+    """The headers of the HTTP request being served (a Pub/Sub push carries the trace too)."""
+    try:
+        import flask
+    except ImportError:  # pragma: no cover - flask comes with functions-framework
+        return {}
+    return flask.request.headers if flask.has_request_context() else {}  # type: ignore[return-value]
 
 
 def _json_response(body: Mapping[str, Any], status: int) -> HttpResponse:
@@ -80,6 +113,16 @@ def run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ...
     Raising makes the function answer 500, so Pub/Sub redelivers with backoff and dead-letters
     after the subscription's max delivery attempts.
     """
+    from gleaner import logs
+
+    first = expect[0] if isinstance(expect, tuple) else expect
+    with logs.delivery(_stage_of(first), _request_headers()):
+        return _run_event(cloud_event, expect, deps)
+
+
+def _run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ...], deps: Deps | None) -> str:
+    from gleaner import logs
+
     try:
         raw, attributes = pubsub_message(cloud_event)
         dead = DEAD_LETTER_ATTRIBUTE in attributes
@@ -91,6 +134,7 @@ def run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ...
         # Redelivering a malformed message cannot help: log it for the operator and ack.
         log.error("rejecting malformed event: %s", exc)
         return "rejected"
+    logs.label(run_id=getattr(message, "run_id", None), site_domain=getattr(message, "site_domain", None))
     deps = deps if deps is not None else process_deps()
     if dead:
         from gleaner.deadletters import record_failure
@@ -98,7 +142,9 @@ def run_event(cloud_event: Any, expect: type[Message] | tuple[type[Message], ...
         source = attributes.get(DEAD_LETTER_ATTRIBUTE, "?")
         count = attributes.get("CloudPubSubDeadLetterSourceDeliveryCount", "?")
         record_failure(message, deps, f"dead-lettered by {source} after {count} deliveries")
-        log.info("recorded dead letter %s run=%s", type(message).__name__, getattr(message, "run_id", None))
+        log.warning("recorded dead letter %s run=%s from %s", type(message).__name__,
+                    getattr(message, "run_id", None), source,
+                    extra={"fields": {"event": logs.Event.DEAD_LETTER.value, "message_type": type(message).__name__}})
         return "dead-letter"
     return _dispatch(message, deps)
 
@@ -139,11 +185,9 @@ class _TooLarge(Exception):
 
 def bearer_ok(request: Any, secret: str) -> bool:
     """Constant-time comparison of the Authorization bearer with the configured secret."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return False
-    return hmac.compare_digest(token.strip().encode("utf-8"), secret.encode("utf-8"))
+    from gleaner.callers import bearer_matches
+
+    return bearer_matches(request.headers, secret)
 
 
 _CRAWL_FIELDS = {f.name for f in fields(CrawlRequested)}
@@ -198,16 +242,31 @@ def crawl_request_from(body: bytes, headers: Mapping[str, str]) -> CrawlRequeste
 
 
 def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
-    """map's on_http: authenticate, validate, publish to crawl-requests, answer 202 with the run id."""
-    if request.method != "POST":
-        return _json_response({"error": "use POST"}, 405)
+    """map's on_http: authenticate, validate, publish to crawl-requests, answer 202 with the run id.
+
+    ``GET ?run_id=…`` answers the run's status and counters (the operator's follow-up).
+    """
+    from gleaner import logs
+
+    with logs.delivery("map", request.headers):
+        return _run_crawl_request(request, deps)
+
+
+def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
+    from gleaner.callers import admitted
+    from gleaner.config import HttpAuth
+
+    if request.method not in ("POST", "GET"):
+        return _json_response({"error": "use POST (or GET ?run_id=…)"}, 405)
     deps = deps if deps is not None else process_deps()
-    secret = deps.settings.webhook_secret
-    if not secret:
+    if not deps.settings.webhook_secret and deps.settings.http_auth is HttpAuth.BEARER:
         log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every HTTP crawl request")
         return _json_response({"error": "the webhook secret is not configured"}, 500)
-    if not bearer_ok(request, secret):
+    caller = admitted(request.headers, deps.settings)
+    if caller is None:
         return _json_response({"error": "missing or wrong bearer token"}, 401)
+    if request.method == "GET":
+        return run_status(request.args.get("run_id", ""), deps)
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
         if is_tick(body):
@@ -217,6 +276,7 @@ def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
         return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
     except InvalidInput as exc:
         return _json_response({"error": str(exc)}, 400)
+    from gleaner import logs
     from gleaner.urls import canonicalize, site_domain_of
 
     site = message.site_domain or site_domain_of(canonicalize(message.target_url))
@@ -225,9 +285,23 @@ def run_crawl_request(request: Any, deps: Deps | None = None) -> HttpResponse:
     except (RetryableError, ConfigError) as exc:
         log.error("could not accept crawl request %s: %s", message.request_id, exc)
         return _json_response({"error": "could not queue the request; retry"}, 503)
+    logs.label(run_id=message.run_id, site_domain=site)
+    log.info("accepted crawl request %s from %s (%s)", message.request_id, caller.name, caller.kind)
     _drain_if_local(deps)
     return _json_response({"run_id": message.run_id, "request_id": message.request_id,
                            "site_domain": site}, 202)
+
+
+def run_status(run_id: str, deps: Deps) -> HttpResponse:
+    """A run's status and counters: 200, 400 for a malformed id, 404 for an unknown one."""
+    try:
+        uuid.UUID(run_id)
+    except ValueError:
+        return _json_response({"error": "run_id must be a run's UUID"}, 400)
+    summary = deps.metadata.run_summary(run_id)
+    if summary is None:
+        return _json_response({"error": f"no run {run_id}"}, 404)
+    return _json_response(summary, 200)
 
 
 def is_tick(body: bytes) -> bool:
@@ -271,10 +345,20 @@ def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = No
     Cloud Tasks retries every non-2xx answer, so a permanent failure of a well-formed task answers
     200; on the queue's last attempt the failure is recorded on the batch's URLs and answered 200.
     """
+    from gleaner import logs
+
+    with logs.delivery(_stage_of(expect), request.headers):
+        return _run_task(request, expect, deps)
+
+
+def _run_task(request: Any, expect: type[M], deps: Deps | None) -> HttpResponse:
+    from gleaner import logs
+
     deps = deps if deps is not None else process_deps()
     message = _task_message(request, expect, deps)
     if isinstance(message, tuple):
         return message
+    logs.label(run_id=getattr(message, "run_id", None), site_domain=getattr(message, "site_domain", None))
     attempt = _task_attempt(request.headers)
     try:
         outcome = _dispatch(message, deps)
@@ -283,6 +367,8 @@ def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = No
             from gleaner.deadletters import record_failure
 
             record_failure(message, deps, f"gave up after {attempt} task attempts: {exc}")
+            log.error("gave up on task %s after %s attempts: %s", getattr(message, "task_name", "?"), attempt, exc,
+                      extra={"fields": {"event": logs.Event.TASK_GAVE_UP.value}})
             return _json_response({"outcome": "gave-up", "reason": str(exc)}, 200)
         log.warning("task %s will be retried (attempt %s): %s", getattr(message, "task_name", "?"), attempt, exc)
         return _json_response({"error": "transient failure; retry", "reason": str(exc)}, 503)
@@ -314,6 +400,13 @@ def _task_attempt(headers: Mapping[str, str]) -> int | None:
 
 def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
+    from gleaner import logs
+
+    with logs.delivery("ingest", request.headers):
+        return _run_webhook(request, deps)
+
+
+def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     from gleaner.webhook import WebhookRequest, handle, read_capped
 
     deps = deps if deps is not None else process_deps()

@@ -103,17 +103,22 @@ class CrawlMapped(Message):
 
 @dataclass(frozen=True, slots=True)
 class ScrapeBatch(Message):
-    """One Cloud Tasks task: at most 100 document ids of one run, named run id + batch number."""
+    """One Cloud Tasks task: at most 100 document ids of one run, named run id + batch number.
+
+    ``part`` counts continuations: a batch that reached its soft deadline hands the URLs it did not
+    start to part + 1 of the same batch, under its own deterministic name.
+    """
 
     topic: ClassVar[str] = "scrape"
     run_id: str
     site_domain: str
     batch_no: int
     document_ids: tuple[str, ...] = ()
+    part: int = 0
 
     @property
     def task_name(self) -> str:
-        return f"{self.run_id}-{self.batch_no}"
+        return f"{self.run_id}-{self.batch_no}" + (f"-p{self.part}" if self.part else "")
 
 
 @dataclass(frozen=True, slots=True)

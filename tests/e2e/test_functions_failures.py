@@ -52,7 +52,8 @@ def test_a_scrape_task_that_keeps_failing_records_its_urls_on_the_last_attempt(t
         body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
         assert status == 503  # Cloud Tasks retries
         assert deps.metadata.run_summary(request.run_id)["status"] == "scraping"
-        body, status, _ = entry.run_task(_task(batch, retries=4), ScrapeBatch, broken)  # attempt 5 of 5
+        last = broken.settings.max_delivery_attempts
+        body, status, _ = entry.run_task(_task(batch, retries=last - 1), ScrapeBatch, broken)  # the last attempt
         assert status == 200 and '"gave-up"' in body
     summary = deps.metadata.run_summary(request.run_id)
     breakdown = deps.metadata.outcome_breakdown(request.run_id)

@@ -105,8 +105,9 @@ def test_an_oversized_body_is_answered_413(function_env):
     assert post_crawl({"url": "https://example.com/", "include": ["/x" * 2000]}).status_code == 413
 
 
-def test_only_post_is_accepted(function_env):
-    assert client("map", "on_http").get("/").status_code == 405
+def test_only_post_is_accepted_and_get_only_asks_for_a_run(function_env):
+    assert client("map", "on_http").put("/").status_code == 405
+    assert client("map", "on_http").get("/", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 400
     assert client("scrape", "on_http").get("/").status_code == 405
 
 

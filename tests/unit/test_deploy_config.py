@@ -8,10 +8,14 @@ Terraform is parsed with python-hcl2 (providers cannot be downloaded here, so no
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +24,13 @@ import pytest
 import yaml
 
 from gleaner.changes.events import TOPIC as CHANGES_TOPIC
-from gleaner.config import Settings
-from gleaner.messages import TOPICS, DeliveryTask, ScrapeBatch
+from gleaner.config import HttpAuth, Settings
+from gleaner.logs import Event
+from gleaner.messages import TOPICS, ArticlesAccepted, DeliveryTask, ScrapeBatch, decode
 from gleaner.stages import STAGES
 from tests.cloud_fixtures import emulators
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "infra"))
 
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
@@ -69,10 +76,24 @@ def test_terraform_is_formatted():
     assert result.returncode == 0, f"terraform fmt would change: {result.stdout}"
 
 
-def test_every_topic_the_code_publishes_is_declared_and_nothing_else(tf):
+def _declared_topics(tf: dict[str, Any]) -> set[str]:
+    """Topic names of every google_pubsub_topic resource: ours (for_each over locals) and any other file's."""
     declared = {*tf["locals"]["topics"], tf["locals"]["dead_letter_topic"]}
+    for key, topic in tf["resource"]["google_pubsub_topic"].items():
+        if key != "topic" and "${" not in topic["name"]:
+            declared.add(topic["name"])
+    return declared
+
+
+def test_every_topic_the_code_publishes_is_declared(tf):
     # Scrape batches and webhook deliveries are Cloud Tasks, not topics.
-    assert declared == (set(TOPICS) - {ScrapeBatch.topic, DeliveryTask.topic}) | {emulators.DEAD_LETTER_TOPIC}
+    expected = (set(TOPICS) - {ScrapeBatch.topic, DeliveryTask.topic}) | {emulators.DEAD_LETTER_TOPIC, CHANGES_TOPIC}
+    assert expected <= _declared_topics(tf)
+
+
+def test_the_pipelines_topics_are_exactly_the_stages_ones(tf):
+    assert {*tf["locals"]["topics"], tf["locals"]["dead_letter_topic"]} == \
+        (set(STAGES) - {ScrapeBatch.topic}) | {emulators.DEAD_LETTER_TOPIC}
 
 
 def test_change_events_have_their_topic_and_every_function_that_announces_may_publish_there(tf):
@@ -123,12 +144,28 @@ def test_every_push_subscription_retries_with_backoff_then_dead_letters(tf):
     assert queue["retry_config"][0]["max_attempts"] == "${var.max_delivery_attempts}"
 
 
+def test_deliveries_survive_a_burst_of_429s_before_dead_lettering(tf):
+    # A function at its max instances answers 429, which Pub/Sub and Cloud Tasks count as an attempt.
+    assert tf["variable"]["max_delivery_attempts"]["default"] >= 15
+
+
 def test_the_scrape_queue_is_the_one_the_code_enqueues_to_with_rate_limits(tf):
     queue = tf["resource"]["google_cloud_tasks_queue"]["scrape"]
     assert queue["name"] == Settings().tasks_queue
     assert set(queue["rate_limits"][0]) == {"max_dispatches_per_second", "max_concurrent_dispatches"}
     scrape = _functions(tf)["scrape"]
     assert (STAGES[ScrapeBatch.topic][0], "on_http") == (scrape["stage"], scrape["entry_point"])
+    # No more batches dispatched at once than there are scrape instances to take them (else 429s).
+    assert queue["rate_limits"][0]["max_concurrent_dispatches"] == \
+        '${local.http_functions["scrape"].max_instances}'
+
+
+def test_every_queue_the_code_names_exists(tf):
+    """Settings naming a Cloud Tasks queue (tasks_queue, and any later *_queue) name a declared queue."""
+    declared = {q["name"] for q in tf["resource"]["google_cloud_tasks_queue"].values()}
+    defaults = Settings()
+    named = {getattr(defaults, f.name) for f in fields(Settings) if f.name.endswith("_queue")}
+    assert named and named <= declared
 
 
 def test_every_entry_point_in_functions_is_deployed_and_every_deployed_one_exists(tf):
@@ -141,7 +178,7 @@ def test_every_entry_point_in_functions_is_deployed_and_every_deployed_one_exist
 def test_functions_are_built_from_the_archive_cloud_build_uploads(tf):
     for kind in ("http", "event"):
         source = tf["resource"]["google_cloudfunctions2_function"][kind]["build_config"][0]["source"][0]
-        assert source["storage_source"][0]["object"] == "${var.source_prefix}/${each.value.stage}.zip"
+        assert source["storage_source"][0]["object"] == "${var.archives[each.value.stage]}"
 
 
 def test_every_gleaner_setting_terraform_sets_is_one_the_code_reads(tf):
@@ -167,21 +204,21 @@ def test_run_artefacts_expire_by_custom_time_and_the_bucket_is_locked_down(tf):
     assert rule["action"][0]["type"] == "Delete"
 
 
-def test_the_hourly_feed_walk_posts_an_empty_object_to_the_ingest_webhook(tf):
+def test_the_feed_walk_publishes_a_walk_message_that_ingest_consumes(tf):
     job = tf["resource"]["google_cloud_scheduler_job"]["feed_walk"]
-    target = job["http_target"][0]
-    assert target["uri"] == '${google_cloudfunctions2_function.http["ingest-webhook"].service_config[0].uri}'
-    assert target["body"] == '${base64encode("{}")}'
-    webhook = _functions(tf)["ingest-webhook"]
-    assert (webhook["stage"], webhook["entry_point"]) == ("ingest", "on_http")
+    target = job["pubsub_target"][0]
+    assert target["topic_name"] == '${google_pubsub_topic.topic["articles-accepted"].id}'
+    assert target["data"] == "${base64encode(local.walk_message)}"
+    message = decode(tf["locals"]["walk_message"].replace('\\"', '"'))
+    assert message == ArticlesAccepted(walk=True)
+    assert STAGES[ArticlesAccepted.topic][0] == "ingest"
 
 
 def test_one_scheduler_job_ticks_map_and_no_job_is_declared_per_crawl(tf):
     jobs = tf["resource"]["google_cloud_scheduler_job"]
-    assert set(jobs) == {"tick", "feed_walk"}
-    target = jobs["tick"]["http_target"][0]
-    assert target["uri"] == '${google_cloudfunctions2_function.http["map-http"].service_config[0].uri}'
-    assert target["body"] == "${base64encode(jsonencode({tick = true}))}"
+    assert set(jobs) == {"operator", "feed_walk"}  # operator: the tick and the sweep
+    assert jobs["operator"]["for_each"] == "${local.operator_jobs}"
+    assert jobs["operator"]["http_target"][0]["body"] == "${base64encode(jsonencode(each.value.body))}"
     assert "crawls" not in tf["variable"]
 
 
@@ -193,14 +230,26 @@ def build() -> dict[str, Any]:
     return dict(yaml.safe_load((ROOT / "cloudbuild.yaml").read_text()))
 
 
-def test_the_build_tests_packages_uploads_and_deploys_in_that_order(build):
-    assert [s["id"] for s in build["steps"]] == ["test", "package", "upload", "deploy"]
+def test_the_build_tests_packages_uploads_deploys_and_migrates_in_that_order(build):
+    assert [s["id"] for s in build["steps"]] == ["test", "package", "upload", "deploy", "migrate"]
+
+
+def test_the_migrate_step_runs_as_the_schema_owner_and_the_functions_never_migrate(build, tf):
+    migrate = next(s for s in build["steps"] if s["id"] == "migrate")
+    env = dict(e.split("=", 1) for e in migrate["env"])
+    assert env["GLEANER_DATABASE_ROLE"] == "${_DB_OWNER_ROLE}"
+    assert build["substitutions"]["_DB_OWNER_ROLE"] == tf["variable"]["database_owner_role"]["default"]
+    assert env["GLEANER_CLOUDSQL_USER"].startswith("gl-builder@")
+    assert tf["resource"]["google_service_account"]["builder"]["account_id"] == "gl-builder"
+    assert "gleaner db upgrade" in " ".join(migrate["args"])
+    assert tf["locals"]["common_env"]["GLEANER_AUTO_MIGRATE"] == "false"
+    assert tf["variable"]["database_role"]["default"] != tf["variable"]["database_owner_role"]["default"]
 
 
 def test_every_file_a_build_step_names_exists(build):
     for step in build["steps"]:
         text = " ".join(map(str, step.get("args", [])))
-        for path in re.findall(r"\b((?:infra|tests|terraform|functions|shared)(?:/[\w.-]+)*)", text):
+        for path in re.findall(r"(?<![\w./-])((?:infra|tests|terraform|functions|shared)(?:/[\w.-]+)*)", text):
             assert (ROOT / path).exists(), f"step {step['id']} names {path}, which does not exist"
 
 
@@ -213,27 +262,32 @@ def test_every_substitution_the_build_uses_is_defined(build):
 
 def test_the_deploy_step_sets_every_required_terraform_variable_and_only_real_ones(build, tf):
     deploy = " ".join(next(s for s in build["steps"] if s["id"] == "deploy")["args"])
-    passed = set(re.findall(r"-var=(\w+)=", deploy))
+    passed = set(re.findall(r"-var=(\w+)=", deploy)) | {"archives"}  # from the -var-file
     required = {name for name, spec in tf["variable"].items() if "default" not in spec}
     assert required <= passed <= set(tf["variable"])
 
 
-def test_the_upload_lands_where_terraform_reads_the_archives(build):
+def test_the_upload_lands_where_terraform_reads_the_archives_and_skips_known_ones(build):
+    import package_functions
+
     upload = " ".join(next(s for s in build["steps"] if s["id"] == "upload")["args"])
-    assert "gs://${_SOURCE_BUCKET}/${_SOURCE_PREFIX}/" in upload
+    assert f"gs://${{_SOURCE_BUCKET}}/{package_functions.OBJECT_PREFIX}" in upload and "--no-clobber" in upload
     deploy = " ".join(next(s for s in build["steps"] if s["id"] == "deploy")["args"])
-    assert "-var=source_bucket=${_SOURCE_BUCKET}" in deploy and "-var=source_prefix=${_SOURCE_PREFIX}" in deploy
+    assert "-var=source_bucket=${_SOURCE_BUCKET}" in deploy
+    assert "-var-file=../dist/functions/archives.tfvars.json" in deploy
 
 
-def test_packaging_vendors_the_package_beside_each_entry_point(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "infra"))
+def test_packaging_vendors_the_package_beside_each_entry_point_named_by_content(tmp_path):
     import package_functions
 
     assert package_functions.main(["--out", str(tmp_path)]) == 0
+    archives = json.loads((tmp_path / "archives.tfvars.json").read_text())["archives"]
+    assert set(archives) == set(emulators.entry_points())
     for stage, entries in emulators.entry_points().items():
-        with zipfile.ZipFile(tmp_path / f"{stage}.zip") as archive:
+        path = tmp_path / archives[stage].removeprefix(package_functions.OBJECT_PREFIX)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        assert path.name == f"{stage}-{digest}.zip"
+        with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
             assert {"main.py", "requirements.txt", "gleaner/__init__.py", "gleaner/entry.py",
                     "gleaner/migrations/versions/0001_knowledge_core.py"} <= names
@@ -241,9 +295,223 @@ def test_packaging_vendors_the_package_beside_each_entry_point(tmp_path):
             tree = ast.parse(archive.read("main.py"))
             defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
             assert set(entries) <= defined
-            requirements = archive.read("requirements.txt").decode()
-            assert "functions-framework" in requirements and "google-cloud-pubsub" in requirements
-            assert "pgserver" not in requirements
-    first = (tmp_path / "map.zip").read_bytes()
-    package_functions.main(["--out", str(tmp_path)])
-    assert (tmp_path / "map.zip").read_bytes() == first  # reproducible archives
+            assert archive.read("requirements.txt") == package_functions.LOCK.read_bytes()
+    again = tmp_path / "again"
+    package_functions.main(["--out", str(again)])
+    # Same source, same names: nothing is uploaded or redeployed again.
+    assert json.loads((again / "archives.tfvars.json").read_text())["archives"] == archives
+
+
+def test_the_functions_lock_pins_every_runtime_requirement_with_hashes():
+    import package_functions
+    from packaging.requirements import Requirement
+
+    pins = package_functions.locked()
+    for line in package_functions.requirements():
+        requirement = Requirement(line)
+        name = package_functions._name(requirement.name)
+        assert name in pins, f"{name} is not in infra/functions.lock: python infra/package_functions.py --relock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (name, pins[name])
+    assert "pgserver" not in pins and {"functions-framework", "google-cloud-pubsub"} <= set(pins)
+    text = package_functions.LOCK.read_text()
+    pinned = [line for line in text.splitlines() if "==" in line and not line.startswith((" ", "#"))]
+    assert len(pinned) == len(pins) and text.count("--hash=sha256:") >= len(pins)
+    assert "--find-links" not in text and "--index-url" not in text  # nothing of this machine leaks in
+
+
+# -- a first deploy on a fresh project (issue 14) --------------------------------------------------
+
+_LOCAL_REF = re.compile(r'local\.([a-z_]+)((?:\["[^"]+"\])*)((?:\.[a-z_]+)*)')
+
+
+def _evaluate(tf: dict[str, Any], expression: str) -> Any:
+    """A number from a small HCL expression over locals and variable defaults (arithmetic only)."""
+    expression = expression.strip()
+    if expression.startswith("${") and expression.endswith("}"):
+        expression = expression[2:-1]
+    expression = re.sub(r"^tostring\((.*)\)$", r"\1", expression)
+
+    def value(match: re.Match[str]) -> str:
+        found: Any = tf["locals"][match.group(1)]
+        for key in re.findall(r'\["([^"]+)"\]', match.group(2)):
+            found = found[key]
+        for attribute in filter(None, match.group(3).split(".")):
+            found = found[attribute]
+        return str(_evaluate(tf, found) if isinstance(found, str) else found)
+
+    expression = _LOCAL_REF.sub(value, expression)
+    expression = re.sub(r"var\.([a-z_]+)", lambda m: str(tf["variable"][m.group(1)]["default"]), expression)
+    if not re.fullmatch(r"[\d\s+\-*/().]+", expression):
+        raise ValueError(f"cannot evaluate {expression!r}")
+    return eval(expression)
+
+
+def _function_env(tf: dict[str, Any], name: str) -> dict[str, str]:
+    """What a deployed function's environment holds, references replaced by stand-in values."""
+    env: dict[str, str] = {}
+    knows_scrape_url = {*tf["locals"]["enqueues_scrape"], *tf["locals"]["schedules_deliveries"]}
+    extra = tf["locals"]["tasks_env"] if name in knows_scrape_url else {}
+    secrets = {"GLEANER_ERASURE_KEY": "00" * 32}  # from Secret Manager (secret_environment_variables)
+    for key, raw in {**tf["locals"]["common_env"], **extra, "GLEANER_CLOUDSQL_USER": "${…}", **secrets}.items():
+        raw = str(raw)
+        try:
+            env[key] = str(_evaluate(tf, raw))
+        except (ValueError, KeyError, TypeError, SyntaxError):
+            env[key] = re.sub(r"\$\{[^}]*\}", "x", raw)
+    return env
+
+
+def test_every_function_gets_the_settings_the_cloud_path_needs(tf):
+    for name in _functions(tf):
+        settings = Settings.from_env(_function_env(tf, name))
+        assert settings.bus == "gcp" and settings.project
+        assert settings.blob_url and settings.blob_url.startswith("gs://")
+        assert settings.cloudsql_instance and settings.cloudsql_user and settings.database_role
+        assert settings.http_auth is HttpAuth.IAM  # no public invoker: Cloud Run checked the caller
+        assert settings.shared_politeness and not settings.auto_migrate
+        assert settings.max_delivery_attempts == tf["variable"]["max_delivery_attempts"]["default"]
+        assert 0 < settings.scrape_soft_deadline < _functions(tf)["scrape"]["timeout"]
+    # sample enqueues batches, scrape the remainder it hands on, others webhook deliveries (to scrape)
+    for name in {"sample", "scrape", *tf["locals"]["schedules_deliveries"]}:
+        settings = Settings.from_env(_function_env(tf, name))
+        assert settings.scrape_url and settings.tasks_service_account
+        assert settings.notify_max_attempts == tf["variable"]["notify_max_attempts"]["default"]
+    assert set(tf["locals"]["enqueues_scrape"]) == {"sample", "scrape"}
+
+
+def test_nothing_is_granted_to_all_users():
+    for path in TERRAFORM.glob("*.tf"):
+        code = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
+        assert '"allUsers"' not in code.replace('["allUsers", "allAuthenticatedUsers"]', ""), path.name
+        assert '"allAuthenticatedUsers"' not in code.replace('["allUsers", "allAuthenticatedUsers"]', ""), path.name
+
+
+def test_the_database_names_the_edition_its_custom_tier_needs(tf):
+    settings = tf["resource"]["google_sql_database_instance"]["main"]["settings"][0]
+    assert tf["variable"]["db_tier"]["default"].startswith("db-custom-")
+    assert settings["edition"] == "ENTERPRISE"  # PostgreSQL 16 defaults to ENTERPRISE_PLUS, which refuses db-custom-*
+    flags = {f["name"]: f["value"] for f in settings["database_flags"]}
+    assert flags["max_connections"] == "${tostring(var.db_max_connections)}"
+
+
+# The API each resource type calls (a new resource type must be added here, and its API enabled).
+_API_OF = {
+    "google_cloudfunctions2_function": {"cloudfunctions", "run", "cloudbuild", "artifactregistry"},
+    "google_cloud_run_service_iam_member": {"run"},
+    "google_pubsub_topic": {"pubsub"}, "google_pubsub_subscription": {"pubsub"},
+    "google_pubsub_topic_iam_member": {"pubsub"}, "google_pubsub_subscription_iam_member": {"pubsub"},
+    "google_cloud_tasks_queue": {"cloudtasks"}, "google_cloud_tasks_queue_iam_member": {"cloudtasks"},
+    "google_cloud_scheduler_job": {"cloudscheduler", "iamcredentials"},
+    "google_sql_database_instance": {"sqladmin"}, "google_sql_database": {"sqladmin"}, "google_sql_user": {"sqladmin"},
+    "google_secret_manager_secret_iam_member": {"secretmanager"}, "google_secret_manager_secret": {"secretmanager"},
+    "google_storage_bucket": {"storage"}, "google_storage_bucket_iam_member": {"storage"},
+    "google_service_account": {"iam"}, "google_service_account_iam_member": {"iam", "iamcredentials"},
+    "google_project_iam_custom_role": {"iam"}, "google_project_iam_member": {"cloudresourcemanager"},
+    "google_project": {"cloudresourcemanager"}, "google_project_service_identity": {"serviceusage"},
+    "google_logging_metric": {"logging"}, "google_monitoring_alert_policy": {"monitoring"},
+    "google_project_service": {"serviceusage"},
+}
+
+
+def test_every_api_the_resources_call_is_enabled_by_terraform(tf):
+    enabled = {api.removesuffix(".googleapis.com") for api in tf["locals"]["apis"]}
+    used = {*tf["resource"], *tf["data"]}
+    unknown = used - set(_API_OF)
+    assert not unknown, f"add the API of {unknown} to _API_OF (and to locals.apis)"
+    needed = set().union(*(_API_OF[t] for t in used))
+    assert needed <= enabled, needed - enabled
+    assert "cloudresourcemanager" in enabled
+
+
+def test_resources_that_reference_nothing_wait_for_the_apis(tf):
+    """A resource with no reference to another managed resource would be created before its API is on."""
+    for kind in ("resource", "data"):
+        for rtype, named in tf[kind].items():
+            if rtype == "google_project_service":
+                continue
+            for name, block in named.items():
+                text = json.dumps(block)
+                refers = re.search(r"\$\{[^}]*\b(google_[a-z0-9_]+\.|local\.(?!apis\b))", text)
+                waits = "google_project_service.enabled" in " ".join(block.get("depends_on", []) or [])
+                assert refers or waits, f"{kind} {rtype}.{name} neither references a resource nor depends on the APIs"
+
+
+def test_the_pubsub_agent_exists_before_it_is_granted_anything(tf):
+    assert tf["locals"]["pubsub_agent"] == "serviceAccount:${google_project_service_identity.pubsub.email}"
+    identity = tf["resource"]["google_project_service_identity"]["pubsub"]
+    assert identity["service"] == "pubsub.googleapis.com" and identity["provider"] == "google-beta"
+
+
+def test_scheduler_jobs_prove_their_identity_with_oidc_and_carry_no_secret(tf):
+    jobs = tf["resource"]["google_cloud_scheduler_job"]
+    http_jobs = {name: job for name, job in jobs.items() if "http_target" in job}
+    assert set(http_jobs) == {"operator"}
+    for job in http_jobs.values():
+        target = job["http_target"][0]
+        assert "Authorization" not in target.get("headers", {})
+        assert target["oidc_token"][0]["service_account_email"] == "${google_service_account.scheduler.email}"
+        assert target["oidc_token"][0]["audience"] == target["uri"] == "${local.map_http_uri}"
+    assert "google_secret_manager_secret_version" not in tf["data"]  # its value would land in the state
+    invokers = tf["resource"]["google_cloud_run_service_iam_member"]
+    assert invokers["scheduler_to_map"]["member"] == "serviceAccount:${google_service_account.scheduler.email}"
+
+
+def test_tick_and_sweep_are_scheduled_on_map_http(tf):
+    operator = tf["locals"]["operator_jobs"]
+    assert operator["tick"]["body"] == {"tick": True}
+    assert operator["sweep"]["body"] == {"sweep": True}
+    assert tf["locals"]["map_http_uri"] == '${google_cloudfunctions2_function.http["map-http"].service_config[0].uri}'
+    assert (_functions(tf)["map-http"]["stage"], _functions(tf)["map-http"]["entry_point"]) == ("map", "on_http")
+
+
+def test_the_connection_budget_fits_the_databases_max_connections(tf):
+    functions = _functions(tf)
+    per_instance = tf["locals"]["db_pool_size"] + tf["locals"]["db_max_overflow"]
+    peak = sum(functions[name]["max_instances"] for name in functions) * per_instance
+    total = peak + tf["locals"]["db_migrator"] + tf["locals"]["db_headroom"]
+    assert total <= tf["variable"]["db_max_connections"]["default"] - tf["locals"]["db_reserved"]
+    assert tf["locals"]["db_functions"] == "${keys(local.all_functions)}"
+    precondition = tf["resource"]["google_sql_database_instance"]["main"]["lifecycle"][0]["precondition"][0]
+    assert precondition["condition"] == "${local.db_connections <= var.db_max_connections - local.db_reserved}"
+    assert tf["locals"]["db_connections"] == "${local.db_peak + local.db_migrator + local.db_headroom}"
+    # The functions' pools are the ones the budget counts.
+    env = _function_env(tf, "scrape")
+    settings = Settings.from_env(env)
+    assert (settings.db_pool_size, settings.db_max_overflow) == (tf["locals"]["db_pool_size"],
+                                                                 tf["locals"]["db_max_overflow"])
+    assert all(f["max_instances"] >= 1 for f in functions.values())
+
+
+def test_log_based_metrics_count_events_the_code_logs_and_alerts_watch_backlog_age_and_stuck_runs(tf):
+    events = {e["event"] for e in tf["locals"]["event_counts"].values()} | {"scrape-batch"}
+    assert events <= {e.value for e in Event}
+    assert {"dead-letter", "task-gave-up", "run-swept"} <= events
+    assert {"pages_fetched", "pages_failed"} <= set(tf["locals"]["page_counts"])
+    alerts = tf["resource"]["google_monitoring_alert_policy"]
+    assert {"dead_letter_backlog", "oldest_unacked", "stuck_runs"} <= set(alerts)
+    backlog = alerts["dead_letter_backlog"]["conditions"][0]["condition_threshold"][0]["filter"]
+    assert "num_undelivered_messages" in backlog and "dead_letter_hold" in backlog
+    oldest = alerts["oldest_unacked"]["conditions"][0]["condition_threshold"][0]["filter"]
+    assert "oldest_unacked_message_age" in oldest
+
+
+def test_the_builder_deploys_with_a_custom_role_and_no_basic_roles(tf):
+    role = tf["resource"]["google_project_iam_custom_role"]["deployer"]
+    assert role["permissions"] == "${local.deployer_permissions}"
+    permissions = tf["locals"]["deployer_permissions"]
+    assert "pubsub.topics.setIamPolicy" in permissions and "cloudtasks.queues.setIamPolicy" in permissions
+    assert "secretmanager.versions.access" not in permissions  # the deployer never reads the secret
+    grants = tf["resource"]["google_project_iam_member"]
+    assert grants["builder_deploys"]["role"] == "${google_project_iam_custom_role.deployer.id}"
+    text = "\n".join(p.read_text() for p in TERRAFORM.glob("*.tf"))
+    assert not re.search(r'"roles/(editor|owner)"', text)
+
+
+def test_every_function_reads_the_same_erasure_key_from_secret_manager(tf):
+    functions = tf["resource"]["google_cloudfunctions2_function"]
+    for kind in ("http", "event"):
+        config = functions[kind]["service_config"][0]
+        keys = [block["key"] for block in config.get("secret_environment_variables", [])]
+        assert "GLEANER_ERASURE_KEY" in keys, kind  # unset in the cloud, erasure refuses to run
+    grants = tf["resource"]["google_secret_manager_secret_iam_member"]["erasure_key"]
+    assert grants["for_each"] == "${toset(local.db_functions)}"

@@ -5,6 +5,7 @@ errors); each other module registers the commands of one concern on ``main``. A 
 own module here and one import line below.
 """
 
+import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
 from gleaner.cli import (  # noqa: F401  (each registers its commands)
     changes,
     crawl,

@@ -25,6 +25,7 @@ Library exceptions are translated here::
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -36,7 +37,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gleaner.config import Settings
-from gleaner.errors import InvalidInput
+from gleaner.errors import InvalidInput, RetryableError
 from gleaner.fetch import loop
 from gleaner.fetch.addresses import (
     AddressBook,
@@ -49,13 +50,15 @@ from gleaner.fetch.addresses import (
 )
 from gleaner.fetch.body import ACCEPT_ENCODING, BodyReader, BodyRefused, coding_of
 from gleaner.fetch.budget import RunBudget, Spent
-from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable
+from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable, SharedTurns, Turn
 from gleaner.fetch.robots import RobotsRules
 from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.urls import absolutize, fetchable
 
 __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
+
+log = logging.getLogger(__name__)
 
 
 _KIND_TYPES: dict[ContentKind, tuple[str, ...]] = {
@@ -79,6 +82,12 @@ FETCH_CHUNK = 256
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DENIED = frozenset({401, 403, 407, 451})
 _BACKOFF = frozenset({429, 503})
+# A shared turn is leased for the request's own deadline plus this much (then a dead holder's turn frees).
+LEASE_MARGIN_SECONDS = 10.0
+
+
+class _Deferred(Exception):
+    """The request could not start before the fetcher's stop time: it is left for a later task."""
 
 
 class Fetcher:
@@ -89,7 +98,8 @@ class Fetcher:
     gives per-host overrides of delay and concurrency; ``robots_cache`` is the run's robots
     decisions by origin (shared between the fetchers of one run); ``hosts`` is the process's
     per-host politeness state (shared by every fetcher, so concurrent stages take turns on a host;
-    it carries its own ``host_politeness``); ``verify`` is the TLS trust (default: the system's CAs).
+    it carries its own ``host_politeness``); ``verify`` is the TLS trust (default: the system's CAs);
+    ``shared_turns`` makes every request also wait for its host's turn among all processes.
     """
 
     def __init__(
@@ -103,6 +113,7 @@ class Fetcher:
         robots_cache: MutableMapping[str, RobotsRules] | None = None,
         hosts: HostTable | None = None,
         verify: ssl.SSLContext | bool = True,
+        shared_turns: SharedTurns | None = None,
     ) -> None:
         self.settings = settings
         self._book = AddressBook(resolver or system_resolver, settings.allow_networks)
@@ -117,6 +128,9 @@ class Fetcher:
         self._robots_seen: dict[str, RobotsRules] = {}  # this fetcher's answers, read without the loop's help
         self._robots_locks: dict[str, asyncio.Lock] = {}
         self._in_flight: asyncio.Semaphore | None = None
+        # Turns on each host shared with every other process (None: this process's turns suffice).
+        self._shared = shared_turns
+        self._stop_at: float | None = None  # time.monotonic() after which fetch_many starts nothing new
 
     @classmethod
     def for_run(cls, settings: Settings, spent: Spent, **kw: object) -> Fetcher:
@@ -142,22 +156,29 @@ class Fetcher:
         """Fetch one URL (robots first, redirects followed and re-checked); one outcome, never raises."""
         return loop.run(self._fetch(request))
 
-    def fetch_many(self, requests: Iterable[FetchRequest]) -> Iterator[FetchResult]:
+    def fetch_many(self, requests: Iterable[FetchRequest], *, stop_at: float | None = None) -> Iterator[FetchResult]:
         """Fetch concurrently (bounded overall and per host); yield results as they complete.
+
+        With ``stop_at`` (a ``time.monotonic()`` value), a request that could not start by then is
+        not made and yields nothing: the caller hands the requests it got no result for to a later
+        task. Requests already under way finish.
 
         Requests go to the fetch loop a few hundred at a time and come back through one queue: a
         future per request, handed between threads, cost as much CPU as a 304 exchange itself.
         """
-        results: SimpleQueue[FetchResult | BaseException] = SimpleQueue()
+        self._stop_at = stop_at
+        results: SimpleQueue[FetchResult | BaseException | None] = SimpleQueue()
         outstanding = 0
         for chunk in _chunks(requests, FETCH_CHUNK):
             loop.submit(self._fetch_into(chunk, results))
             outstanding += len(chunk)
             while outstanding > FETCH_CHUNK:  # at most two chunks ahead of the caller
-                yield _taken(results)
                 outstanding -= 1
+                if (result := _taken(results)) is not None:
+                    yield result
         for _ in range(outstanding):
-            yield _taken(results)
+            if (result := _taken(results)) is not None:
+                yield result
 
     def robots(self, url: str) -> RobotsRules:
         """The robots decision for the URL's origin, read once per Fetcher before any page there."""
@@ -179,10 +200,13 @@ class Fetcher:
         async with self._in_flight:
             return await self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
 
-    async def _fetch_into(self, chunk: list[FetchRequest], results: SimpleQueue[FetchResult | BaseException]) -> None:
+    async def _fetch_into(self, chunk: list[FetchRequest],
+                          results: SimpleQueue[FetchResult | BaseException | None]) -> None:
         async def one(request: FetchRequest) -> None:
             try:
                 results.put(await self._fetch(request, bounded=True))
+            except _Deferred:
+                results.put(None)
             except BaseException as exc:  # _fetch returns an outcome for every URL; anything else reaches the caller
                 results.put(exc)
 
@@ -325,22 +349,66 @@ class Fetcher:
                     if run_deadline is not None and time.monotonic() + wait_for >= run_deadline:
                         return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s "
                                     "would pass while waiting for the host's delay")
+                    self._defer_if_past(time.monotonic() + wait_for)
                     await asyncio.sleep(wait_for)
+                turn = await self._shared_turn(target.host, host)
+                if isinstance(turn, str):
+                    return done(FetchOutcome.EXHAUSTED, turn)
                 spent = self.budget.claim_request()
                 if spent is not None:
+                    await self._release(turn, 0.0)
                     return done(FetchOutcome.EXHAUSTED, spent)
+                result: FetchResult | None = None
                 try:
                     result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
                 finally:
-                    host.next_at = time.monotonic() + max(host.delay, host.crawl_delay)
+                    pause = max(host.delay, host.crawl_delay)
+                    if result is not None and result.status in _BACKOFF:
+                        backoff = _retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
+                        pause = max(pause, min(backoff, self.settings.max_retry_after))
+                    host.next_at = time.monotonic() + pause
+                    await self._release(turn, pause)
                 if result.status not in _BACKOFF:
                     return result
                 pause = _retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
-                host.next_at = max(host.next_at, time.monotonic() + min(pause, self.settings.max_retry_after))
                 if retries >= self.settings.max_retries or pause > self.settings.max_retry_after:
                     return _with(result, result.outcome, f"{result.reason} after {retries + 1} attempt(s); "
                                  f"Retry-After {pause:g}s")
                 retries += 1
+
+    def _defer_if_past(self, start: float) -> None:
+        """Give up on a request that would start after the fetcher's stop time (fetch_many's stop_at)."""
+        if self._stop_at is not None and start >= self._stop_at:
+            raise _Deferred
+
+    async def _shared_turn(self, hostname: str, host: HostState) -> Turn | str | None:
+        """The host's turn among all processes (None when not shared), or why the run cannot wait for it."""
+        if self._shared is None:
+            self._defer_if_past(time.monotonic())
+            return None
+        lease = self.settings.fetch_timeout + LEASE_MARGIN_SECONDS
+        while True:
+            self._defer_if_past(time.monotonic())
+            got = await loop.in_thread(lambda: self._shared.claim(  # type: ignore[union-attr]
+                hostname.lower(), concurrency=host.concurrency, spacing=max(host.delay, host.crawl_delay),
+                lease=lease))
+            if isinstance(got, Turn):
+                return got
+            run_deadline = self.budget.deadline
+            if run_deadline is not None and time.monotonic() + got >= run_deadline:
+                return (f"run time budget of {self.settings.run_max_seconds:g}s would pass while waiting for "
+                        "the host's turn")
+            self._defer_if_past(time.monotonic() + got)
+            await asyncio.sleep(got)
+
+    async def _release(self, turn: Turn | None, pause: float) -> None:
+        if turn is None or self._shared is None:
+            return
+        shared = self._shared
+        try:
+            await loop.in_thread(lambda: shared.release(turn, pause=pause))
+        except RetryableError as exc:  # the lease runs out by itself; the result in hand still counts
+            log.warning("%s", exc)
 
     def _open_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -433,7 +501,7 @@ def _chunks(requests: Iterable[FetchRequest], size: int) -> Iterator[list[FetchR
         yield chunk
 
 
-def _taken(results: SimpleQueue[FetchResult | BaseException]) -> FetchResult:
+def _taken(results: SimpleQueue[FetchResult | BaseException | None]) -> FetchResult | None:
     item = results.get()
     if isinstance(item, BaseException):
         raise item

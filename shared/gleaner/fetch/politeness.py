@@ -2,9 +2,13 @@
 
 One :class:`HostTable` is shared by every fetcher a process builds (the composition root keeps
 it), so two stages or two runs fetching from one host at once still take turns: politeness is a
-property of the server, not of a run. Across processes (several function instances) each keeps
-its own table. The concurrency slots are asyncio semaphores: every fetch of the process runs on
-the one fetch loop (:mod:`gleaner.fetch.loop`).
+property of the server, not of a run. The concurrency slots are asyncio semaphores: every fetch
+of the process runs on the one fetch loop (:mod:`gleaner.fetch.loop`).
+
+Across processes (several function instances fetching one site's batches), the fetcher also
+takes a turn from :class:`SharedTurns` (``GLEANER_SHARED_POLITENESS``; PostgreSQL's
+``knowledge.host_slots`` in :mod:`gleaner.store.hostslots`) before every request, after the
+cheap in-process turn, so the host sees no more than its concurrency and its spacing in all.
 """
 
 from __future__ import annotations
@@ -13,9 +17,31 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 # (delay seconds, concurrency) an operator configured for a host (source_hosts); None = the default.
 HostPoliteness = Callable[[str], tuple[float | None, int | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A claimed shared slot on a host; given back with :meth:`SharedTurns.release`."""
+
+    host: str
+    slot: int
+    holder: str
+
+
+class SharedTurns(Protocol):
+    """Per-host turns shared by every process (the port; PostgreSQL implements it)."""
+
+    def claim(self, host: str, *, concurrency: int, spacing: float, lease: float) -> Turn | float:
+        """A turn now, or the seconds to wait before asking again."""
+        ...
+
+    def release(self, turn: Turn, *, pause: float) -> None:
+        """Free the slot; the host's next request starts no sooner than ``pause`` seconds from now."""
+        ...
 
 
 @dataclass(slots=True)

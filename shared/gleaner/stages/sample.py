@@ -11,7 +11,8 @@ answered with: a 304 carries that run's verdict over (same decider, same exclude
 globs) and hard-links its sample blob into this run's samples, so nothing is
 extracted again. All decisions are written in one statement. Excludes are materialised as
 documents.scrape_policy='skip'. Include pages are cut into batches of at most
-100 and enqueued as scrape tasks named run id + batch number.
+100 (fewer for a host whose delay or Crawl-delay is long: stages/batching.py) and
+enqueued as scrape tasks named run id + batch number.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gleaner.messages import CrawlMapped, ScrapeBatch
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
 from gleaner.operator.lastmod import unchanged_since_last_fetch
 from gleaner.operator.rules import apply_site_rules
+from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample, previous_samples
@@ -101,14 +103,19 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                     decisions[page.document_id] = _decision(page, inherited)
     record_prefetched(meta.engine, run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
-    include = [p.document_id for p in pages if decisions[p.document_id].decision == "include"]
+    included = [p for p in pages if decisions[p.document_id].decision == "include"]
+    include = [p.document_id for p in included]
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
         unchanged = unchanged_since_last_fetch(meta.engine, run_id, include)
         record_not_modified(meta.engine, run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None,
                                                               None) for d in sorted(unchanged)])
         include = [d for d in include if d not in unchanged]
-    size = deps.settings.scrape_batch_size
+    settings = deps.settings
+    # Sized to the host's pace (delay, Crawl-delay) so a task settles its batch before its soft deadline.
+    size = batch_size_for((p.fetch_url for p in included), deps.host_table, default_delay=settings.host_delay,
+                          default_concurrency=settings.host_concurrency,
+                          soft_deadline=settings.scrape_soft_deadline, cap=settings.scrape_batch_size)
     batches = [include[i:i + size] for i in range(0, len(include), size)]
     if not meta.start_scrape(run_id, batches):
         batches = meta.batches_of(run_id)

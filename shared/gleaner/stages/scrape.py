@@ -8,12 +8,20 @@ raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
 this run (a redelivered task) are skipped. Pages map's walk or sample's sample
 already asked for in this run are not asked again: their kept answers
 (stages/fetchonce.py) are settled as if this stage had fetched them.
+
+Outcomes are written every few pages as they settle, not only at the end, and the
+batch has a soft deadline (``GLEANER_SCRAPE_SOFT_DEADLINE``, under the function's
+timeout): past it no new fetch starts, and the URLs not started go to a new task,
+part + 1 of the same batch under its own deterministic name. A long Crawl-delay or
+a slow host therefore costs more tasks, never a killed batch that recorded nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import replace
@@ -26,6 +34,7 @@ from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
+from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
@@ -38,6 +47,9 @@ log = logging.getLogger(__name__)
 # Pages handed to an extraction process at once: fewer tasks cost the pool less in this process,
 # while a batch of 100 still spreads over the workers.
 PAGES_PER_EXTRACTION = 4
+# Settled pages written in one statement while the batch goes on: few enough that a batch killed
+# at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
+RECORDS_PER_WRITE = 10
 
 
 def sha1(data: bytes) -> str:
@@ -46,6 +58,7 @@ def sha1(data: bytes) -> str:
 
 def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     meta = deps.metadata
+    stop_at = time.monotonic() + deps.settings.scrape_soft_deadline
     batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
     pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
     # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
@@ -69,6 +82,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     records: list[FetchRecord] = []
     pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
     waiting: list[tuple[RunPage, FetchResult]] = []
+    answered: set[str] = set()
+    counts: Counter[str] = Counter()
 
     def extract_waiting() -> None:
         items = [(result.body or b"", result.charset, result.final_url or page.fetch_url, result.content_type)
@@ -76,9 +91,35 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         pending.append((list(waiting), deps.extract_pool.submit(items)))
         waiting.clear()
 
+    def settle(block: bool) -> None:
+        """Hand off extracted pages (the finished ones, or all when ``block``) and write what is settled."""
+        while pending and (block or pending[0][1].done()):
+            fetched_pages, future = pending.pop(0)
+            done = list(zip(fetched_pages, future.result(), strict=True))
+            # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
+            erased = deps.blocklist.refused(message.site_domain, {
+                page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
+                for (page, _result), extracted in done})
+            for (page, result), extracted in done:
+                if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
+                    records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
+                                                         reason=extracted.refused, body=None), None))
+                    continue
+                if page.document_id in erased:
+                    records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
+                                               result.status, result.elapsed_ms, len(result.body or b""), None, None))
+                    continue
+                handed = _hand_off(deps, message, page, result, extracted)
+                fetched.append(handed)
+                records.append(_record(page, result, extracted.title, handed))
+        if records and (block or len(records) >= RECORDS_PER_WRITE):
+            _write(deps, message.run_id, records, counts)
+
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
-        for result in chain(replays(), fetcher.fetch_many(requests), fetcher.fetch_many(missing)):
+        for result in chain(replays(), fetcher.fetch_many(requests, stop_at=stop_at),
+                            fetcher.fetch_many(missing, stop_at=stop_at)):
             page = pages[str(result.key)]
+            answered.add(page.document_id)
             moved_to = _moved_to_known(deps, message.site_domain, page, result)
             if moved_to is not None:
                 records.append(_record(page, result, None, superseded_by=moved_to))
@@ -88,35 +129,24 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                     extract_waiting()
             else:
                 records.append(_record(page, result, None))
+            settle(block=False)
     if waiting:
         extract_waiting()
-    done = [(page, result, extracted) for fetched_pages, future in pending
-            for (page, result), extracted in zip(fetched_pages, future.result(), strict=True)]
-    # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
-    erased = deps.blocklist.refused(message.site_domain, {
-        page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
-        for page, _result, extracted in done})
-    for page, result, extracted in done:
-        if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
-            records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
-                                                 reason=extracted.refused, body=None), None))
-            continue
-        if page.document_id in erased:
-            records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
-                                       result.status, result.elapsed_ms, len(result.body or b""), None, None))
-            continue
-        handed = _hand_off(deps, message, page, result, extracted)
-        fetched.append(handed)
-        records.append(_record(page, result, extracted.title, handed))
-    # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
-    not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
-    record_not_modified(meta.engine, message.run_id, not_modified)
-    meta.record_fetches(message.run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
+    settle(block=True)
+    left = [doc for doc in pages if doc not in answered]
+    if left:
+        # The soft deadline passed before these could start: a new task (its own name) takes them on.
+        deps.bus.enqueue(replace(message, document_ids=tuple(left), part=message.part + 1))
+    log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
+             message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),
+             extra={"fields": {"event": Event.SCRAPE_BATCH.value, "pages_fetched": counts["fetched"],
+                               "pages_not_modified": counts["not-modified"], "pages_failed": counts["failed"],
+                               "pages_handed_on": len(left)}})
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(fetched))
     if fetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
-    else:
+    elif not left:
         meta.try_finish_run(message.run_id)
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
@@ -127,6 +157,17 @@ def _request(page: RunPage) -> FetchRequest:
     return FetchRequest(page.fetch_url, key=page.document_id, accept=PAGE_KINDS,
                         etag=page.etag if page.current_hash else None,
                         last_modified=page.last_modified if page.current_hash else None)
+
+
+def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[str]) -> None:
+    """Record settled pages now, so a batch cut short by its hard deadline keeps what it did."""
+    # 304s (every page of an unchanged recrawl) are settled by their own lean statement.
+    not_modified = [r for r in records if r.outcome == FetchOutcome.NOT_MODIFIED]
+    record_not_modified(deps.metadata.engine, run_id, not_modified)
+    deps.metadata.record_fetches(run_id, [r for r in records if r.outcome != FetchOutcome.NOT_MODIFIED])
+    for r in records:
+        counts[r.outcome if r.outcome in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) else "failed"] += 1
+    records.clear()
 
 
 def _record(page: RunPage, result: FetchResult, title: str | None, handed: FetchedPage | None = None,

@@ -10,7 +10,8 @@ Three ways to reach PostgreSQL, chosen by settings:
 An engine is created once per process by the composition root and reused
 (Cloud Functions keep it across invocations). Migrations are Alembic revisions
 in ``gleaner/migrations``; :func:`upgrade` applies them under an advisory lock,
-so concurrent cold starts do not race.
+so concurrent cold starts do not race. In the cloud the deploy applies them (a Cloud Build step
+as the migrator identity) and functions only check the revision (:func:`require_schema`).
 """
 
 from __future__ import annotations
@@ -174,8 +175,11 @@ def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
             ip_type=IPTypes.PRIVATE if settings.cloudsql_private_ip else IPTypes.PUBLIC,
         )
 
-    return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=5, max_overflow=2,
-                            pool_pre_ping=True, pool_recycle=1800, future=True)
+    # The pool bounds this process's connections: docs/deployment.md multiplies it by max instances
+    # to stay inside the instance's max_connections.
+    return sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=settings.db_pool_size,
+                            max_overflow=settings.db_max_overflow, pool_pre_ping=True, pool_recycle=1800,
+                            future=True)
 
 
 def alembic_config(engine: Engine) -> Any:
@@ -215,6 +219,21 @@ def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+
+
+def require_schema(engine: Engine) -> None:
+    """Refuse to work on a schema other than the code's (the deploy's migrate step has not run yet).
+
+    Retryable: Pub/Sub and Cloud Tasks deliver again, and the deliveries succeed once it has run.
+    """
+    try:
+        current = current_revision(engine)
+    except sa.exc.DBAPIError as exc:
+        raise RetryableError(f"cannot read the schema revision: {exc}") from exc
+    head = head_revision()
+    if current != head:
+        raise RetryableError(f"the database schema is at revision {current}, this code needs {head}: "
+                             "run the deploy's migrate step (gleaner db upgrade)")
 
 
 def ensure_schema(engine: Engine) -> None:

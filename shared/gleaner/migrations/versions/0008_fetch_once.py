@@ -1,7 +1,7 @@
 """Fetch once per run: bodies map and sample fetched, the links a page held, the summary's new counters.
 
 Revision ID: 0008
-Revises: 0007
+Revises: 0009
 Create Date: 2026-11-30
 
 - crawl_page_decisions.prefetched: what map's link walk or sample's section sample already asked the
@@ -16,7 +16,7 @@ Create Date: 2026-11-30
 from alembic import op
 
 revision = "0008"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

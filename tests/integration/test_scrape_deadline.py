@@ -1,0 +1,108 @@
+"""A scrape batch writes as it goes and stops at its soft deadline, handing the rest to a new task."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.config import Settings
+from gleaner.messages import CrawlMapped, Message, ScrapeBatch
+from gleaner.runner import crawl, new_request
+from gleaner.store import db
+from gleaner.testsite import Page, TestSite
+
+PAGES = 30
+
+
+def _answer(h: BaseHTTPRequestHandler, text: str) -> None:
+    body = f"<html><head><title>{text}</title></head><body><article><p>{text} " \
+           f"{'words that make an article ' * 20}</p></article></body></html>".encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def _site(handler: Any) -> tuple[TestSite, dict[str, Page]]:
+    links = "".join(f'<a href="/p/{i}">page {i}</a>' for i in range(PAGES))
+    pages = {"/": Page(f"<html><body><h1>Index</h1>{links}</body></html>"),
+             "/robots.txt": Page("", content_type="text/plain")}
+    pages.update({f"/p/{i}": Page("", handler=handler) for i in range(PAGES)})
+    return TestSite(pages, max_seconds=120), pages
+
+
+def test_a_batch_past_its_soft_deadline_hands_the_rest_to_new_tasks_and_the_run_still_finishes(make_deps):
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        time.sleep(0.15)
+        _answer(h, h.path)
+
+    # One fetch at a time overall; the host's own allowance is wide, so the sample stage sizes one
+    # batch for the whole site and only the soft deadline cuts it.
+    deps = make_deps(scrape_soft_deadline=1.0, host_concurrency=80, fetch_concurrency=1)
+    site, _ = _site(slow)
+    batches: list[ScrapeBatch] = []
+    sampled_at: list[float] = []
+
+    def seen(topic: str, message: Message) -> None:
+        if isinstance(message, ScrapeBatch):
+            batches.append(message)
+        if isinstance(message, CrawlMapped):  # sampled: the scrape tasks start after this
+            sampled_at.append(time.monotonic())
+
+    with site:
+        summary = crawl(deps, new_request(site.url + "/", site_domain="slow.test"), progress=seen)
+    assert summary["status"] == "finished"
+    assert summary["fetched"] == summary["included"] == PAGES + 1
+    parts = sorted(b.part for b in batches)
+    assert parts[0] == 0 and parts[-1] >= 2, parts  # the one batch needed several tasks
+    assert len({b.task_name for b in batches}) == len(batches)  # each continuation has its own name
+    handed = [set(b.document_ids) for b in batches]
+    assert all(later < earlier for earlier, later in itertools.pairwise(handed))
+    scraped = Counter(r.path for r in site.log if r.at > sampled_at[0] and r.path.startswith("/p/"))
+    assert scraped == {f"/p/{i}": 1 for i in range(PAGES)}  # nothing handed on was fetched twice
+
+
+def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps, database_url):
+    engine = db.create_engine(Settings(database_url=database_url))
+    scraping = threading.Event()
+    served: list[str] = []
+    lock = threading.Lock()
+    held: dict[str, int] = {}
+
+    def fetched_rows() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(
+                "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE fetch_outcome = 'fetched'")).scalar() or 0)
+
+    def page(h: BaseHTTPRequestHandler) -> None:
+        if scraping.is_set():
+            with lock:
+                served.append(h.path)
+                nth = len(served)
+            if nth == 20:  # hold the batch's 20th request until its earlier pages show up in the ledger
+                deadline = time.monotonic() + 4.0  # under the fetch timeout: the request must still be running
+                while (rows := fetched_rows()) < 10 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                held["rows"] = rows
+        _answer(h, h.path)
+
+    def seen(topic: str, message: Message) -> None:
+        if isinstance(message, CrawlMapped):
+            scraping.set()
+
+    deps = make_deps(host_concurrency=1)
+    site, _ = _site(page)
+    try:
+        with site:
+            summary = crawl(deps, new_request(site.url + "/", site_domain="steady.test"), progress=seen)
+    finally:
+        engine.dispose()
+    assert summary["status"] == "finished" and summary["failed"] == 0
+    assert held["rows"] >= 10
