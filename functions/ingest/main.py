@@ -2,7 +2,8 @@
 
 - ``on_event``: the push subscriptions of `snapshots-written` (canonical text and span ledger of
   new snapshots) and of `articles-accepted` (land accepted feed articles as reference items);
-- ``on_http``: the feed-poller webhook (POST /) and reference retrieval (GET /refs, /refs/{id}).
+- ``on_http``: the feed-poller webhook (POST /), reference retrieval (GET /refs, /refs/{id}) and the
+  back office (``/v1/`` JSON API, ``/ui/`` pages) behind IAM and the admin bearer.
 """
 
 import flask

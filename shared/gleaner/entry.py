@@ -407,9 +407,12 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
+    from gleaner.backoffice.wsgi import serves
     from gleaner.webhook import WebhookRequest, handle, read_capped
 
     deps = deps if deps is not None else process_deps()
+    if serves(request.path):
+        return run_backoffice(request, deps)
     body, oversized = b"", False
     if request.method in ("POST", "PUT", "PATCH"):
         body, oversized = read_capped(request.stream, request.content_length, deps.settings.webhook_max_bytes)
@@ -420,6 +423,20 @@ def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     if status == 202:
         _drain_if_local(deps)  # land what was accepted: nothing else would under plain functions-framework
     return _json_response(answer, status)
+
+
+def run_backoffice(request: Any, deps: Deps) -> HttpResponse:
+    """The back office (``/v1/``, ``/ui/``) on ingest's HTTP trigger: behind IAM and the admin bearer."""
+    from gleaner.backoffice.wsgi import BackofficeApp
+
+    secret = deps.settings.webhook_secret
+    if not secret:  # without it the back office would be open to anyone IAM lets through
+        log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every back office request")
+        return _json_response({"error": "the webhook secret is not configured"}, 500)
+    sent: list[Any] = []
+    body = b"".join(BackofficeApp(deps, bearer=secret)(
+        request.environ, lambda status, headers, exc_info=None: sent.extend((status, headers))))
+    return body.decode("utf-8"), int(str(sent[0]).split(" ", 1)[0]), dict(sent[1])
 
 
 # Webhook deliveries (Cloud Tasks on the notify queue) arrive on scrape's on_http at this path: scrape is

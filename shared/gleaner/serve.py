@@ -3,7 +3,8 @@
 The same :func:`gleaner.webhook.handle` as the deployed function answers every
 request; work the webhook publishes goes to the in-process bus, which a
 background thread drains, so a poller gets its 202 without waiting for the
-landing. Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it.
+landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``).
+Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from gleaner.app import Deps
+from gleaner.backoffice.wsgi import BackofficeApp, answer_http, serves
 from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError
 from gleaner.webhook import WebhookRequest, handle, read_capped
@@ -37,6 +39,8 @@ class WebhookServer:
             wire(bus, deps)
         self.deps = deps
         self.bus = bus
+        # The back office needs no credential on loopback (DESIGN.md); bound elsewhere it takes the admin bearer.
+        self.backoffice = BackofficeApp(deps, bearer=None if _loopback(host) else deps.settings.webhook_secret)
         self._work = threading.Event()
         self._stopping = threading.Event()
         server = self
@@ -94,6 +98,9 @@ class WebhookServer:
 
     def _answer(self, request: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(request.path)
+        if serves(parts.path):
+            answer_http(self.backoffice, request)
+            return
         cap = self.deps.settings.webhook_max_bytes
         body, oversized, status, unread = b"", False, 0, False
         length_header = request.headers.get("Content-Length")
@@ -130,3 +137,14 @@ class WebhookServer:
             request.wfile.write(data)
         if status == 202 and self.bus.pending():
             self._work.set()
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

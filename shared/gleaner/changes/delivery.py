@@ -228,3 +228,14 @@ def deliveries(deps: Deps, subscription_id: str | None = None, limit: int = 200)
         item["log"] = by_delivery.get(item["id"], [])
         out.append(item)
     return out
+
+
+def requeue(deps: Deps, delivery_id: str) -> bool:
+    """Make a pending or failed delivery due now (an operator's retry); False when there is none."""
+    with deps.engine.begin() as conn:
+        row = conn.execute(
+            sa.text("UPDATE knowledge.notify_deliveries SET state = 'pending', next_attempt_at = now()"
+                    " WHERE id = CAST(:i AS uuid) AND state IN ('pending', 'failed') RETURNING id"),
+            {"i": delivery_id},
+        ).first()
+    return row is not None

@@ -16,7 +16,7 @@ from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_dep
               help="Port to listen on (0: any free port).")
 @guard
 def serve_cmd(host: str, port: int) -> None:
-    """Run the ingest function's HTTP surface locally: the feed-poller webhook and /refs retrieval.
+    """Run the ingest function's HTTP surface locally: the webhook, /refs, and the back office at /ui/.
 
     Needs GLEANER_WEBHOOK_SECRET (callers send it as a bearer token). Accepted articles land in the
     background on the in-process bus. Stops on Ctrl-C.
@@ -30,6 +30,7 @@ def serve_cmd(host: str, port: int) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with open_deps(load_settings()) as deps, WebhookServer(deps, host, port) as server:
         click.echo(f"gleaner: serving the ingest webhook on {server.url}/ (refs at {server.url}/refs)", err=True)
+        click.echo(f"gleaner: back office at {server.url}/ui/ (JSON API under {server.url}/v1/)", err=True)
         try:
             while not stop.wait(0.5):
                 pass

@@ -1,0 +1,441 @@
+"""The back office's JSON API under ``/v1/``: framework-free, a request in and ``(status, json)`` out.
+
+Routes (GET unless marked)::
+
+    /v1/sites                                      sites with document counts, latest run and schedule
+    /v1/sites/{site}/tree?prefix=/a/&limit&offset  one level: folders (counts by status) and documents
+    /v1/sites/{site}/documents?status&policy&origin&tag&prefix&limit&offset
+    /v1/runs?site&limit&offset                     newest first, with counters
+    /v1/runs/{run}                                 counters and the per-outcome breakdown (live while running)
+    /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
+    /v1/documents/{doc}                            the document, its fetch facts, versions and citations
+    /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
+    /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
+    /v1/changes?site&since&limit                   change events, oldest first
+    /v1/notify/subscriptions                       subscriptions (never their secrets)
+    /v1/notify/deliveries?subscription&limit       the delivery log with every attempt
+    POST /v1/notify/deliveries/{id}/retry          attempt a pending or failed delivery now
+    /v1/sites/{site}/rules                         the site's skip and block rules
+    POST /v1/sites/{site}/rules                    {"glob", "action": "skip"|"block", "reason"?}: add and apply
+    DELETE /v1/sites/{site}/rules/{id}             remove a rule and lift what it did
+    /v1/sites/{site}/review                        pages of the latest run that need review
+    POST /v1/sites/{site}/review                   {"url", "decision": "include"|"exclude", "reason"?}
+    /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
+    POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
+
+``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
+route (``gleaner.textsapi``), not this module's.
+
+Errors are ``{"error": ...}``: 400 bad input (every query value is checked),
+404 unknown path or object, 405 wrong method. Authentication is the WSGI
+layer's (``wsgi.py``), so this module never sees a request it may not answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gleaner.app import Deps
+from gleaner.changes import delivery, subscriptions
+from gleaner.changes.diff import diff_versions, previous_version
+from gleaner.changes.events import list_events
+from gleaner.errors import InvalidInput
+from gleaner.operator import review, rules
+from gleaner.operator import sites as operator_sites
+from gleaner.provenance.conflicts import ConflictStatus
+from gleaner.store import browse
+
+Answer = tuple[int, dict[str, Any]]
+
+MAX_PAGE = 1000
+DEFAULT_PAGE = 100
+
+
+def valid_site_domain(value: str) -> bool:
+    """DESIGN.md's tenant key, exactly as written (no case folding: a URL names one site)."""
+    try:
+        return operator_sites.site_key(value) == value
+    except InvalidInput:
+        return False
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRequest:
+    method: str
+    path: str
+    query: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+# -- query values -------------------------------------------------------------------------------
+
+def int_arg(query: Mapping[str, str], name: str, default: int | None, low: int = 0, high: int | None = None
+            ) -> int | None:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HttpError(400, f"{name} must be an integer, not {raw[:40]!r}") from None
+    if value < low or (high is not None and value > high):
+        raise HttpError(400, f"{name} must be between {low} and {high}" if high is not None
+                        else f"{name} must be at least {low}")
+    return value
+
+
+def page_args(query: Mapping[str, str]) -> tuple[int, int]:
+    limit = int_arg(query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
+    offset = int_arg(query, "offset", 0, 0)
+    assert limit is not None and offset is not None
+    return limit, offset
+
+
+def choice_arg(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
+    value = query.get(name) or None
+    if value is not None and value not in allowed:
+        raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
+    return value
+
+
+def prefix_arg(query: Mapping[str, str]) -> str:
+    prefix = query.get("prefix") or "/"
+    if not prefix.startswith("/") or len(prefix) > 2048:
+        raise HttpError(400, "prefix must be a path starting with '/'")
+    return prefix if prefix.endswith("/") else prefix + "/"
+
+
+def check_uuid(value: str, what: str) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise HttpError(404, f"no {what} {value[:60]}") from None
+
+
+def check_site(deps: Deps, site: str) -> str:
+    if not valid_site_domain(site) or not (browse.site_exists(deps.engine, site)
+                                           or operator_sites.find_site(deps, site) is not None):
+        raise HttpError(404, f"no site {site[:80]}")
+    return site
+
+
+# -- handlers -----------------------------------------------------------------------------------
+
+def get_sites(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    """Sites with documents or runs, and sites registered for scheduled crawls (``schedule``)."""
+    registered = {s.site_domain: s for s in operator_sites.list_sites(deps)}
+    out = browse.sites(deps.engine)
+    known = {s["site_domain"] for s in out}
+    out += [{"site_domain": name, "documents": 0, "active": 0, "last_run": None}
+            for name in registered if name not in known]
+    for site in out:
+        found = registered.get(site["site_domain"])
+        site["schedule"] = {"every": found.every, "next_run_at": found.next_run_at,
+                            "target_url": found.target_url} if found else None
+    return {"sites": sorted(out, key=lambda s: s["site_domain"])}
+
+
+def get_tree(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    prefix = prefix_arg(req.query)
+    limit, offset = page_args(req.query)
+    docs, total = browse.documents(deps.engine, site, prefix=prefix, direct_only=True, limit=limit, offset=offset)
+    return {"site_domain": site, "prefix": prefix, "folders": browse.tree_folders(deps.engine, site, prefix),
+            "documents": docs, "total_documents": total, "limit": limit, "offset": offset}
+
+
+def get_documents(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    q = req.query
+    limit, offset = page_args(q)
+    status = choice_arg(q, "status", browse.DOCUMENT_STATUSES)
+    policy = choice_arg(q, "policy", browse.SCRAPE_POLICIES)
+    origin = choice_arg(q, "origin", browse.DOCUMENT_ORIGINS)
+    prefix = prefix_arg(q) if q.get("prefix") else None
+    docs, total = browse.documents(deps.engine, site, status=status, policy=policy, origin=origin,
+                                   tag=q.get("tag") or None, prefix=prefix, limit=limit, offset=offset)
+    return {"site_domain": site, "documents": docs, "total": total, "limit": limit, "offset": offset}
+
+
+def get_runs(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    site = req.query.get("site") or None
+    if site is not None and not valid_site_domain(site):
+        raise HttpError(400, "site must be a site domain")
+    limit, offset = page_args(req.query)
+    ids, total = browse.run_ids(deps.engine, site, limit, offset)
+    runs = [s for s in (deps.metadata.run_summary(i) for i in ids) if s is not None]
+    return {"runs": runs, "total": total, "limit": limit, "offset": offset}
+
+
+def _run(deps: Deps, run_id: str) -> dict[str, Any]:
+    summary = deps.metadata.run_summary(check_uuid(run_id, "run"))
+    if summary is None:
+        raise HttpError(404, f"no run {run_id}")
+    return summary
+
+
+def get_run(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
+    summary = _run(deps, run_id)
+    return {**summary, "outcomes": deps.metadata.outcome_breakdown(summary["run_id"])}
+
+
+def get_run_urls(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
+    summary = _run(deps, run_id)
+    limit, offset = page_args(req.query)
+    status = req.query.get("status") or None
+    if status is not None and not re.fullmatch(r"[a-z_-]{1,40}", status):
+        raise HttpError(400, "status must be a URL status such as fetched, not-modified or exclude")
+    urls, total = browse.run_urls_page(deps.engine, summary["run_id"], status, limit, offset)
+    return {"run_id": summary["run_id"], "urls": urls, "total": total, "limit": limit, "offset": offset}
+
+
+def _document(deps: Deps, document_id: str) -> dict[str, Any]:
+    doc = browse.document(deps.engine, check_uuid(document_id, "document"))
+    if doc is None:
+        raise HttpError(404, f"no document {document_id}")
+    return doc
+
+
+def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any]:
+    doc = _document(deps, document_id)
+    versions = deps.metadata.snapshots_of(doc["id"])
+    for v in versions:
+        v["current"] = v["id"] == doc["current_snapshot_id"]
+    return {"document": doc, "versions": versions, "citations": browse.citations_of(deps.engine, doc["id"])}
+
+
+def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:
+    for v in deps.metadata.snapshots_of(doc["id"]):
+        if v["version"] == number:
+            return v
+    raise HttpError(404, f"{doc['url']} has no version {number}")
+
+
+def read_body(deps: Deps, ref: str | None) -> str:
+    if not ref:
+        return ""
+    try:
+        return deps.blobs.get(ref).decode("utf-8", errors="replace")
+    except KeyError:  # the blob port's "absent": pruned or erased
+        raise HttpError(404, f"the body {ref} is no longer in the blob store") from None
+
+
+def get_version(deps: Deps, req: ApiRequest, document_id: str, number: str) -> dict[str, Any]:
+    doc = _document(deps, document_id)
+    if not number.isdigit() or len(number) > 9:
+        raise HttpError(400, "the version must be a positive integer")
+    raw = req.query.get("raw", "0")
+    if raw not in ("0", "1"):
+        raise HttpError(400, "raw must be 0 or 1")
+    version = _version(deps, doc, int(number))
+    ref = version["raw_ref"] if raw == "1" else version["content_ref"]
+    return {"document_id": doc["id"], "url": doc["url"], "version": version["version"], "raw": raw == "1",
+            "body": read_body(deps, ref)}
+
+
+def document_diff(deps: Deps, doc: dict[str, Any], from_version: int | None, to_version: int | None
+                  ) -> dict[str, Any]:
+    """``diff --json``'s shape plus side-by-side rows; defaults as ``gleaner diff``: previous -> current."""
+    from gleaner.backoffice.sidebyside import side_by_side
+
+    versions = deps.metadata.snapshots_of(doc["id"])
+    if to_version is None:
+        current = next((v for v in versions if v["id"] == doc["current_snapshot_id"]), None)
+        if current is None:
+            raise HttpError(404, f"{doc['url']} has no version yet")
+        to_version = int(current["version"])
+        if from_version is None:
+            from_version = previous_version(versions, doc["current_snapshot_id"])
+    new = _version(deps, doc, to_version)
+    old = _version(deps, doc, from_version) if from_version is not None else None
+    old_body = read_body(deps, old["content_ref"]) if old else ""
+    new_body = read_body(deps, new["content_ref"])
+    result = diff_versions(doc["url"], old_body, new_body, from_version, to_version).to_dict()
+    result["rows"] = [r.to_dict() for r in side_by_side(old_body, new_body)]
+    return result
+
+
+def get_diff(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any]:
+    doc = _document(deps, document_id)
+    from_version = int_arg(req.query, "from", None, 1)
+    to_version = int_arg(req.query, "to", None, 1)
+    return {"document_id": doc["id"], "url": doc["url"], **document_diff(deps, doc, from_version, to_version)}
+
+
+def get_changes(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    site = req.query.get("site") or None
+    if site is not None and not valid_site_domain(site):
+        raise HttpError(400, "site must be a site domain")
+    since: datetime | None = None
+    if req.query.get("since"):
+        try:
+            since = datetime.fromisoformat(req.query["since"])
+        except ValueError:
+            raise HttpError(400, "since must be an ISO 8601 time") from None
+    limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
+    assert limit is not None
+    events = list_events(deps.engine, site=site, since=since, limit=limit)
+    return {"events": [e.to_dict() for e in events]}
+
+
+def get_subscriptions(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    return {"subscriptions": [s.public() for s in subscriptions.active(deps.engine)]}
+
+
+def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    sub = req.query.get("subscription") or None
+    if sub is not None:
+        sub = check_uuid(sub, "subscription")
+    limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
+    assert limit is not None
+    return {"deliveries": delivery.deliveries(deps, sub, limit)}
+
+
+def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
+    delivery_id = check_uuid(delivery_id, "delivery")
+    if not delivery.requeue(deps, delivery_id):
+        raise HttpError(404, f"no pending or failed delivery {delivery_id}")
+    result = delivery.attempt(deps, delivery_id, due_only=False)
+    return {"delivery_id": delivery_id, "result": result.value}
+
+
+def json_body(req: ApiRequest) -> dict[str, Any]:
+    try:
+        body = json.loads(req.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise HttpError(400, "the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise HttpError(400, "the body must be a JSON object")
+    return body
+
+
+def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 2048:
+        raise HttpError(400, f"{name} must be a non-empty string")
+    return value
+
+
+def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps.engine, site)]}
+
+
+def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    body = json_body(req)
+    glob, action = text_field(body, "glob"), text_field(body, "action")
+    if action not in ("skip", "block"):
+        raise HttpError(400, "action must be skip or block")
+    rule, applied = rules.add_rule(deps.engine, site, str(glob), action, text_field(body, "reason", False))
+    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
+
+
+def delete_rule(deps: Deps, req: ApiRequest, site: str, rule_id: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    rule_id = check_uuid(rule_id, "rule")
+    if rule_id not in {r.id for r in rules.list_rules(deps.engine, site)}:
+        raise HttpError(404, f"no rule {rule_id} on {site}")
+    rule, applied = rules.remove_rule(deps.engine, rule_id)
+    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
+
+
+def get_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    return {"site_domain": site, "items": [i.to_dict() for i in review.review_list(deps, site)]}
+
+
+def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    body = json_body(req)
+    url, decision = text_field(body, "url"), text_field(body, "decision")
+    if decision not in ("include", "exclude"):
+        raise HttpError(400, "decision must be include or exclude")
+    decided = review.decide(deps, str(url), str(decision), site_domain=site, reason=text_field(body, "reason", False))
+    return {"decided": decided.to_dict()}
+
+
+def get_conflicts(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    status = choice_arg(req.query, "status", tuple(s.value for s in ConflictStatus))
+    conflicts = deps.provenance.list_conflicts(site, ConflictStatus(status) if status else None)
+    return {"site_domain": site, "conflicts": conflicts}
+
+
+def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> dict[str, Any]:
+    site = check_site(deps, site)
+    conflict_id = check_uuid(conflict_id, "conflict")
+    status = text_field(json_body(req), "status")
+    settled = tuple(s.value for s in ConflictStatus if s is not ConflictStatus.OPEN)
+    if status not in settled:
+        raise HttpError(400, f"status must be one of {', '.join(settled)}")
+    if conflict_id not in {c["id"] for c in deps.provenance.list_conflicts(site)}:
+        raise HttpError(404, f"no conflict {conflict_id} on {site}")
+    deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
+    return {"conflict_id": conflict_id, "status": status}
+
+
+Handler = Callable[..., dict[str, Any]]
+_SEG = r"([^/]+)"
+ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
+    (re.compile(r"/v1/sites/?"), {"GET": get_sites}),
+    (re.compile(rf"/v1/sites/{_SEG}/tree"), {"GET": get_tree}),
+    (re.compile(rf"/v1/sites/{_SEG}/documents"), {"GET": get_documents}),
+    (re.compile(r"/v1/runs/?"), {"GET": get_runs}),
+    (re.compile(rf"/v1/runs/{_SEG}"), {"GET": get_run}),
+    (re.compile(rf"/v1/runs/{_SEG}/urls"), {"GET": get_run_urls}),
+    (re.compile(rf"/v1/documents/{_SEG}"), {"GET": get_document}),
+    (re.compile(rf"/v1/documents/{_SEG}/versions/{_SEG}"), {"GET": get_version}),
+    (re.compile(rf"/v1/documents/{_SEG}/diff"), {"GET": get_diff}),
+    (re.compile(r"/v1/changes/?"), {"GET": get_changes}),
+    (re.compile(r"/v1/notify/subscriptions/?"), {"GET": get_subscriptions}),
+    (re.compile(r"/v1/notify/deliveries/?"), {"GET": get_deliveries}),
+    (re.compile(rf"/v1/notify/deliveries/{_SEG}/retry"), {"POST": post_retry}),
+    (re.compile(rf"/v1/sites/{_SEG}/rules/?"), {"GET": get_rules, "POST": post_rule}),
+    (re.compile(rf"/v1/sites/{_SEG}/rules/{_SEG}"), {"DELETE": delete_rule}),
+    (re.compile(rf"/v1/sites/{_SEG}/review/?"), {"GET": get_review, "POST": post_review}),
+
+
+    (re.compile(rf"/v1/sites/{_SEG}/conflicts/?"), {"GET": get_conflicts}),
+    (re.compile(rf"/v1/sites/{_SEG}/conflicts/{_SEG}"), {"POST": post_conflict}),
+]
+
+
+def route(path: str) -> tuple[dict[str, Handler], tuple[str, ...]] | None:
+    for pattern, methods in ROUTES:
+        match = pattern.fullmatch(path)
+        if match:
+            return methods, match.groups()
+    return None
+
+
+def handle(req: ApiRequest, deps: Deps) -> Answer:
+    found = route(req.path)
+    if found is None:
+        return 404, {"error": f"no such endpoint {req.path[:200]}"}
+    methods, args = found
+    method = "GET" if req.method == "HEAD" else req.method
+    fn = methods.get(method)
+    if fn is None:
+        return 405, {"error": f"use {' or '.join(methods)}"}
+    try:
+        return 200, fn(deps, req, *args)
+    except HttpError as exc:
+        return exc.status, {"error": exc.message}
+    except InvalidInput as exc:  # the operator functions' own checks (a glob, a URL not in the site)
+        return 400, {"error": str(exc)}

@@ -1,0 +1,188 @@
+"""The back office's pages under ``/ui/``: Jinja2 templates over the API's own handlers.
+
+Each page calls the same functions as ``/v1/`` (so a page shows exactly what the
+API answers) and renders them server-side; the only scripts are the tree's lazy
+folder expansion and the run page's refresh while a run is going.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+
+from gleaner.app import Deps
+from gleaner.backoffice import api
+from gleaner.backoffice.api import ApiRequest, HttpError
+from gleaner.errors import InvalidInput
+from gleaner.store import browse
+
+# Run statuses after which nothing changes: the run page stops refreshing.
+TERMINAL_RUN_STATUSES = frozenset({"finished", "partial", "failed", "cancelled", "interrupted"})
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    status: int
+    body: str = ""
+    location: str | None = None  # a redirect after a form post
+    content_type: str = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    method: str
+    path: str
+    query: Mapping[str, str] = field(default_factory=dict)
+    form: Mapping[str, str] = field(default_factory=dict)
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("gleaner.backoffice", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    env.globals["terminal"] = TERMINAL_RUN_STATUSES
+    return env
+
+
+def render(template: str, code: int = 200, **context: Any) -> Page:
+    return Page(code, environment().get_template(template).render(**context))
+
+
+def _api(req: PageRequest, path: str, **query: str) -> ApiRequest:
+    return ApiRequest("GET", path, {**req.query, **query})
+
+
+def home(deps: Deps, req: PageRequest) -> Page:
+    runs = api.get_runs(deps, _api(req, "/v1/runs", limit="20"))
+    return render("home.html", sites=api.get_sites(deps, _api(req, "/v1/sites"))["sites"], runs=runs["runs"])
+
+
+def run_page(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    run = api.get_run(deps, _api(req, ""), run_id)
+    urls = api.get_run_urls(deps, _api(req, ""), run_id)
+    return render("run.html", run=run, urls=urls, status_filter=req.query.get("status", ""))
+
+
+def site_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    level = api.get_tree(deps, _api(req, ""), site)
+    return render("tree.html", site=site, level=level, rules=api.get_rules(deps, _api(req, ""), site)["rules"])
+
+
+def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
+    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode())
+
+
+def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
+    api.post_rule(deps, _command(req, glob=req.form.get("glob"), action=req.form.get("action"),
+                                 reason=req.form.get("reason")), site)
+    return Page(303, location=f"/ui/sites/{site}")
+
+
+def remove_rule(deps: Deps, req: PageRequest, site: str, rule_id: str) -> Page:
+    api.delete_rule(deps, ApiRequest("DELETE", ""), site, rule_id)
+    return Page(303, location=f"/ui/sites/{site}")
+
+
+def review_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    return render("review.html", site=site, items=api.get_review(deps, _api(req, ""), site)["items"])
+
+
+def decide_review(deps: Deps, req: PageRequest, site: str) -> Page:
+    api.post_review(deps, _command(req, url=req.form.get("url"), decision=req.form.get("decision")), site)
+    return Page(303, location=f"/ui/sites/{site}/review")
+
+
+def tree_fragment(deps: Deps, req: PageRequest, site: str) -> Page:
+    level = api.get_tree(deps, _api(req, ""), site)
+    return render("tree_level.html", site=site, level=level)
+
+
+def documents_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    listing = api.get_documents(deps, _api(req, ""), site)
+    return render("documents.html", site=site, listing=listing, statuses=browse.DOCUMENT_STATUSES,
+                  policies=browse.SCRAPE_POLICIES, query=dict(req.query))
+
+
+def document_page(deps: Deps, req: PageRequest, document_id: str) -> Page:
+    found = api.get_document(deps, _api(req, ""), document_id)
+    doc = found["document"]
+    diff = None
+    if found["versions"]:
+        diff = api.document_diff(deps, doc, api.int_arg(req.query, "from", None, 1),
+                                 api.int_arg(req.query, "to", None, 1))
+    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"])
+
+
+def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) -> Page:
+    body = api.get_version(deps, _api(req, ""), document_id, number)
+    return render("version.html", body=body)
+
+
+def changes_page(deps: Deps, req: PageRequest) -> Page:
+    events = api.get_changes(deps, _api(req, ""))["events"]
+    return render("changes.html", events=list(reversed(events)),
+                  subscriptions=api.get_subscriptions(deps, _api(req, ""))["subscriptions"],
+                  deliveries=api.get_deliveries(deps, _api(req, "", limit="50"))["deliveries"])
+
+
+def conflicts_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    listing = api.get_conflicts(deps, _api(req, ""), site)
+    return render("conflicts.html", site=site, conflicts=listing["conflicts"],
+                  status_filter=req.query.get("status", ""))
+
+
+def settle_conflict(deps: Deps, req: PageRequest, site: str, conflict_id: str) -> Page:
+    body = json.dumps({"status": req.form.get("status", "")}).encode()
+    api.post_conflict(deps, ApiRequest("POST", "", {}, body), site, conflict_id)
+    return Page(303, location=f"/ui/sites/{site}/conflicts")
+
+
+def retry_delivery(deps: Deps, req: PageRequest, delivery_id: str) -> Page:
+    api.post_retry(deps, ApiRequest("POST", ""), delivery_id)
+    return Page(303, location="/ui/changes")
+
+
+PageHandler = Callable[..., Page]
+_SEG = r"([^/]+)"
+PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
+    (re.compile(r"/ui/?"), {"GET": home}),
+    (re.compile(rf"/ui/runs/{_SEG}"), {"GET": run_page}),
+    (re.compile(rf"/ui/sites/{_SEG}"), {"GET": site_page}),
+    (re.compile(rf"/ui/sites/{_SEG}/tree"), {"GET": tree_fragment}),
+    (re.compile(rf"/ui/sites/{_SEG}/documents"), {"GET": documents_page}),
+    (re.compile(rf"/ui/sites/{_SEG}/rules"), {"POST": add_rule}),
+    (re.compile(rf"/ui/sites/{_SEG}/rules/{_SEG}/remove"), {"POST": remove_rule}),
+    (re.compile(rf"/ui/sites/{_SEG}/review"), {"GET": review_page, "POST": decide_review}),
+    (re.compile(rf"/ui/sites/{_SEG}/conflicts"), {"GET": conflicts_page}),
+    (re.compile(rf"/ui/sites/{_SEG}/conflicts/{_SEG}"), {"POST": settle_conflict}),
+    (re.compile(rf"/ui/documents/{_SEG}"), {"GET": document_page}),
+    (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
+    (re.compile(r"/ui/changes/?"), {"GET": changes_page}),
+    (re.compile(rf"/ui/deliveries/{_SEG}/retry"), {"POST": retry_delivery}),
+]
+
+
+def handle(req: PageRequest, deps: Deps) -> Page:
+    for pattern, methods in PAGES:
+        match = pattern.fullmatch(req.path)
+        if match is None:
+            continue
+        fn = methods.get("GET" if req.method == "HEAD" else req.method)
+        if fn is None:
+            return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
+        try:
+            return fn(deps, req, *match.groups())
+        except HttpError as exc:
+            return render("error.html", exc.status, status=exc.status, message=exc.message)
+        except InvalidInput as exc:
+            return render("error.html", 400, status=400, message=str(exc))
+    return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")

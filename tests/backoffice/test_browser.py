@@ -1,0 +1,218 @@
+"""The back office's pages in a real headless Chromium (Debian's chromium and chromedriver, driven by Selenium).
+
+Each test saves screenshots of the pages it opens into its pytest temp dir
+(artefacts, not committed). Without Chromium the tests skip, except under
+CI=true, where .ci/run installs it and they must run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gleaner.changes import subscriptions
+from gleaner.demo import article
+from gleaner.runner import crawl, new_request
+from gleaner.testsite import Page
+from tests.backoffice.conftest import CHANGED, SITE, Kept
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the browser tests: install chromium and chromium-driver")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(arg)
+    # Naming the driver keeps Selenium Manager from trying to download one (FACTS.md).
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver: Any, tmp_path: Path, name: str) -> None:
+    driver.save_screenshot(str(tmp_path / f"{name}.png"))
+
+
+def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(
+        expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def test_the_home_page_leads_to_the_tree_whose_folders_open_lazily(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(kept.url + "/ui/")
+    assert kept.second["run_id"][:8] in browser.find_element(By.CSS_SELECTOR, "table.runs").text
+    shot(browser, tmp_path, "home")
+    browser.find_element(By.LINK_TEXT, SITE).click()
+    wait_for(browser, "#tree")
+    assert browser.find_elements(By.CSS_SELECTOR, f'li.document[data-path="{CHANGED}"]') == []  # not loaded yet
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/docs/"] button.toggle').click()
+    install = wait_for(browser, f'li.document[data-path="{CHANGED}"]')
+    assert "active" in install.text and "scrape" in install.text and "2 versions" in install.text
+    shot(browser, tmp_path, "tree")
+
+
+def test_a_changed_document_shows_its_versions_and_highlights_the_changed_lines(kept: Kept, browser: Any,
+                                                                                tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{kept.url}/ui/documents/{kept.document_id(CHANGED)}")
+    versions = browser.find_element(By.CSS_SELECTOR, "table.versions").text
+    assert "v2" in versions and "current" in versions and kept.second["run_id"][:8] in versions
+    facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+    assert "200" in facts and "bytes" in facts
+    changed = browser.find_elements(By.CSS_SELECTOR, "table.diff tr.changed")
+    assert changed, "the diff of v1 -> v2 shows changed lines"
+    new_cell = changed[0].find_element(By.CSS_SELECTOR, "td.new")
+    old_cell = changed[0].find_element(By.CSS_SELECTOR, "td.old")
+    assert new_cell.text != old_cell.text
+    assert new_cell.value_of_css_property("background-color") == "rgba(220, 247, 224, 1)"
+    assert old_cell.value_of_css_property("background-color") == "rgba(255, 229, 229, 1)"
+    same = browser.find_elements(By.CSS_SELECTOR, "table.diff tr.same td.new")
+    assert same and same[0].value_of_css_property("background-color") == "rgba(0, 0, 0, 0)"
+    shot(browser, tmp_path, "document-diff")
+    # Comparing a version with itself highlights nothing.
+    browser.find_element(By.CSS_SELECTOR, 'input[name="from"][value="1"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'input[name="to"][value="1"]').click()
+    browser.find_element(By.CSS_SELECTOR, "#compare button").click()
+    wait_for(browser, "table.diff")
+    assert browser.find_elements(By.CSS_SELECTOR, "table.diff tr.changed") == []
+    assert "the same content" in browser.page_source
+    browser.find_element(By.LINK_TEXT, "raw.md").click()
+    assert "raw.md" in wait_for(browser, "h1").text
+    assert browser.find_element(By.CSS_SELECTOR, "pre.body").text
+
+
+def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept: Kept, browser: Any,
+                                                                            tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{kept.url}/ui/runs/{kept.first['run_id']}")
+    assert "finished" in browser.find_element(By.ID, "run-status").text
+    assert kept.site.url + "/private/roadmap" in browser.find_element(By.CSS_SELECTOR, "table.urls").text
+    shot(browser, tmp_path, "run")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "robots-denied").click()
+    rows = wait_for(browser, "table.urls").find_elements(By.CSS_SELECTOR, "tr")[1:]
+    assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [kept.site.url + "/private/roadmap"]
+
+
+def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/hook", site=None, types=(),
+                      allow=kept.deps.settings.allow_networks)
+    kept.recrawl("/about")
+    browser.get(kept.url + "/ui/changes")
+    events = browser.find_element(By.CSS_SELECTOR, "table.events").text
+    assert "document.changed" in events and kept.site.url + "/about" in events
+    row = browser.find_element(By.CSS_SELECTOR, "table.deliveries tr:nth-child(2)")
+    assert "failed" in row.text
+    shot(browser, tmp_path, "changes")
+    row.find_element(By.CSS_SELECTOR, "button").click()
+    row = wait_for(browser, "table.deliveries tr:nth-child(2)")
+    assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
+
+
+def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    release = threading.Event()
+
+    def held_back(handler: Any) -> None:
+        release.wait(4)  # under the fetch timeout: the page answers once the test has seen the run going
+        data = article("About us", "/about:held").encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    kept.site.pages["/about"] = Page("", handler=held_back)
+    before = {r["run_id"] for r in kept.deps.metadata.recent_runs(10)}
+    crawler = threading.Thread(target=lambda: crawl(kept.deps, new_request(kept.site.url + "/", site_domain=SITE)))
+    crawler.start()
+    try:
+        deadline = time.monotonic() + 30
+        run_id = None
+        while run_id is None and time.monotonic() < deadline:
+            run_id = next((r["run_id"] for r in kept.deps.metadata.recent_runs(10) if r["run_id"] not in before), None)
+            time.sleep(0.1)
+        assert run_id, "the third crawl started"
+        browser.get(f"{kept.url}/ui/runs/{run_id}")
+        assert browser.find_element(By.ID, "run-status").text not in ("finished", "partial", "failed")
+        shot(browser, tmp_path, "run-going")
+        release.set()
+        WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "run-status").text == "finished")
+        shot(browser, tmp_path, "run-finished")
+    finally:
+        release.set()
+        crawler.join(timeout=60)
+
+
+def test_a_skip_toggled_in_the_tree_is_respected_by_the_next_crawl(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    posts = ("/blog/2026/why-snapshots", "/blog/2026/polite-crawling", "/blog/2026/provenance")
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/blog/"] button.toggle').click()
+    folder = wait_for(browser, 'li.folder[data-prefix="/blog/2026/"]')
+    folder.find_element(By.CSS_SELECTOR, "span.toggles button.skip").click()
+    rule = wait_for(browser, 'table.rules tr[data-glob="/blog/2026/*"]')
+    assert "skip" in rule.text
+    fetched_before = {p: kept.site.requested(p) for p in posts}
+    third = kept.recrawl()
+    assert {p: kept.site.requested(p) for p in posts} == fetched_before, "no skipped page was requested again"
+    assert kept.site.requested("/blog/2025/launch") > 0
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/blog/"] button.toggle').click()
+    wait_for(browser, 'li.folder[data-prefix="/blog/2026/"] button.toggle').click()
+    for path in posts:
+        node = wait_for(browser, f'li.document[data-path="{path}"]')
+        assert "skip" in node.find_element(By.CSS_SELECTOR, "span.badge.st-skip").text
+    shot(browser, tmp_path, "tree-skipped")
+    browser.get(f"{kept.url}/ui/runs/{third['run_id']}")
+    urls = browser.find_element(By.CSS_SELECTOR, "table.urls").text
+    assert all(kept.site.url + p in urls for p in posts)
+def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    kept.recrawl(copies={"/pricing": "/about"})
+    browser.get(f"{kept.url}/ui/sites/{SITE}")
+    browser.find_element(By.LINK_TEXT, "conflicts").click()
+    row = wait_for(browser, "table.conflicts tr[data-id]")
+    assert "open" in row.text and kept.site.url + "/pricing" in row.text and kept.site.url + "/about" in row.text
+    shot(browser, tmp_path, "conflicts-open")
+    row.find_element(By.CSS_SELECTOR, "button.resolved").click()
+    row = wait_for(browser, "table.conflicts tr[data-id]")
+    assert row.find_element(By.CSS_SELECTOR, "span.badge").text == "resolved"
+    assert row.find_elements(By.CSS_SELECTOR, "button.resolved") == []
+    shot(browser, tmp_path, "conflicts-resolved")
+    browser.find_element(By.LINK_TEXT, "open").click()
+    assert "no conflicts" in wait_for(browser, "table.conflicts").text

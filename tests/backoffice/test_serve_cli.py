@@ -1,0 +1,42 @@
+"""`gleaner serve` announces the back office's address and serves it on loopback without a credential."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_gleaner_serve_prints_the_back_office_url_and_answers_it_without_auth(database_url, tmp_path):
+    env = {**os.environ, "GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner"),
+           "GLEANER_WEBHOOK_SECRET": "serve-secret", "PYTHONPATH": str(ROOT / "shared")}
+    process = subprocess.Popen([sys.executable, "-m", "gleaner.cli", "serve", "--port", "0"], env=env,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    try:
+        url = None
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if not line and process.poll() is not None:
+                pytest.fail(f"gleaner serve exited with {process.returncode}")
+            match = re.search(r"back office at (http://127\.0\.0\.1:\d+)/ui/", line)
+            url = match.group(1) if match else None
+        assert url, "gleaner serve did not print the back office's address"
+        page = httpx.get(url + "/ui/", timeout=10)
+        assert page.status_code == 200 and "nothing kept yet" in page.text
+        assert httpx.get(url + "/v1/sites", timeout=10).json() == {"sites": []}
+        # The webhook beside it keeps its bearer.
+        assert httpx.get(url + "/refs", params={"q": "x"}, timeout=10).status_code == 401
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
