@@ -2,7 +2,9 @@
 
     infra/bench/run.sh [--pages 2000] [--memory-pages 20000] [--quick] [--name NAME]
 
-In one run, on a synthetic corpus (and on real documentation HTML unless --no-real):
+In one run, on two synthetic corpora (the standard profile, documentation pages that are expensive
+to extract, and the cheap profile, short articles with little chrome, unless --no-cheap) and on
+real documentation HTML unless --no-real:
 the extraction ceiling (trafilatura alone, one and two processes), the baseline,
 Gleaner's first crawl, its unchanged recrawl and its recrawl after 5% of the
 pages changed; optionally a larger first crawl for the memory-growth check.
@@ -376,6 +378,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--memory-pages", type=int, default=0, help="also a first crawl of this many pages (20000)")
     parser.add_argument("--quick", action="store_true", help="200 pages, no real corpus, no memory run")
     parser.add_argument("--no-real", action="store_true", help="skip the real-documentation corpus")
+    parser.add_argument("--no-cheap", action="store_true", help="skip the cheap-to-extract synthetic profile")
     parser.add_argument("--real-limit", type=int, default=0, help="at most this many real pages (0: all)")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--mutate", type=float, default=5.0)
@@ -407,6 +410,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         log(f"generating {args.pages} synthetic pages")
         manifest = corpus.generate_synthetic(root, base, args.pages, args.seed)
         corpora["synthetic"] = (root, base, args.pages)
+        if not args.no_cheap:
+            root_c = work / "cheap"
+            _, base_c = servers.add(root_c)
+            log(f"generating {args.pages} cheap synthetic pages")
+            cheap = corpus.generate_synthetic(root_c, base_c, args.pages, args.seed, profile="cheap")
+            corpora["cheap"] = (root_c, base_c, args.pages)
         if not args.no_real:
             root_r = work / "real"
             _, base_r = servers.add(root_r)
@@ -426,14 +435,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "gleaner_env": {k: v for k, v in gleaner_env(work).items() if k.startswith("GLEANER_")
                             and k not in ("GLEANER_HOME", "GLEANER_DATA_DIR")},
             "synthetic_bytes": manifest["page_bytes"], "corpora": {},
+            "cheap_bytes": cheap["page_bytes"] if not args.no_cheap else None,
         }
-        for name in ("synthetic", "real"):
+        for name in ("synthetic", "cheap", "real"):
             if name not in corpora:
                 continue
             root, base, pages = corpora[name]
             check = server_check(base, json.loads((root / "manifest.json").read_text())["paths"][0]) \
                 if args.server == "nginx" else {"tool": None, "note": "TestSite (smoke mode): not a benchmark server"}
-            r = bench_corpus(name, root, base, pages, servers, work, recrawl=(name == "synthetic"),
+            r = bench_corpus(name, root, base, pages, servers, work, recrawl=(name in ("synthetic", "cheap")),
                              mutate_percent=args.mutate, skip_baseline=args.no_baseline, repeat=args.repeat)
             r["server"] = check
             report["corpora"][name] = r

@@ -92,8 +92,29 @@ def _code(rng: random.Random, lines: int) -> str:
     return f'<pre><code class="language-python">{text}</code></pre>'
 
 
-def render_page(seed: int, paths: list[str], i: int, revision: int = 0) -> str:
-    """One article page; revision > 0 rewrites its first paragraph."""
+# "standard": documentation pages, 6-80 KB with navigation, a sidebar, tables and code (trafilatura ~6 ms a page).
+# "cheap": short news-like articles with little chrome, 2-8 KB, cheap to extract: Gleaner's own overhead per page
+# weighs more there, which the standard profile's expensive extraction hides (issue 16).
+PROFILES = ("standard", "cheap")
+
+
+def render_cheap_page(seed: int, paths: list[str], i: int, revision: int = 0) -> str:
+    """A short article: a title, a few paragraphs, a one-line header and footer."""
+    rng = random.Random(f"cheap:{seed}:{i}")
+    title = _title(paths[i])
+    blocks = [f"<p>{_paragraph(rng, rng.randint(2, 5))}</p>" for _ in range(rng.randint(3, 7))]
+    if revision:
+        blocks[0] = f"<p>Revised (revision {revision}). {_paragraph(random.Random(f'{seed}:{i}:r{revision}'), 3)}</p>"
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head><body>'
+            '<header><a href="/">Example News</a></header>'
+            f'<main><article><h1>{title}</h1>{"".join(blocks)}</article></main>'
+            "<footer><p>© Example News</p></footer></body></html>")
+
+
+def render_page(seed: int, paths: list[str], i: int, revision: int = 0, profile: str = "standard") -> str:
+    """One article page of the profile; revision > 0 rewrites its first paragraph."""
+    if profile == "cheap":
+        return render_cheap_page(seed, paths, i, revision)
     rng = random.Random(f"{seed}:{i}")
     target = int(min(80_000, max(6_000, rng.lognormvariate(9.9, 0.6))))  # median ~20 KB
     path = paths[i]
@@ -164,15 +185,17 @@ def _sitemaps(root: Path, base: str, paths: list[str]) -> None:
     _write(root, "/robots.txt", f"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: {base}/sitemap_index.xml\n")
 
 
-def generate_synthetic(root: Path, base: str, n: int, seed: int = 1) -> dict[str, object]:
-    """Write the synthetic site for a server at base; returns a manifest (also written as manifest.json)."""
+def generate_synthetic(root: Path, base: str, n: int, seed: int = 1, profile: str = "standard") -> dict[str, object]:
+    """Write the synthetic site of a profile for a server at base; returns a manifest (also manifest.json)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     paths = page_paths(n)
     total = 0
     for i in range(n):
-        html = render_page(seed, paths, i)
+        html = render_page(seed, paths, i, profile=profile)
         total += len(html.encode("utf-8"))
         _write(root, paths[i], html)
     for section in SECTIONS:
@@ -180,7 +203,8 @@ def generate_synthetic(root: Path, base: str, n: int, seed: int = 1) -> dict[str
         _write(root, f"/{section}/index.html", _index_page(section.title(), members[:200]))
     _write(root, "/index.html", _index_page("Example Docs", [f"/{s}/index.html" for s in SECTIONS]))
     _sitemaps(root, base, paths)
-    manifest = {"kind": "synthetic", "seed": seed, "pages": n, "page_bytes": total, "paths": paths}
+    manifest = {"kind": "synthetic", "profile": profile, "seed": seed, "pages": n, "page_bytes": total,
+                "paths": paths}
     (root / "manifest.json").write_text(json.dumps(manifest))
     return manifest
 
@@ -225,7 +249,8 @@ def mutate(root: Path, percent: float, seed: int = 1, revision: int = 1) -> list
     count = max(1, round(len(paths) * percent / 100))
     chosen = sorted(random.Random(f"mutate:{seed}:{revision}").sample(range(len(paths)), count))
     for i in chosen:
-        _write(root, paths[i], render_page(manifest["seed"], paths, i, revision), FIXED_MTIME + 1000 * revision)
+        page = render_page(manifest["seed"], paths, i, revision, manifest.get("profile", "standard"))
+        _write(root, paths[i], page, FIXED_MTIME + 1000 * revision)
     return [paths[i] for i in chosen]
 
 
@@ -236,6 +261,7 @@ def main() -> None:
     parser.add_argument("--kind", choices=("synthetic", "real"), default="synthetic")
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=PROFILES, default="standard", help="synthetic pages' profile")
     parser.add_argument("--mutate", type=float, help="instead: mutate this percent of an existing corpus")
     args = parser.parse_args()
     if args.mutate is not None:
@@ -243,7 +269,8 @@ def main() -> None:
     elif args.kind == "real":
         print(json.dumps({k: v for k, v in generate_real(args.root, args.base).items() if k != "paths"}))
     else:
-        print(json.dumps({k: v for k, v in generate_synthetic(args.root, args.base, args.pages, args.seed).items()
+        print(json.dumps({k: v for k, v in generate_synthetic(args.root, args.base, args.pages, args.seed,
+                                                                            args.profile).items()
                           if k != "paths"}))
 
 

@@ -194,6 +194,11 @@ class Settings:
     # same hour.
     sweep_idle_seconds: float = 1800.0
 
+    # -- discovery bounds and fetch-once (issue 16) --
+    # Links read from one page by map's walk: a real hub (an HTML sitemap, a big category page) holds
+    # a few thousand; past that a page is a trap or a dump, and reading on only costs memory.
+    max_links_per_page: int = 5000
+
     # -- change events and webhooks (DESIGN.md "Outbound notifications") ------------------------------
     # First retry of a failed webhook delivery after this many seconds, doubling each time: the
     # specification's receivers expect retries within a minute, then spaced out.
@@ -299,6 +304,7 @@ class Settings:
             webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
             database_wait_seconds=_float(env, "GLEANER_DATABASE_WAIT_SECONDS", d.database_wait_seconds, 0.0),
             sweep_idle_seconds=_float(env, "GLEANER_SWEEP_IDLE_SECONDS", d.sweep_idle_seconds, 0.0),
+            max_links_per_page=_int(env, "GLEANER_MAX_LINKS_PER_PAGE", d.max_links_per_page, 1),
             notify_retry_seconds=_float(env, "GLEANER_NOTIFY_RETRY_SECONDS", d.notify_retry_seconds, 0.0),
             notify_max_attempts=_int(env, "GLEANER_NOTIFY_MAX_ATTEMPTS", d.notify_max_attempts, 1),
             notify_timeout=_float(env, "GLEANER_NOTIFY_TIMEOUT", d.notify_timeout, 0.1),

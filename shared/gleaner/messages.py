@@ -147,6 +147,9 @@ class FetchedPage:
     byte_size: int
     extractor: str = ""
     source_blake3: str | None = None  # BLAKE3 of the bytes as fetched; None from an older sender
+    # A document (a PDF): its original bytes, run-scoped, and its type; snapshot keeps them beside content.md.
+    original_key: str | None = None
+    mime_type: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:

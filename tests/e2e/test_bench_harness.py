@@ -22,7 +22,7 @@ def _load_bench():  # type: ignore[no-untyped-def]
     return module
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)  # two synthetic profiles, on a machine shared with other runs
 def test_the_quick_benchmark_on_a_tiny_corpus_reports_every_figure(tmp_path: Path, database_url: str) -> None:
     bench = _load_bench()
     report = bench.main(["--quick", "--pages", "30", "--server", "testsite", "--name", "smoke",
@@ -32,7 +32,12 @@ def test_the_quick_benchmark_on_a_tiny_corpus_reports_every_figure(tmp_path: Pat
     written = (tmp_path / "results" / "smoke.json").read_text()
     assert '"gleaner_first"' in written
     assert {"cpus", "cpu_model", "python"} <= set(report["machine"])
-    run = report["corpora"]["synthetic"]
+    assert set(report["corpora"]) == {"synthetic", "cheap"}  # both synthetic profiles; no real corpus in quick mode
+    for profile in ("synthetic", "cheap"):
+        _assert_every_figure(report["corpora"][profile])
+
+
+def _assert_every_figure(run: dict) -> None:  # type: ignore[type-arg]
     for part in ("ceiling_1", "ceiling_2", "baseline", "gleaner_first", "gleaner_recrawl_unchanged",
                  "gleaner_recrawl_mutated"):
         assert run[part]["pages_per_second"] >= 0

@@ -37,18 +37,34 @@ def test_crawl_json_prints_one_object_that_matches_the_database(cli_env, databas
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert list(summary) == ["run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched",
-                             "failed", "snapshots"]
+                             "not_modified", "refused", "failed", "limited", "snapshots"]
+    # The demo's robots-denied page is refused by policy, not failed by the site.
+    assert (summary["refused"], summary["failed"], summary["limited"]) == (1, 0, 0)
     engine = db.create_engine(Settings(database_url=database_url))
     with engine.connect() as conn:
         row = conn.execute(sa.text(
             "SELECT status::text, urls_discovered, urls_included, urls_excluded, urls_scraped, urls_failed,"
-            " snapshots_new FROM knowledge.crawl_runs WHERE id = :r"), {"r": summary["run_id"]}).one()
+            " urls_refused, snapshots_new FROM knowledge.crawl_runs WHERE id = :r"), {"r": summary["run_id"]}).one()
         snapshots = conn.execute(sa.text("SELECT count(*) FROM knowledge.document_snapshots")).scalar()
     engine.dispose()
     assert row == (summary["status"], summary["discovered"], summary["included"], summary["excluded"],
-                   summary["fetched"], summary["failed"], summary["snapshots"]["new"])
+                   summary["fetched"], summary["failed"], summary["refused"], summary["snapshots"]["new"])
     assert snapshots == summary["snapshots"]["new"] == 13
     assert "batch 0" in result.stderr  # progress goes to stderr, never stdout
+
+
+def test_a_crawl_stopped_by_its_limit_ends_partial_and_says_how_many_urls_were_left(cli_env):
+    help_text = gleaner(cli_env, "crawl", "--help").stdout
+    assert "default: 1000" in " ".join(help_text.split())
+    with demo_site() as site:
+        result = gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test", "--limit", "5", "--json")
+        text = gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "demo.test", "--limit", "5")
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "partial" and summary["discovered"] == 5
+    assert 0 < summary["limited"] <= 12  # the demo has 17 URLs; discovery stops reading before it counts them all
+    assert f"at least {summary['limited']} more discovered URLs were left" in result.stderr
+    assert "raise it with --limit" in result.stderr
+    assert "partial" in text.stdout and "raise it with --limit" in text.stdout
 
 
 def test_runs_docs_and_show_read_back_what_a_crawl_stored(cli_env):
@@ -99,10 +115,11 @@ def test_loopback_is_refused_unless_allowed(cli_env):
 
 
 def test_a_non_html_start_url_without_a_sitemap_is_a_clear_error(cli_env):
+    # (A PDF is a document Gleaner crawls; an image is not.)
     pages = {"/robots.txt": Page("", content_type="text/plain"),
-             "/report.pdf": Page(b"%PDF-1.4", content_type="application/pdf")}
+             "/photo.png": Page(b"\x89PNG\r\n\x1a\n", content_type="image/png")}
     with TestSite(pages, max_seconds=60) as site:
-        result = gleaner(cli_env, "crawl", site.url + "/report.pdf")
+        result = gleaner(cli_env, "crawl", site.url + "/photo.png")
     assert result.returncode != 0
     assert "start page" in result.stderr and "refused-content" in result.stderr
 

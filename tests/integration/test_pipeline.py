@@ -61,7 +61,8 @@ def test_a_crawl_lands_documents_decisions_snapshots_and_blobs_at_the_contracted
 def test_the_run_summary_counts_what_the_ledger_holds(deps):
     with demo_site() as site:
         summary = run(deps, site)
-    assert summary == {**summary, "discovered": 17, "included": 14, "excluded": 3, "fetched": 13, "failed": 1}
+    assert summary == {**summary, "discovered": 17, "included": 14, "excluded": 3, "fetched": 13, "failed": 0,
+                       "refused": 1, "limited": 0}  # refused: the page robots.txt denies is not a failure
     assert summary["snapshots"] == {"new": 13, "changed": 0, "unchanged": 0}
     outcomes = dict(rows(deps, "SELECT fetch_outcome::text, count(*) FROM knowledge.crawl_page_decisions"
                                " WHERE run_id = :r AND fetch_outcome IS NOT NULL GROUP BY 1", r=summary["run_id"]))
@@ -176,7 +177,7 @@ def test_a_page_that_fails_mid_batch_is_recorded_and_the_rest_complete(deps):
     assert summary["status"] == "finished"
     row = decision_of(deps, summary["run_id"], "/docs/api")
     assert row["fetch_outcome"] == "unavailable" and "500" in row["fetch_reason"]
-    assert summary["snapshots"]["new"] == 12 and summary["failed"] == 2
+    assert summary["snapshots"]["new"] == 12 and (summary["failed"], summary["refused"]) == (1, 1)
 
 
 def test_include_globs_limit_and_depth_bound_the_map(deps):

@@ -3,7 +3,7 @@ import gzip
 import pytest
 
 from gleaner.discover.links import extract_links
-from gleaner.discover.sitemaps import parse_sitemap
+from gleaner.discover.sitemaps import SitemapStream, parse_sitemap
 from gleaner.errors import InvalidInput
 
 URLSET = b"""<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
@@ -29,10 +29,10 @@ def test_malformed_sitemaps_raise_a_clear_error(bad):
 
 
 def test_a_gzip_bomb_is_refused_before_it_inflates():
-    bomb = gzip.compress(b"<urlset>" + b" " * (60 * 1024 * 1024) + b"</urlset>")
-    assert len(bomb) < 200_000
+    bomb = gzip.compress(b"<urlset>" + b"<url></url>" * (6 * 1024 * 1024) + b"</urlset>")
+    assert len(bomb) < 400_000
     with pytest.raises(InvalidInput, match="inflates past"):
-        parse_sitemap(bomb)
+        list(SitemapStream(bomb, max_bytes=1024 * 1024))
 
 
 def test_entities_are_not_expanded():
@@ -60,3 +60,22 @@ def test_a_nofollow_page_yields_no_links_and_broken_html_yields_nothing():
         == ()
     )
     assert extract_links("", "https://a.test/").links == ()
+
+
+def test_a_large_gzipped_sitemap_is_read_only_as_far_as_the_reader_goes():
+    entries = b"".join(b"<url><loc>https://a.test/p%d</loc></url>" % i for i in range(200_000))
+    stream = SitemapStream(gzip.compress(b"<urlset>" + entries + b"</urlset>"))
+    first = [loc for _, (loc, _lastmod) in zip(range(3), stream, strict=False)]
+    assert stream.kind == "urlset" and first == ["https://a.test/p0", "https://a.test/p1", "https://a.test/p2"]
+
+
+def test_a_sitemap_past_fifty_thousand_urls_is_truncated_not_refused():
+    entries = b"".join(b"<url><loc>https://a.test/p%d</loc></url>" % i for i in range(50_005))
+    sitemap = parse_sitemap(b"<urlset>" + entries + b"</urlset>")
+    assert len(sitemap.locs) == 50_000 and sitemap.truncated
+
+
+def test_a_page_gives_at_most_the_capped_number_of_links():
+    html = "<html><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(20_000)) + "</body></html>"
+    page = extract_links(html, "https://a.test/", max_links=100)
+    assert len(page.links) == 100 and page.truncated and page.links[-1] == "https://a.test/p99"

@@ -26,8 +26,10 @@ from gleaner.errors import GleanerError
 
 log = logging.getLogger("gleaner")
 
-SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched", "failed",
-                "snapshots")
+# DESIGN.md "Contracts" and "Document lifecycle": refused (by policy), not_modified and limited (left by a
+# limit or budget) beside failed (what the site failed to serve).
+SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched", "not_modified",
+                "refused", "failed", "limited", "snapshots")
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -182,16 +184,35 @@ def exit_for_run(summary: dict[str, Any]) -> None:
 def print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({k: summary[k] for k in SUMMARY_KEYS}, sort_keys=False))
+        for line in limit_notes(summary):
+            click.echo(f"gleaner: {line}", err=True)
         return
     snaps = summary["snapshots"]
     click.echo(
         f"run {summary['run_id']} ({summary['site_domain']}): {summary['status']}\n"
         f"  discovered {summary['discovered']}, included {summary['included']}, excluded {summary['excluded']}\n"
-        f"  fetched {summary['fetched']}, not modified {summary.get('not_modified', 0)}, failed {summary['failed']}\n"
+        f"  fetched {summary['fetched']}, not modified {summary['not_modified']}, refused {summary['refused']},"
+        f" failed {summary['failed']}, limited {summary['limited']}\n"
         f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
     )
     if summary.get("error"):  # why a run failed or stopped short, not only under --json
         click.echo(f"  error: {summary['error']}")
+    for line in limit_notes(summary):
+        click.echo(f"  {line}")
+
+
+def limit_notes(summary: dict[str, Any]) -> list[str]:
+    """What a limit or budget left of the run, and how to raise it (empty when nothing was left)."""
+    notes: list[str] = []
+    beyond = int(summary.get("beyond_limit") or 0)
+    if beyond:
+        notes.append(f"stopped at its limit of {summary.get('limit')} URLs: at least {beyond} more discovered URLs"
+                     " were left (discovery stops reading once the limit is reached); raise it with --limit N")
+    exhausted = int(summary.get("limited") or 0) - beyond
+    if exhausted > 0:
+        notes.append(f"{exhausted} URLs were left by the run's budget; raise GLEANER_RUN_MAX_REQUESTS,"
+                     " GLEANER_RUN_MAX_BYTES or GLEANER_RUN_MAX_SECONDS")
+    return notes
 
 
 def is_uuid(value: str) -> bool:

@@ -47,7 +47,9 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
 @main.command("crawl")
 @click.argument("url", required=False)
 @click.option("--site-domain", callback=tenant_key, help="Tenant key (default: the URL's host without www.).")
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many URLs in the run.")
+@click.option("--limit", type=click.IntRange(min=1),
+              help=f"At most this many URLs in the run (default: {Settings().default_limit}); a run that stops "
+                   "at its limit ends partial and says how many URLs were left.")
 @click.option("--max-depth", type=click.IntRange(min=0), help="Link depth from the start page.")
 @click.option("--include", multiple=True, help="Only paths matching this glob (repeatable).")
 @click.option("--exclude", multiple=True, help="Never scrape paths matching this glob (repeatable).")

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from gleaner.errors import InvalidInput
 from gleaner.extract.html import EXTRACTOR, extract_html
+from gleaner.extract.pdf import extract_pdf
 from gleaner.fetch.types import decode_body
 from gleaner.provenance.canonical import CanonicalText, bytes_hash, canonicalise
 
@@ -28,10 +30,17 @@ class ExtractedPage:
     canonical: CanonicalText  # what ingest stores for content.md
     extractor: str = EXTRACTOR
     source_blake3: str = ""  # BLAKE3 of the body as fetched (seed 004's content hash)
+    mime_type: str = "text/html"  # what was extracted: HTML, or a document (application/pdf)
+    refused: str | None = None  # why nothing could be extracted (an unreadable PDF): refused-content
 
 
-def extract_page(body: bytes, charset: str | None, url: str) -> ExtractedPage:
-    """Everything the pipeline derives from one fetched HTML body, as bytes and hashes."""
+PDF = "application/pdf"
+
+
+def extract_page(body: bytes, charset: str | None, url: str, content_type: str | None = None) -> ExtractedPage:
+    """Everything the pipeline derives from one fetched body (HTML, or a PDF), as bytes and hashes."""
+    if content_type == PDF:
+        return extract_document(body)
     extracted = extract_html(decode_body(body, charset), url)
     # A page where the main-content extractor finds nothing still has a body: the whole page.
     content_md = extracted.content_md or extracted.raw_md
@@ -44,6 +53,22 @@ def extract_page(body: bytes, charset: str | None, url: str) -> ExtractedPage:
     )
 
 
-def extract_pages(items: list[tuple[bytes, str | None, str]]) -> list[ExtractedPage]:
-    """:func:`extract_page` for a few pages at once: (body, charset, url) each, results in order."""
-    return [extract_page(body, charset, url) for body, charset, url in items]
+def extract_document(body: bytes) -> ExtractedPage:
+    """A PDF as a page: pypdf's text is both content.md and raw.md (a text layer has no page around it)."""
+    try:
+        pdf = extract_pdf(body)
+        if not pdf.markdown.strip():
+            raise InvalidInput("the PDF has no text layer")
+    except InvalidInput as exc:
+        return ExtractedPage(content=b"", raw=b"", content_hash="", raw_hash="", title=None,
+                             canonical=canonicalise(b"", ""), extractor="", mime_type=PDF, refused=str(exc))
+    content = pdf.markdown.encode("utf-8")
+    digest = hashlib.sha1(content).hexdigest()
+    return ExtractedPage(content=content, raw=content, content_hash=digest, raw_hash=digest, title=pdf.title,
+                         canonical=canonicalise(content, pdf.markdown), extractor=pdf.extraction_method,
+                         source_blake3=bytes_hash(body), mime_type=PDF)
+
+
+def extract_pages(items: list[tuple[bytes, str | None, str, str | None]]) -> list[ExtractedPage]:
+    """:func:`extract_page` for a few pages at once: (body, charset, url, content type) each, in order."""
+    return [extract_page(body, charset, url, content_type) for body, charset, url, content_type in items]

@@ -47,8 +47,8 @@ class ExtractPool:
 
         threading.Thread(target=spawn, name="gleaner-extract-start", daemon=True).start()
 
-    def submit(self, items: list[tuple[bytes, str | None, str]]) -> Future[list[ExtractedPage]]:
-        """A future for a few fetched pages, (body, charset, url) each (scrape overlaps extraction with
+    def submit(self, items: list[tuple[bytes, str | None, str, str | None]]) -> Future[list[ExtractedPage]]:
+        """A future for a few fetched pages, (body, charset, url, content type) each (scrape overlaps extraction with
         fetching). Several pages a task: the pool's per-task cost in this process (pickling, its
         manager and feeder threads) is paid once for them all."""
         pool = self._pool()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import codecs
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from gleaner.fetch.charset import decode_html, sniff
 
 
 class FetchOutcome(StrEnum):
@@ -35,6 +35,21 @@ class FetchOutcome(StrEnum):
     def retryable(self) -> bool:
         """Transient: the next run (or walk) may succeed."""
         return self in (FetchOutcome.UNAVAILABLE, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.EXHAUSTED)
+
+
+# Refused by policy, not failed by the site (DESIGN.md "Document lifecycle": the summary's "refused").
+REFUSED_OUTCOMES = frozenset({FetchOutcome.ROBOTS_DENIED, FetchOutcome.ROBOTS_UNKNOWN, FetchOutcome.REDIRECT_REFUSED,
+                              FetchOutcome.REFUSED_SIZE, FetchOutcome.REFUSED_CONTENT, FetchOutcome.REFUSED_ERASED})
+# Left by a limit or budget (the summary's "limited", with the URLs discovery found past the run's limit).
+LIMITED_OUTCOMES = frozenset({FetchOutcome.EXHAUSTED})
+# The address policy's refusals travel as ``unavailable`` (DESIGN.md's fetcher contract) with these reasons
+# (fetcher.py writes them); the summary counts them as refused.
+REFUSED_REASON_PREFIXES = ("non-public address", "refused-url:")
+
+
+def refused_reason_sql(column: str) -> str:
+    """A SQL condition: ``column`` (a fetch reason) is one of the address policy's refusals."""
+    return "(" + " OR ".join(f"{column} LIKE '{prefix}%'" for prefix in REFUSED_REASON_PREFIXES) + ")"
 
 
 class ContentKind(StrEnum):
@@ -88,35 +103,10 @@ class FetchResult:
         return decode_body(self.body, self.charset)
 
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
-_XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_\-.]+)""", re.IGNORECASE)
-
-
 def sniff_charset(body: bytes, declared: str | None) -> str:
-    """Declared charset if Python knows it, else a BOM, a meta/XML declaration, else UTF-8."""
-    for candidate in (declared,):
-        if candidate and _known(candidate):
-            return candidate.lower()
-    if body.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    head = body[:4096]
-    match = _META_CHARSET.search(head) or _XML_ENCODING.search(head)
-    if match:
-        name = match.group(1).decode("ascii", "replace")
-        if _known(name):
-            return name.lower()
-    return "utf-8"
-
-
-def _known(name: str) -> bool:
-    try:
-        codecs.lookup(name)
-    except LookupError:
-        return False
-    return True
+    """The body's encoding as the HTML standard sniffs it (fetch/charset.py): BOM, transport, meta, bytes."""
+    return sniff(body, declared).encoding
 
 
 def decode_body(body: bytes, charset: str | None) -> str:
-    return body.decode(sniff_charset(body, charset), errors="replace")
+    return decode_html(body, charset)

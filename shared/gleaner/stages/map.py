@@ -22,22 +22,24 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.decide.port import PageFacts
 from gleaner.discover.feeds import parse_feed
-from gleaner.discover.links import extract_links
-from gleaner.discover.sitemaps import parse_sitemap
+from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
+from gleaner.discover.sitemaps import SitemapStream
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput, PermanentError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.robots import RobotsState
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest
+from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.operator.lastmod import record_lastmods
 from gleaner.operator.rules import apply_site_rules, gate_for
+from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
+from gleaner.store.prefetch import KnownLinks, known_links, record_prefetched, save_links
 from gleaner.tenancy import site_for
 from gleaner.urls import (
     canonicalize,
@@ -57,6 +59,10 @@ MAX_SITEMAP_DEPTH = 3
 MAX_SITEMAPS = 200
 # Feeds read per run: the named ones plus those pages announce (a site announces a handful).
 MAX_FEEDS = 50
+# URLs past the limit that are still counted (to tell the operator how many were left), and how far
+# one sitemap is read on once the run is full: enough to say "at least this many", bounded in memory.
+MAX_BEYOND_COUNTED = 100_000
+SITEMAP_READ_PAST_LIMIT = 10_000
 
 
 class MapFailed(PermanentError):
@@ -74,6 +80,8 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
     # Feeds announced by walked pages: canonical url -> url as the page spells it, in discovery order.
     feeds: dict[str, str] = field(default_factory=dict)
+    # URLs found once the limit was reached (counted, never mapped): the run ends partial and says so.
+    beyond: set[str] = field(default_factory=set)
     # Sitemap <lastmod> of the URLs a sitemap listed: canonical url -> the text as written.
     lastmod: dict[str, str] = field(default_factory=dict)
     # Why the start page could not be read, if it could not: with nothing else found, the run fails on it.
@@ -83,14 +91,16 @@ class Discovery:
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
-        off-host, filtered, known or over the limit."""
+        off-host, filtered, known or over the limit (then it is counted in ``beyond``)."""
         try:
             url = canonical or canonicalize(source_url)
         except InvalidInput:
             return False
-        if len(self.urls) >= self.limit or url in self.urls:
+        if url in self.urls or host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
             return False
-        if host_of(url) != self.host or not path_allowed(path_of(url), self.include, ()):
+        if len(self.urls) >= self.limit:
+            if len(self.beyond) < MAX_BEYOND_COUNTED:
+                self.beyond.add(url)
             return False
         self.urls[url] = (depth, via, source_url)
         if self.on_found is not None:
@@ -136,12 +146,14 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
+    keeper = WalkKeeper(deps, site, run_id)
     # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
     gate = gate_for(meta.engine, site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
+                             keeper=keeper, max_links=settings.max_links_per_page,
                              skipped=lambda url: gate.skipped(url, path_of(url)),
                              on_found=deps.observer.urls_found)
         except MapFailed as exc:
@@ -150,6 +162,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     meta.record_discovery(run_id, site, host_id,
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
+    keeper.save()
     apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
     record_lastmods(meta.engine, run_id, site, found.lastmod)
     key = map_key(site, run_id)
@@ -172,7 +185,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     # Before finish_map: a redelivery after a crash here still finds the run mapping and gets this far again.
     complete = not found.full and not include and max_depth >= 1
     meta.mark_unmapped_stale(run_id, site, complete)
-    meta.finish_map(run_id, key)
+    meta.finish_map(run_id, key, len(found.beyond))
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
     deps.bus.publish(mapped, ordering_key=site)
     outbox.flush_after_commit(deps)  # pages this run declared stale
@@ -186,8 +199,40 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
     return deps.decider.decide(facts, exclude).decision != "exclude"
 
 
+class WalkKeeper:
+    """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
+
+    ``known`` gives, for pages about to be walked, the links their body held when last read and the
+    validators to ask with; ``keep`` stores each answer for scrape; ``read`` notes the links of a body
+    read now. ``save`` writes both once the run's documents exist.
+    """
+
+    def __init__(self, deps: Deps, site: str, run_id: str) -> None:
+        self._deps, self._site, self._run_id = deps, site, run_id
+        self._answers: dict[str, dict[str, object]] = {}
+        self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
+
+    def known(self, urls: list[str]) -> dict[str, KnownLinks]:
+        return known_links(self._deps.metadata.engine, self._site, urls)
+
+    def keep(self, canonical: str, result: FetchResult) -> None:
+        answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
+        if answer is not None:
+            self._answers[canonical] = answer.to_dict()
+
+    def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
+        if etag or last_modified:
+            self._links.append((canonical, etag, last_modified, page.links, page.feeds))
+
+    def save(self) -> None:
+        engine = self._deps.metadata.engine
+        record_prefetched(engine, self._run_id, self._answers, site=self._site)
+        save_links(engine, self._site, self._run_id, self._links)
+
+
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
              walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
+             keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE,
              skipped: Callable[[str], bool] = lambda url: False,
              on_found: Callable[[int], None] | None = None) -> Discovery:
     target = canonicalize(start_url)
@@ -205,7 +250,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, start_url, found, max_depth, walkable, skipped)
+    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links, skipped)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.start_failure is not None:
         raise MapFailed(found.start_failure)
@@ -234,28 +279,38 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
                 found.problems.append(f"sitemap {url}: {result.outcome} {result.reason}".strip())
             continue
         try:
-            sitemap = parse_sitemap(result.body or b"")
+            _read_sitemap(SitemapStream(result.body or b""), url, level, queue, found)
         except InvalidInput as exc:
             found.problems.append(f"sitemap {url}: {exc}")
+
+
+def _read_sitemap(sitemap: SitemapStream, url: str, level: int, queue: deque[tuple[str, int]],
+                  found: Discovery) -> None:
+    """Take a sitemap's entries as they stream in; once the run is full, read a little on only to count."""
+    past_limit = 0
+    for loc, lastmod in sitemap:
+        try:
+            canonical = canonicalize(loc)
+        except InvalidInput:
+            found.problems.append(f"sitemap {url}: invalid <loc> {loc[:200]!r}")
             continue
-        for loc, lastmod in zip(sitemap.locs, sitemap.lastmods or (None,) * len(sitemap.locs), strict=True):
-            try:
-                canonical = canonicalize(loc)
-            except InvalidInput:
-                found.problems.append(f"sitemap {url}: invalid <loc> {loc[:200]!r}")
-                continue
-            if sitemap.kind == "index":
-                if level + 1 <= MAX_SITEMAP_DEPTH:
-                    queue.append((loc, level + 1))
-            else:
-                if (found.add(loc, 1, "sitemap", canonical) or canonical in found.urls) and lastmod:
-                    found.lastmod.setdefault(canonical, lastmod)
-                if found.full:
-                    break
+        if sitemap.kind == "index":
+            if level + 1 <= MAX_SITEMAP_DEPTH:
+                queue.append((loc, level + 1))
+            continue
+        if found.full:
+            past_limit += 1
+            if past_limit > SITEMAP_READ_PAST_LIMIT:
+                return
+        if (found.add(loc, 1, "sitemap", canonical) or canonical in found.urls) and lastmod:
+            found.lastmod.setdefault(canonical, lastmod)
+    if sitemap.truncated:
+        found.problems.append(f"sitemap {url}: more than {sitemap.max_urls} URLs; the rest were ignored")
 
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
-                walkable: Callable[[str], bool], skipped: Callable[[str], bool] = lambda url: False) -> None:
+                walkable: Callable[[str], bool], keeper: WalkKeeper | None = None,
+                max_links: int = MAX_LINKS_PER_PAGE, skipped: Callable[[str], bool] = lambda url: False) -> None:
     """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
@@ -264,6 +319,9 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
     skipped (``skipped``), the start page included.
+
+    With a ``keeper`` (the map stage), every answer is kept for scrape (fetched once per run), and a page
+    whose links are known from an earlier run is asked conditionally: a 304 follows the known links.
     """
     listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
     start = canonicalize(start_url)
@@ -279,19 +337,25 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
             walked.add(canonical)
             if fetcher.robots(url).allows(url):
                 todo.append(url)
-        results = {str(r.key): r for r in fetcher.fetch_many(
-            FetchRequest(url, key=url, accept=(ContentKind.HTML,)) for url in todo)}
+        known = keeper.known([canonicalize(url) for url in todo]) if keeper is not None else {}
+        asks = {url: known.get(canonicalize(url)) for url in todo}
+        # Each answer is kept and read for links as it arrives, and its body dropped: a level of
+        # documents (PDFs up to the body cap) is never held in memory at once.
+        results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
+        for result in fetcher.fetch_many(
+                FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
+                             last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
+            url = str(result.key)
+            results[url] = (replace(result, body=None), _read_page(result, url, asks[url], depth < max_depth,
+                                                                   keeper, max_links))
         following: list[str] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
-            result = results[url]
-            if result.outcome is not FetchOutcome.FETCHED:
-                if depth == 0:
-                    found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
-                    found.problems.append(found.start_failure)
+            result, page = results[url]
+            if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and depth == 0:
+                found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
+                found.problems.append(found.start_failure)
+            if page is None:  # not reachable, not a page, or max_depth 0: fetched only to know it is reachable
                 continue
-            if depth >= max_depth:  # max_depth 0: the start page is fetched only to know it is reachable
-                continue
-            page = extract_links(result.text(), result.final_url or url)
             for feed in page.feeds:
                 found.feeds.setdefault(canonicalize(feed), feed)
             for link in page.links:
@@ -301,9 +365,27 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                     continue
                 if found.add(link, depth + 1, "link", canonical) or canonical in found.urls:
                     following.append(link)
-            if found.full:
-                return
+        if found.full:  # every answer of this level was kept; the next level would add nothing
+            return
         level = following
+
+
+def _read_page(result: FetchResult, url: str, ask: KnownLinks | None, expand: bool, keeper: WalkKeeper | None,
+               max_links: int) -> PageLinks | None:
+    """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
+    canonical = canonicalize(url)
+    if keeper is not None:
+        keeper.keep(canonical, result)
+    if not expand:
+        return None
+    if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
+        return PageLinks(ask.links, ask.feeds)
+    if result.outcome is not FetchOutcome.FETCHED or result.kind is not ContentKind.HTML:
+        return None
+    page = extract_links(result.text(), result.final_url or url, max_links)
+    if keeper is not None:
+        keeper.read(canonical, result.etag, result.last_modified, page)
+    return page
 
 
 def _read_feeds(fetcher: Fetcher, feeds: list[str], found: Discovery) -> None:

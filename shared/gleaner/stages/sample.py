@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Any
 
@@ -28,16 +28,19 @@ from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.html import extract_html
+from gleaner.extract.page import PDF, extract_document
 from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
 from gleaner.operator.lastmod import unchanged_since_last_fetch
 from gleaner.operator.rules import apply_site_rules
 from gleaner.stages.batching import batch_size_for
+from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample
+from gleaner.store.prefetch import record_prefetched
 from gleaner.store.records import Decision, FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
@@ -82,9 +85,10 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         else:
             sections.setdefault(section_of(page.path), []).append(page)
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
+    answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
-            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section))
+            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
             sample, verdict = outcome.sample, outcome.verdict
             for page in members:
                 if page is sample:
@@ -96,6 +100,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                         verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
                         round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
                     decisions[page.document_id] = _decision(page, inherited)
+    record_prefetched(meta.engine, run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     included = [p for p in pages if decisions[p.document_id].decision == "include"]
     include = [p.document_id for p in included]
@@ -210,45 +215,81 @@ def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None)
     return (p for p in ordered if fetcher.robots(p.fetch_url).allows(p.fetch_url))
 
 
+def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: RunPage, prev: PreviousSample | None,
+                  answers: dict[str, dict[str, Any]]) -> tuple[FetchResult, bool]:
+    """The sample's answer, and whether a 304 in it vouches for ``prev``'s verdict.
+
+    A page map's walk already asked for is not asked again: its kept answer is used (a 304 there
+    answered the document's own validators, which vouch for ``prev`` only if they are prev's). A page
+    asked now is asked with ``prev``'s validators and its answer kept for scrape, a 304 only where those
+    are the document's own (then it means to scrape what scrape's own conditional GET would).
+    """
+    same = prev is not None and (prev.etag, prev.last_modified) == (sample.etag, sample.last_modified)
+    replay = replay_for(deps.blobs, sample.prefetched, sample.fetch_url, None, sample.current_hash is not None)
+    if replay is not None:
+        return replay, same
+    result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS,
+                                        etag=prev.etag if prev else None,
+                                        last_modified=prev.last_modified if prev else None))
+    if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
+        answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
+        if answer is not None:
+            answers[sample.document_id] = answer.to_dict()
+    return result, prev is not None
+
+
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
-                    exclude: tuple[str, ...], prev: PreviousSample | None) -> SampleOutcome:
+                    exclude: tuple[str, ...], prev: PreviousSample | None,
+                    answers: dict[str, dict[str, Any]]) -> SampleOutcome:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
     again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []
-    allowed = 0
+    allowed = refusals = 0
+    refused: tuple[RunPage, FetchResult] | None = None
     for sample in islice(_candidates(fetcher, members, again), SAMPLE_ATTEMPTS):
         allowed += 1
-        conditional = prev is not None and sample is again
-        result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,),
-                                            etag=prev.etag if prev and conditional else None,
-                                            last_modified=prev.last_modified if prev and conditional else None))
-        if prev is not None and conditional and result.outcome is FetchOutcome.NOT_MODIFIED:
-            carried = _carry_over(deps, message, sample, prev, result)
+        result, vouches = _fetch_sample(deps, fetcher, message, sample, prev if sample is again else None, answers)
+        if result.outcome is FetchOutcome.NOT_MODIFIED:
+            carried = _carry_over(deps, message, sample, prev, result) if prev is not None and vouches else None
             if carried is not None:
                 return carried
-            result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=(ContentKind.HTML,)))
+            # The verdict cannot carry over (its sample expired, or the 304 vouched for other validators):
+            # the one case where a page is asked twice in a run, for a body to decide on.
+            result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS))
+            answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
+            if answer is not None:
+                answers[sample.document_id] = answer.to_dict()
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
             verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
             return SampleOutcome(None, verdict, error=f"{result.outcome}: {result.reason}")
+        if result.outcome is FetchOutcome.FETCHED and result.content_type == PDF:
+            document = extract_document(result.body or b"")
+            if document.refused is not None:
+                result = replace(result, outcome=FetchOutcome.REFUSED_CONTENT, reason=document.refused)
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
-            facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
-                              content_type=result.content_type, fetch_outcome=str(result.outcome))
-            verdict = deps.decider.decide(facts, exclude)
-            return SampleOutcome(sample, verdict, error=f"{result.outcome}: {result.reason}")
+            # One member that is no page (an image, an unreadable document) does not judge its section:
+            # another member is tried; only a section of nothing but such members is excluded.
+            refused, refusals = (sample, result), refusals + 1
+            errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
+            continue
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
-        extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
+        if result.content_type == PDF:
+            content_md, main_text_chars, title = document.content.decode("utf-8"), len(document.content), document.title
+        else:
+            extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
+            content_md, main_text_chars, title = extracted.content_md, extracted.main_text_chars, extracted.title
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
-                          main_text_chars=extracted.main_text_chars, title=extracted.title)
+                          main_text_chars=main_text_chars, title=title)
         key = sample_key(message.site_domain, message.run_id, sample.url_hash)
         stored: str | None = key
         try:
-            deps.blobs.put(key, extracted.content_md.encode("utf-8"))
+            deps.blobs.put(key, content_md.encode("utf-8"))
         except BlobConflict:
             pass  # a redelivery may re-sample a page that changed meanwhile: the first sample stands
         except GleanerError as exc:
@@ -259,6 +300,11 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
         return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen)
+    if refused is not None and refusals == allowed:
+        sample, result = refused
+        facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
+                          content_type=result.content_type, fetch_outcome=str(result.outcome))
+        return SampleOutcome(sample, deps.decider.decide(facts, exclude), error="; ".join(errors))
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.

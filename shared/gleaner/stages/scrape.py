@@ -5,7 +5,9 @@ snapshot; a 304 settles the page as unchanged with no body. Extraction runs in
 the extract pool while other fetches are in flight. A page whose content hash
 equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
-this run (a redelivered task) are skipped. A batch of a run that is no longer
+this run (a redelivered task) are skipped. Pages map's walk or sample's sample
+already asked for in this run are not asked again: their kept answers
+(stages/fetchonce.py) are settled as if this stage had fetched them. A batch of a run that is no longer
 scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
 
 A body the blob store will not take settles its page as ``store-failed`` and
@@ -25,19 +27,23 @@ import hashlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import replace
+from itertools import chain
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput
-from gleaner.extract.page import ExtractedPage
+from gleaner.extract.page import PDF, ExtractedPage
+from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.budget import Spent
-from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.runstate import RunStatus
-from gleaner.store.blobs import run_content_key, run_raw_key
+from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
+from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.dberrors import again_on_transient
 from gleaner.store.records import FetchRecord, RunPage
 from gleaner.urls import canonicalize
@@ -71,12 +77,20 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     fetched: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
                                   if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
                                   and p.fetched_content_hash]
-    requests = [
-        FetchRequest(p.fetch_url, key=p.document_id, accept=(ContentKind.HTML,),
-                     etag=p.etag if p.current_hash else None,
-                     last_modified=p.last_modified if p.current_hash else None)
-        for p in pages.values()
-    ]
+    # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
+    kept = [p for p in pages.values() if replayable(p.prefetched, p.current_hash is not None)]
+    kept_ids = {p.document_id for p in kept}
+    requests = [_request(p) for p in pages.values() if p.document_id not in kept_ids]
+    missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
+
+    def replays() -> Iterator[FetchResult]:
+        """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
+        for p in kept:
+            result = replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
+            if result is None:
+                missing.append(_request(p))
+            else:
+                yield result
     records: list[FetchRecord] = []
     pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
     waiting: list[tuple[RunPage, FetchResult]] = []
@@ -85,7 +99,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     store_failures: list[GleanerError] = []
 
     def extract_waiting() -> None:
-        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url) for page, result in waiting]
+        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url, result.content_type)
+                 for page, result in waiting]
         pending.append((list(waiting), deps.extract_pool.submit(items)))
         waiting.clear()
 
@@ -99,6 +114,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                 page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
                 for (page, _result), extracted in done})
             for (page, result), extracted in done:
+                if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
+                    records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
+                                                         reason=extracted.refused, body=None), None))
+                    continue
                 if page.document_id in erased:
                     records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
                                                result.status, result.elapsed_ms, len(result.body or b""), None, None))
@@ -118,7 +137,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
             _write(deps, message.run_id, records, counts)
 
     with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
-        for result in fetcher.fetch_many(requests, stop_at=stop_at):
+        for result in chain(replays(), fetcher.fetch_many(requests, stop_at=stop_at),
+                            fetcher.fetch_many(missing, stop_at=stop_at)):
             deps.observer.page_fetched()
             page = pages[str(result.key)]
             answered.add(page.document_id)
@@ -158,6 +178,13 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         meta.try_finish_run(message.run_id)
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
+
+
+def _request(page: RunPage) -> FetchRequest:
+    """Scrape's request for a page: conditional on the validators of its current snapshot."""
+    return FetchRequest(page.fetch_url, key=page.document_id, accept=PAGE_KINDS,
+                        etag=page.etag if page.current_hash else None,
+                        last_modified=page.last_modified if page.current_hash else None)
 
 
 def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[str]) -> None:
@@ -208,11 +235,14 @@ def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedP
     content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
     raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
     has_blobs = deps.blobs.exists(content_key)
+    original_key = run_body_key(message.site_domain, message.run_id, page.url_hash)
+    document = page.extractor == PDF_EXTRACTOR and has_blobs and deps.blobs.exists(original_key)
     return FetchedPage(document_id=page.document_id, content_hash=page.fetched_content_hash or "",
                        raw_hash=page.fetched_raw_hash or "", content_key=content_key if has_blobs else None,
                        raw_key=raw_key if has_blobs and deps.blobs.exists(raw_key) else None,
                        fetch_status=page.fetch_status or 200, fetch_time_ms=page.fetch_time_ms or 0,
-                       byte_size=page.byte_size or 0, extractor=page.extractor or "")
+                       byte_size=page.byte_size or 0, extractor=page.extractor or "",
+                       original_key=original_key if document else None, mime_type=PDF if document else None)
 
 
 def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
@@ -227,8 +257,11 @@ def _put_run_blob(deps: Deps, key: str, data: bytes) -> bytes:
 def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResult,
               extracted: ExtractedPage) -> FetchedPage:
     content_hash, raw_hash = extracted.content_hash, extracted.raw_hash
-    content_key = raw_key = None
+    content_key = raw_key = original_key = None
     if content_hash != page.current_hash:
+        if extracted.mime_type != "text/html":  # a document: its original goes with its new version
+            original_key = run_body_key(message.site_domain, message.run_id, page.url_hash)
+            _put_run_blob(deps, original_key, result.body or b"")
         content_key = run_content_key(message.site_domain, message.run_id, page.url_hash)
         raw_key = run_raw_key(message.site_domain, message.run_id, page.url_hash)
         content = _put_run_blob(deps, content_key, extracted.content)
@@ -243,4 +276,5 @@ def _hand_off(deps: Deps, message: ScrapeBatch, page: RunPage, result: FetchResu
     return FetchedPage(document_id=page.document_id, content_hash=content_hash, raw_hash=raw_hash,
                        content_key=content_key, raw_key=raw_key, fetch_status=result.status or 200,
                        fetch_time_ms=result.elapsed_ms, byte_size=len(result.body or b""),
-                       extractor=extracted.extractor, source_blake3=extracted.source_blake3 or None)
+                       extractor=extracted.extractor, source_blake3=extracted.source_blake3 or None,
+                       original_key=original_key, mime_type=extracted.mime_type if original_key else None)

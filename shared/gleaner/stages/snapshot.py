@@ -5,7 +5,8 @@ only last_seen_at moves. Otherwise content.md and raw.md are written to
 ``document-snapshots/{document_id}/{sha1}/`` (create-only; the key includes the
 hash, so a redelivery writes the same object), then one transaction inserts the
 document_snapshots row (version = previous + 1) and advances
-documents.current_snapshot_id; then SnapshotsWritten is published. Body first,
+documents.current_snapshot_id; then SnapshotsWritten is published. A document
+(a PDF) also keeps its original bytes there (``original.pdf``, ``original_ref``). Body first,
 metadata second, publish last: the order that survives a crash at any point.
 Each new current version's change event is recorded in that transaction and
 published from the outbox after it (gleaner.changes).
@@ -20,8 +21,8 @@ from gleaner import __version__
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.errors import BlobConflict
-from gleaner.messages import PagesFetched, SnapshotsWritten
-from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
+from gleaner.messages import FetchedPage, PagesFetched, SnapshotsWritten
+from gleaner.store.blobs import snapshot_content_key, snapshot_original_key, snapshot_raw_key
 from gleaner.store.records import SnapshotInput, SnapshotResult
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,13 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
                 # that version's raw.md stands (bodies are keyed by content hash, never rewritten).
                 with contextlib.suppress(BlobConflict):
                     blobs.copy(page.raw_key, raw_key)
+        original_key = _keep_original(deps, site, page) if content_key is not None else None
         inputs.append(SnapshotInput(
             document_id=page.document_id, content_hash=page.content_hash, raw_hash=page.raw_hash,
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor,
-            source_blake3=page.source_blake3))
+            source_blake3=page.source_blake3, original_key=original_key,
+            mime_type=page.mime_type if original_key else None))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:
@@ -63,3 +66,18 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
         meta.try_finish_run(message.run_id)
     outbox.flush_after_commit(deps)  # the versions' change events, committed with them
     return results
+
+
+# A document's original keeps its type's usual extension (ADR: document-snapshots/{doc}/{hash}/original.pdf).
+_EXTENSIONS = {"application/pdf": "pdf"}
+
+
+def _keep_original(deps: Deps, site: str, page: FetchedPage) -> str | None:
+    """Copy a document's original bytes beside its content.md; the snapshot key, or None for a page."""
+    if page.original_key is None or page.mime_type is None:
+        return None
+    key = snapshot_original_key(site, page.document_id, page.content_hash, _EXTENSIONS.get(page.mime_type, "bin"))
+    # The same text may come from other bytes (a re-saved PDF): the first original of that text stands.
+    with contextlib.suppress(BlobConflict):
+        deps.blobs.copy(page.original_key, key)
+    return key

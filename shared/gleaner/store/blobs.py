@@ -70,6 +70,11 @@ def run_content_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/content/{page_id}.md"
 
 
+def run_body_key(site: str, run_id: str, page_id: str) -> str:
+    """A response body map's walk or sample's sample fetched, kept so scrape does not ask the site again."""
+    return f"{run_prefix(site, run_id)}/bodies/{page_id}"
+
+
 def is_run_artefact(key: str) -> bool:
     """Run-scoped artefacts (domains/{site}/runs/…) may expire; snapshots never do."""
     parts = key.split("/")
@@ -86,6 +91,11 @@ def snapshot_content_key(site: str, document_id: str, content_hash: str) -> str:
 
 def snapshot_raw_key(site: str, document_id: str, content_hash: str) -> str:
     return f"{snapshot_prefix(site, document_id, content_hash)}/raw.md"
+
+
+def snapshot_original_key(site: str, document_id: str, content_hash: str, extension: str) -> str:
+    """A document's original bytes (``original.pdf``) beside the content.md extracted from them."""
+    return f"{snapshot_prefix(site, document_id, content_hash)}/original.{extension}"
 
 
 def open_blob_store(settings: Settings) -> BlobStore:

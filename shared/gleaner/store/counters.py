@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.fetch.types import LIMITED_OUTCOMES, REFUSED_OUTCOMES, refused_reason_sql
 from gleaner.store.sqlstore import SqlStore
 
 # The status of a run some of whose pages could not be stored: partial if it stored any page, else failed.
@@ -18,6 +19,14 @@ UNSTORED_STATUS = (
     " AND snapshot_outcome IS NOT NULL) THEN 'partial'::knowledge.crawl_status"
     " ELSE 'failed'::knowledge.crawl_status END"
 )
+# A ledger row the site failed to serve or that policy refused (DESIGN.md "Document lifecycle"): the
+# fetcher records a non-public address as unavailable, so its reason tells the two apart.
+_REFUSED = (f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in REFUSED_OUTCOMES)})"
+            f" OR (fetch_outcome = 'unavailable' AND {refused_reason_sql('fetch_reason')}))")
+# A page Gleaner fetched but could not store (store-failed) counts as failed too: it was not kept, and
+# the run's error says why; it is never refused (policy) nor limited.
+_FAILED = f"(fetch_outcome IN ('unavailable', 'denied', 'store-failed') AND NOT {_REFUSED})"
+_LIMITED = f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in LIMITED_OUTCOMES)}))"
 
 
 class CounterStore(SqlStore):
@@ -26,8 +35,10 @@ class CounterStore(SqlStore):
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.text(
+                    # A page map or sample asked for (prefetched) was a request of this run even before
+                    # scrape settles it from that answer; it is counted once either way.
                     "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
-                    "   AND fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'),"
+                    "   AND (prefetched IS NOT NULL OR (fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'))),"
                     " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
                     " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
                     " FROM knowledge.crawl_runs WHERE id = :r"
@@ -51,12 +62,15 @@ class CounterStore(SqlStore):
                 "UPDATE knowledge.crawl_runs r SET"
                 " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
                 " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
+                " urls_refused = a.refused, urls_limited = a.limited + r.urls_beyond_limit,"
                 " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
                 " FROM (SELECT count(*) AS total,"
                 "   count(*) FILTER (WHERE decision = 'include') AS included,"
                 "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
                 "   count(*) FILTER (WHERE fetch_outcome = 'not-modified') AS not_modified,"
-                "   count(*) FILTER (WHERE fetch_outcome NOT IN ('fetched', 'not-modified')) AS failed,"
+                f"   count(*) FILTER (WHERE {_FAILED}) AS failed,"
+                f"   count(*) FILTER (WHERE {_REFUSED}) AS refused,"
+                f"   count(*) FILTER (WHERE {_LIMITED}) AS limited,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'new') AS new,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'changed') AS changed,"
                 "   count(*) FILTER (WHERE snapshot_outcome = 'unchanged') AS unchanged"
@@ -79,7 +93,8 @@ class CounterStore(SqlStore):
                     " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
                     f"   WHERE run_id = :r AND fetch_outcome = 'store-failed') THEN {UNSTORED_STATUS}"
                     "   WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
-                    "   WHERE run_id = :r AND fetch_outcome = 'exhausted') THEN 'partial'::knowledge.crawl_status"
+                    "   WHERE run_id = :r AND fetch_outcome = 'exhausted') OR r.urls_beyond_limit > 0"
+                    "   THEN 'partial'::knowledge.crawl_status"
                     "   ELSE 'finished'::knowledge.crawl_status END,"
                     " finished_at = now()"
                     " WHERE r.id = :r AND r.status = 'scraping' AND r.finished_at IS NULL AND NOT EXISTS ("

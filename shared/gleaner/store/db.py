@@ -17,6 +17,7 @@ as the migrator identity) and functions only check the revision (:func:`require_
 from __future__ import annotations
 
 import logging
+import os
 import re
 import warnings
 from pathlib import Path
@@ -68,11 +69,59 @@ def embedded_url(data_dir: Path) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            forget_dead_handles(pgdata)
             server = pgserver.get_server(pgdata)
     except Exception as exc:  # pgserver raises bare exceptions from subprocesses
         raise RetryableError(f"embedded PostgreSQL did not start under {pgdata}: {exc}") from exc
     uri: str = server.get_uri()
     return uri
+
+
+def forget_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the processes that died holding the embedded server from its handle list; their pids.
+
+    pgserver stops the postmaster when the last process holding it exits, counting holders in
+    ``pgdata/.handle_pids.json``. A holder killed with SIGKILL never removes itself, so every later
+    process sees one holder left, and the postmaster was never stopped again. Pruning dead pids first
+    makes this process join the orphan (the running server is reused) and stop it as the last holder.
+    """
+    from pgserver.postgres_server import PostgresServer
+    from pgserver.utils import DiskList
+
+    handles = DiskList(pgdata / ".handle_pids.json")
+    with PostgresServer._lock:  # pgserver's own inter-process lock around the same list
+        try:
+            pids = handles.get()
+        except ValueError:  # a holder killed mid-write: nobody live can be counted on it
+            pids = [0]
+        dead = [pid for pid in pids if not _alive(pid)]
+        if dead:
+            handles.put([pid for pid in pids if pid not in dead])
+            log.info("embedded PostgreSQL under %s: forgot %d dead holder(s) %s", pgdata, len(dead), dead)
+    return dead
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed child its parent has not reaped yet is dead for this purpose."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def create_engine(settings: Settings) -> Engine:

@@ -21,7 +21,8 @@ class ReadStore(SqlStore):
         row = self._first(
             "SELECT id, site_domain, status::text, urls_discovered, urls_included, urls_excluded,"
             " urls_scraped, urls_not_modified, urls_failed, snapshots_new, snapshots_changed,"
-            " snapshots_unchanged, target_url, started_at, finished_at, error"
+            " snapshots_unchanged, target_url, started_at, finished_at, error, urls_refused, urls_limited,"
+            " urls_beyond_limit, options->>'limit'"
             " FROM knowledge.crawl_runs WHERE id = :r",
             {"r": run_id},
         )
@@ -37,6 +38,10 @@ class ReadStore(SqlStore):
             "fetched": row[6],
             "not_modified": row[7],
             "failed": row[8],
+            "refused": row[16],
+            "limited": row[17],
+            "beyond_limit": row[18],
+            "limit": int(row[19]) if row[19] is not None else None,
             "snapshots": {"new": row[9], "changed": row[10], "unchanged": row[11]},
             "target_url": row[12],
             "started_at": row[13].isoformat() if row[13] else None,

@@ -38,6 +38,7 @@ class RunPage:
     fetch_time_ms: int | None = None
     byte_size: int | None = None
     operator_decision: str | None = None  # `gleaner review decide`: include | exclude
+    prefetched: dict[str, Any] | None = None  # what map or sample already got for it this run (fetchonce.py)
 
     @property
     def skipped_by_operator(self) -> bool:
@@ -94,6 +95,8 @@ class SnapshotInput:
     byte_size: int
     extractor: str
     source_blake3: str | None = None  # BLAKE3 of the bytes as fetched
+    original_key: str | None = None  # a document's original bytes (original.pdf), beside content.md
+    mime_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

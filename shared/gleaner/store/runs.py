@@ -133,15 +133,16 @@ class RunStore(SqlStore):
         with self._tx() as conn:
             return discovery.add_run_pages(conn, run_id, rows)
 
-    def finish_map(self, run_id: str, raw_map_uri: str) -> None:
+    def finish_map(self, run_id: str, raw_map_uri: str, beyond_limit: int = 0) -> None:
+        """Mark the run mapped; ``beyond_limit`` URLs were discovered past its limit (the run ends partial)."""
         with self._tx() as conn:
             conn.execute(
                 sa.text(
-                    "UPDATE knowledge.crawl_runs SET raw_map_uri = :u, status = 'mapped',"
+                    "UPDATE knowledge.crawl_runs SET raw_map_uri = :u, status = 'mapped', urls_beyond_limit = :b,"
                     " urls_discovered = (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r)"
                     " WHERE id = :r AND status IN ('queued', 'mapping')"
                 ),
-                {"u": raw_map_uri, "r": run_id},
+                {"u": raw_map_uri, "r": run_id, "b": beyond_limit},
             )
 
     # -- sample ---------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ class RunStore(SqlStore):
         "d.id, d.canonical_url, d.url_hash, d.path, c.depth, c.discovered_via, d.scrape_policy::text,"
         " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text,"
         " d.source_url, c.snapshot_outcome::text, c.fetched_content_hash, c.fetched_raw_hash, c.extractor,"
-        " c.fetch_status, c.fetch_time_ms, c.byte_size, d.operator_decision::text"
+        " c.fetch_status, c.fetch_time_ms, c.byte_size, d.operator_decision::text, c.prefetched"
     )
 
     def run_pages(self, run_id: str, document_ids: Sequence[str] | None = None) -> list[RunPage]:

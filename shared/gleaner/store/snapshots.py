@@ -77,6 +77,10 @@ class SnapshotStore(SqlStore):
             results = [SnapshotResult(r.document_id, r.outcome, ids_by_doc[r.document_id])
                        if r.outcome in ("new", "changed") else r for r in results]
             changed = [r for r in results if r.outcome in ("new", "changed")]
+            files = [p.document_id for p, _ in versioned if p.original_key is not None]
+            if files:  # a document (a PDF) is a file in the ADR's document kinds
+                conn.execute(sa.text("UPDATE knowledge.documents SET kind = 'file' WHERE id = ANY(CAST(:d AS uuid[]))"
+                                     " AND kind <> 'file'"), {"d": files})
             if changed:
                 # A first version makes the page active; other statuses (failed, stale, superseded, blocked)
                 # are the lifecycle's (gleaner.changes.lifecycle), settled when the page was fetched.
@@ -138,7 +142,7 @@ class SnapshotStore(SqlStore):
         if not pages:
             return {}
         rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
-                 "m": {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor},
+                 "ok": page.original_key, "m": _metadata(page, meta),
                  "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
                  "cs": "hash_changed" if outcome == "changed" else None, "sb": page.source_blake3}
                 for page, outcome in pages]
@@ -146,13 +150,13 @@ class SnapshotStore(SqlStore):
         inserted = {str(d): str(i) for i, d in conn.execute(
             sa.text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
-                " processed_markdown_ref, raw_markdown_ref, extraction_metadata, render_mode, fetch_status,"
-                " fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
+                " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
+                " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
                 " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
-                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
+                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.ok, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
                 " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid), t.sb"
                 " FROM json_to_recordset(CAST(:rows AS json))"
-                "   AS t(d uuid, h text, ck text, rk text, m jsonb, fs int, ft int, bs int, cs text, sb text)"
+                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text, sb text)"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
             ),
             params,
@@ -168,3 +172,11 @@ class SnapshotStore(SqlStore):
                 {"rows": json_rows([{"d": r["d"], "h": r["h"]} for r in rows if r["d"] not in inserted])},
             )})
         return inserted
+
+
+def _metadata(page: SnapshotInput, meta: dict[str, Any]) -> dict[str, Any]:
+    """A version's extraction_metadata: the run's, the raw.md hash, the extractor, a document's mime type."""
+    metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
+    if page.mime_type:
+        metadata["mime_type"] = page.mime_type
+    return metadata

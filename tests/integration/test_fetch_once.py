@@ -1,0 +1,73 @@
+"""At most one request per URL per run (robots.txt and sitemaps aside), first crawl and recrawl alike.
+
+The site has no sitemap, so map's link walk reads every page it reaches and sample
+samples some of them: scrape must use those answers instead of asking again, and
+an unchanged recrawl must be answered by conditional requests alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gleaner.runner import crawl, new_request
+from gleaner.testsite import Page, TestSite
+
+from .sites import demo_site
+
+SITE = "once.test"
+ASIDE = {"/robots.txt", "/sitemap.xml"}
+
+
+def without_sitemaps(site: TestSite) -> None:
+    for path in [p for p in site.pages if "sitemap" in p]:
+        del site.pages[path]
+    site.pages["/robots.txt"] = Page("User-agent: *\nDisallow: /private/\n", content_type="text/plain")
+
+
+def requests_of(site: TestSite, start: int, stop: int | None = None) -> list[tuple[str, dict[str, str]]]:
+    return [(r.path, r.headers) for r in site.log[start:stop] if r.path not in ASIDE]
+
+
+def test_a_site_without_a_sitemap_is_asked_once_per_url_and_an_unchanged_recrawl_only_conditionally(deps):
+    with demo_site() as site:
+        without_sitemaps(site)
+        first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        mark = len(site.log)
+        second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        first_requests, second_requests = requests_of(site, 0, mark), requests_of(site, mark)
+
+    assert first["status"] == second["status"] == "finished"
+    assert first["fetched"] >= 10 and first["snapshots"]["new"] == first["fetched"]
+    twice = {path: n for path, n in Counter(path for path, _ in first_requests).items() if n > 1}
+    assert twice == {}, f"asked more than once in the first crawl: {twice}"
+    twice = {path: n for path, n in Counter(path for path, _ in second_requests).items() if n > 1}
+    assert twice == {}, f"asked more than once in the recrawl: {twice}"
+    # Feeds are read whole each run, like sitemaps: they are where new URLs come from, not pages.
+    unconditional = [path for path, headers in second_requests if path != "/feed.xml"
+                     and "if-none-match" not in headers and "if-modified-since" not in headers]
+    assert unconditional == []
+    assert second["not_modified"] == first["fetched"] and second["fetched"] == 0
+    assert second["snapshots"] == {"new": 0, "changed": 0, "unchanged": first["fetched"]}
+
+
+
+def test_a_kept_body_that_expired_before_scrape_is_asked_for_again_not_lost(deps):
+    from gleaner.stages import map as map_stage
+    from gleaner.stages import wire
+
+    with demo_site() as site:
+        without_sitemaps(site)
+        request = new_request(site.url + "/", site_domain=SITE)
+        wire(deps.bus, deps)
+        map_stage.handle(request, deps)  # map only: its crawl-mapped message waits on the bus
+        bodies = deps.blobs.root / f"domains/{SITE}/runs/{request.run_id}/bodies"
+        expired = sorted(path.name for path in bodies.iterdir())
+        for path in bodies.iterdir():  # run artefacts may expire before scrape runs
+            path.unlink()
+        mark = len(site.log)
+        deps.bus.drain()
+        asked_again = {r.path for r in site.log[mark:]}
+        summary = deps.metadata.run_summary(request.run_id)
+    assert len(expired) >= 5
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == summary["fetched"] >= 10
+    assert "/" in asked_again  # the start page's kept body was gone: scrape asked for it rather than lose it
