@@ -39,7 +39,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def _env(url: str, data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-    env.update(GLEANER_DATABASE_URL=url, GLEANER_DATA_DIR=str(data), GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
+    env.update(GLEANER_DATABASE_URL=url, GLEANER_HOME=str(data), GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
                GLEANER_HOST_DELAY="0", GLEANER_HOST_CONCURRENCY="4")
     return env
 

@@ -44,7 +44,7 @@ def test_a_postmaster_orphaned_by_kill_9_is_stopped_by_the_next_command(tmp_path
     data_dir = tmp_path / "home"
     pgdata = data_dir / "pg"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-    env["GLEANER_DATA_DIR"] = str(data_dir)
+    env["GLEANER_HOME"] = str(data_dir)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     postmaster = None

@@ -46,7 +46,7 @@ def test_a_million_url_gzipped_sitemap_under_limit_100_is_read_in_bounded_memory
         pages["/sitemap.xml.gz"] = Page(sitemap, content_type="application/x-gzip")
         pages["/"] = Page("<!doctype html><html><body><h1>Home</h1><p>A page.</p></body></html>")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-        env.update(GLEANER_DATABASE_URL=database_url, GLEANER_DATA_DIR=str(tmp_path / "data"),
+        env.update(GLEANER_DATABASE_URL=database_url, GLEANER_HOME=str(tmp_path / "data"),
                    GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0", GLEANER_HOST_CONCURRENCY="8")
         crawl = subprocess.Popen([sys.executable, "-m", "gleaner.cli", "crawl", site.url + "/", "--limit", "100",
                                   "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -36,7 +36,7 @@ def site() -> Iterator[TestSite]:
 @pytest.fixture
 def env(tmp_path: Path, database_url: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-    base.update(GLEANER_DATABASE_URL=database_url, GLEANER_DATA_DIR=str(tmp_path / "data"),
+    base.update(GLEANER_DATABASE_URL=database_url, GLEANER_HOME=str(tmp_path / "data"),
                 GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0", GLEANER_HOST_CONCURRENCY="4",
                 GLEANER_EXTRACT_WORKERS="1")
     return base
@@ -151,7 +151,7 @@ def _kill_mid_scrape(site: TestSite, crawl_env: dict[str, str]) -> None:
 
 KILL_POINTS = {
     "map": _kill_at_map,  # discovery in flight: the run is mapping
-    "sample": _kill_on_line("mapped run"),  # sampled, batches queued, nothing scraped
+    "sample": _kill_on_line("scraping:"),  # sampled, batches queued, nothing scraped
     "scrape": _kill_mid_scrape,  # some pages fetched and recorded, some in flight
     "ingest": _kill_on_line("batch 0:"),  # batch 0 versioned, its ingest in flight
 }
@@ -239,7 +239,8 @@ def test_a_live_crawl_is_left_alone_by_sweep_and_stops_when_cancelled(
 
 
 def test_run_control_refuses_what_it_cannot_do_in_one_line(site: TestSite, env: dict[str, str]) -> None:
-    crawl = gleaner(env, "crawl", site.url + "/", "--limit", "3", "--json")
+    # The whole site: a run stopped by --limit ends partial (left URLs to fetch), not finished.
+    crawl = gleaner(env, "crawl", site.url + "/", "--json")
     run_id = json.loads(crawl.stdout)["run_id"]
     for args, message in ((["runs", "resume", run_id], "is finished; nothing to resume"),
                           (["runs", "cancel", run_id], "already ended finished"),

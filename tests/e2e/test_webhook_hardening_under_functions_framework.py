@@ -19,7 +19,7 @@ AUTH = {"Authorization": f"Bearer {SECRET}"}
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path) -> Iterator[Any]:
     monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
-    monkeypatch.setenv("GLEANER_DATA_DIR", str(tmp_path / "gleaner"))
+    monkeypatch.setenv("GLEANER_HOME", str(tmp_path / "gleaner"))
     monkeypatch.setenv("GLEANER_WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("GLEANER_WEBHOOK_MAX_BYTES", "4096")
     monkeypatch.delenv("GLEANER_BUS", raising=False)

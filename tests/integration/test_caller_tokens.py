@@ -32,7 +32,7 @@ def site() -> Iterator[TestSite]:
 
 @pytest.fixture
 def cli_env(database_url: str, tmp_path: Any) -> dict[str, str]:
-    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "gleaner")}
+    return {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner")}
 
 
 def add_token(cli_env: dict[str, str], workspace: str) -> dict[str, str]:

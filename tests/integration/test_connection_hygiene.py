@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
 
-from gleaner.store.dberrors import is_permanent, sqlstate
+from gleaner.store.dberrors import DatabaseRefused, is_permanent, sqlstate
 from gleaner.store.references import ArticleRow
 
 
@@ -28,7 +27,7 @@ def test_a_value_the_driver_cannot_encode_does_not_poison_the_pool(make_deps):
 def test_a_value_the_server_refuses_is_a_permanent_error_and_rolls_back(make_deps):
     deps = make_deps()
     refs = deps.references
-    with pytest.raises(sa.exc.DBAPIError) as refused:
+    with pytest.raises(DatabaseRefused) as refused:  # translated at the engine, the driver's error its cause
         refs.record_articles([row("fine", "https://n.test/a"), row("a\x00b", "https://n.test/nul")])
     assert sqlstate(refused.value) == "22021" and is_permanent(refused.value)
     assert refs.record_articles([row("fine", "https://n.test/a")]) != [None]  # the batch left no row

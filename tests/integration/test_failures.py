@@ -13,6 +13,7 @@ from gleaner.errors import PermanentError, RetryableError
 from gleaner.runner import crawl, new_request
 from gleaner.store.blobs import BlobStore
 from gleaner.store.dberrors import DatabaseRefused, DatabaseUnavailable
+from gleaner.store.rls import ADMIN_OPTION
 
 from ..generated_site import generated_site, page_requests
 from .db_helpers import rows, scalar
@@ -102,7 +103,9 @@ def test_database_errors_arrive_as_gleaner_errors_permanent_or_retryable(deps, d
     with pytest.raises(DatabaseUnavailable, match="40001"):
         scalar(deps, "DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure'; END $$")
     # Killing this session's backend (what a restart does to it) is retryable too.
-    with deps.metadata.engine.connect() as conn, pytest.raises(RetryableError):
+    # (as the login role: the application role may not signal a backend whose session user is a superuser)
+    admin = deps.metadata.engine.execution_options(**{ADMIN_OPTION: True})
+    with admin.connect() as conn, pytest.raises(RetryableError):
         conn.execute(sa.text("SELECT pg_terminate_backend(pg_backend_pid())"))
     assert scalar(deps, "SELECT 1") == 1  # and the pool reconnects
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gleaner import tenancy
 from gleaner.cli import main
+from gleaner.store.dberrors import DatabaseRefused
 from gleaner.store.discovery import record_discovery
 from gleaner.store.rls import tenant_tables
 from gleaner.urls import path_of, url_hash
@@ -77,7 +78,7 @@ def test_a_tenant_cannot_change_or_forge_another_tenants_rows(deps, two_tenants)
                                {"d": b["document_id"]}).rowcount
         deleted = conn.execute(sa.text("DELETE FROM knowledge.crawl_runs WHERE id = :r"), {"r": b["run_id"]}).rowcount
     assert (changed, deleted) == (0, 0)
-    with tenancy.scope("a.test"), pytest.raises(sa.exc.DBAPIError, match="row-level security"), \
+    with tenancy.scope("a.test"), pytest.raises(DatabaseRefused, match="row-level security"), \
             deps.engine.begin() as conn:
         conn.execute(sa.text("INSERT INTO knowledge.source_hosts (site_domain, host) VALUES ('b.test', 'evil')"))
     with tenancy.scope("b.test"):
@@ -88,7 +89,7 @@ def test_without_a_tenant_nothing_tenant_scoped_is_visible_or_writable(deps, two
     with tenancy.no_tenant():  # as a request thread that chose no tenant
         assert count(deps.engine, "documents") == 0
         assert deps.metadata.recent_runs() == []
-        with pytest.raises(sa.exc.DBAPIError, match="row-level security"):
+        with pytest.raises(DatabaseRefused, match="row-level security"):
             deps.metadata.upsert_source_host("c.test", "c.test", own_site=True)
     with tenancy.all_tenants():
         assert count(deps.engine, "documents") == 2
@@ -96,7 +97,7 @@ def test_without_a_tenant_nothing_tenant_scoped_is_visible_or_writable(deps, two
 
 def test_the_cli_acting_as_one_tenant_sees_only_that_tenant(deps, two_tenants, database_url, tmp_path):
     a, b = two_tenants
-    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_DATA_DIR": str(tmp_path / "g")}
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "g")}
     runner = CliRunner()
     as_a = runner.invoke(main, ["--tenant", "a.test", "runs", "--json"], env=env)
     assert as_a.exit_code == 0, as_a.output

@@ -91,7 +91,7 @@ def test_a_host_that_is_no_valid_key_asks_for_an_explicit_tenant():
 
 def test_the_crawl_command_refuses_a_bad_tenant_before_touching_anything(tmp_path):
     result = CliRunner().invoke(main, ["crawl", "https://example.com/", "--site-domain", "victim.com/runs"],
-                                env={"GLEANER_DATA_DIR": str(tmp_path / "g")})
+                                env={"GLEANER_HOME": str(tmp_path / "g")})
     assert result.exit_code == 2
     assert "not hostname-like" in result.output
     assert not (tmp_path / "g").exists()

@@ -216,7 +216,12 @@ class WalkKeeper:
         return known_links(self._deps.metadata.engine, self._site, urls)
 
     def keep(self, canonical: str, result: FetchResult) -> None:
-        answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
+        try:
+            answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
+        except GleanerError as exc:
+            # The store cannot take a body, so it will not take the pages either: end the run now (as for
+            # the map JSON below) rather than walk the site again on every retry of the map.
+            raise MapFailed(f"blob store failed: {exc}") from exc
         if answer is not None:
             self._answers[canonical] = answer.to_dict()
 

@@ -232,10 +232,21 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
                                         etag=prev.etag if prev else None,
                                         last_modified=prev.last_modified if prev else None))
     if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
-        answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
-        if answer is not None:
-            answers[sample.document_id] = answer.to_dict()
+        _keep(deps, message, sample, result, answers)
     return result, prev is not None
+
+
+def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult,
+          answers: dict[str, dict[str, Any]]) -> None:
+    """Keep the sample's answer for scrape; a store that cannot take its body keeps nothing (scrape then asks
+    for the page itself and meets the store's failure, which ends the run: the verdict does not need it)."""
+    try:
+        answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
+    except GleanerError as exc:
+        log.warning("run %s: sample of %s not kept for scrape: %s", message.run_id, sample.path, exc)
+        return
+    if answer is not None:
+        answers[sample.document_id] = answer.to_dict()
 
 
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
@@ -256,9 +267,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             # The verdict cannot carry over (its sample expired, or the 304 vouched for other validators):
             # the one case where a page is asked twice in a run, for a body to decide on.
             result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS))
-            answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
-            if answer is not None:
-                answers[sample.document_id] = answer.to_dict()
+            _keep(deps, message, sample, result, answers)
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.

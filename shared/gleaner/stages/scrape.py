@@ -86,7 +86,16 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     def replays() -> Iterator[FetchResult]:
         """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
         for p in kept:
-            result = replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
+            try:
+                result = replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
+            except GleanerError as exc:
+                # The store cannot give the kept body back, so it will not take this page's version either:
+                # settled as not stored, like a body it refuses (the site is not asked again).
+                store_failures.append(exc)
+                answered.add(p.document_id)
+                records.append(FetchRecord(p.document_id, str(FetchOutcome.STORE_FAILED), f"blob store: {exc}"[:500],
+                                           None, 0, None, None, None))
+                continue
             if result is None:
                 missing.append(_request(p))
             else:

@@ -57,12 +57,14 @@ class DatabaseRefused(PermanentError):
 
 
 def sqlstate(exc: BaseException) -> str | None:
-    """The SQLSTATE of a pg8000 error (its first argument is the server's error fields), if any."""
+    """The SQLSTATE of a pg8000 error (its first argument is the server's error fields), if any; for a
+    translated error (DatabaseRefused / DatabaseUnavailable), that of the driver error it came from."""
     orig = getattr(exc, "orig", exc)
     for arg in getattr(orig, "args", ()):
         if isinstance(arg, dict) and isinstance(arg.get("C"), str):
             return str(arg["C"])
-    return None
+    cause = exc.__cause__
+    return sqlstate(cause) if cause is not None and cause is not exc else None
 
 
 # The SQLSTATE classes in which the input, not the database or the code, is at fault.
@@ -71,7 +73,7 @@ PERMANENT_CLASSES = frozenset({"22", "54"})
 
 def is_permanent(exc: BaseException) -> bool:
     """Whether the database refused the input itself (a caller's 400), whatever wraps the driver error."""
-    state = sqlstate(exc) or (sqlstate(exc.__cause__) if exc.__cause__ is not None else None)
+    state = sqlstate(exc)
     return state is not None and state[:2] in PERMANENT_CLASSES
 
 

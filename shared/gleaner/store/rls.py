@@ -21,6 +21,7 @@ scope, tenant-scoped rows are invisible and cannot be written (fail closed).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -28,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner import tenancy
+from gleaner.store.dberrors import DatabaseUnavailable
 
 APP_ROLE = "gleaner_app"
 ADMIN_OPTION = "gleaner_admin"  # execution option: this connection runs as the login role (migrations)
@@ -82,8 +84,14 @@ def install_tenant_guard(engine: Engine) -> None:
         cursor: Any = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             cursor.execute(_GUARD, (APP_ROLE, scope.site_domain or "", "on" if scope.all_tenants else ""))
+        except (OSError, conn.dialect.loaded_dbapi.Error) as exc:
+            # A raw statement bypasses the engine's error translation: a connection lost here (a restart)
+            # is dropped from the pool and reported like any lost connection, so the caller retries.
+            conn.invalidate(exc)
+            raise DatabaseUnavailable(f"database error: {exc}; retrying may help") from exc
         finally:
-            cursor.close()
+            with contextlib.suppress(Exception):  # closing a cursor of a dead connection may fail too
+                cursor.close()
 
 
 def tenant_tables(conn: Connection) -> list[tuple[str, bool, bool]]:
