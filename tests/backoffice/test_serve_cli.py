@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
-import pytest
+
+from ..processes import announced_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,17 +20,8 @@ def test_gleaner_serve_prints_the_back_office_url_and_answers_it_without_auth(da
            "GLEANER_WEBHOOK_SECRET": "serve-secret", "PYTHONPATH": str(ROOT / "shared")}
     process = subprocess.Popen([sys.executable, "-m", "gleaner.cli", "serve", "--port", "0"], env=env,
                                stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if not line and process.poll() is not None:
-                pytest.fail(f"gleaner serve exited with {process.returncode}")
-            match = re.search(r"back office at (http://127\.0\.0\.1:\d+)/ui/", line)
-            url = match.group(1) if match else None
-        assert url, "gleaner serve did not print the back office's address"
+        url = announced_url(process, r"back office at (http://127\.0\.0\.1:\d+)/ui/")
         page = httpx.get(url + "/ui/", timeout=10)
         assert page.status_code == 200 and "nothing kept yet" in page.text
         assert httpx.get(url + "/v1/sites", timeout=10).json() == {"sites": []}

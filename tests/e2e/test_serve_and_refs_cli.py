@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from gleaner.cli import main
 from gleaner.references.identity import reference_item_id
 from gleaner.testsite import Page, TestSite
 from tests.feed_site import ARTICLES, feed_pages
+
+from ..processes import announced_url
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "serve-secret"
@@ -45,17 +46,7 @@ def server(env: dict[str, str]) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "gleaner.cli", "serve", "--port", "0"],
         env={**os.environ, **env, "PYTHONPATH": str(ROOT / "shared")}, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 60
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line and process.poll() is not None:
-            pytest.fail(f"gleaner serve exited with {process.returncode}")
-        match = re.search(r"serving the ingest webhook on (http://127\.0\.0\.1:\d+)/", line)
-        url = match.group(1) if match else None
-    assert url, "gleaner serve did not announce its address"
-    yield url
+    yield announced_url(process, r"serving the ingest webhook on (http://127\.0\.0\.1:\d+)/")
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
 
