@@ -34,7 +34,7 @@ def count_blobs(root: Path) -> dict[str, int]:
 
 def cpu_now(pg_dir: Path) -> dict[str, float]:
     """User + system CPU seconds so far: this process, its live descendants, the embedded PostgreSQL's live
-    processes (by their data dir). Differences around the crawl leave start-up out (initdb, migrations)."""
+    processes (the server found by its data dir, and its backends). Differences around the crawl leave start-up out (initdb, migrations)."""
     import psutil
 
     def seconds(p: psutil.Process) -> float:
@@ -46,7 +46,12 @@ def cpu_now(pg_dir: Path) -> dict[str, float]:
 
     me = psutil.Process()
     marker = str(pg_dir)
-    database = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or ())]
+    database: list[psutil.Process] = []
+    for server in (p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or ())):
+        try:
+            database += [server, *server.children(recursive=True)]  # its backends name no data dir
+        except psutil.Error:
+            continue
     return {"main": seconds(me), "children": sum(seconds(c) for c in me.children(recursive=True)),
             "postgres": sum(seconds(p) for p in database)}
 
