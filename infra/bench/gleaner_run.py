@@ -34,7 +34,8 @@ def count_blobs(root: Path) -> dict[str, int]:
 
 def cpu_now(pg_dir: Path) -> dict[str, float]:
     """User + system CPU seconds so far: this process, its live descendants, the embedded PostgreSQL's live
-    processes (the server found by its data dir, and its backends). Differences around the crawl leave start-up out (initdb, migrations)."""
+    processes (the server found by its data dir, and its backends). Differences around the crawl leave
+    start-up out (initdb, migrations)."""
     import psutil
 
     def seconds(p: psutil.Process) -> float:
