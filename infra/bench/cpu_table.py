@@ -9,9 +9,12 @@ workers) while the benchmark's sampler reads each process's CPU seconds and the
 embedded PostgreSQL's. Each process's CPU is shared among components by the
 fraction of its on-CPU samples whose stack matches the component (the first
 rule that matches, leaf-most frames first), then divided by the pages the
-crawl settled. trafilatura's share is the extraction Gleaner wraps; the rest
-is Gleaner's own overhead. PostgreSQL's CPU is one row: the server's work for
-every statement, TOAST compression included.
+crawl settled. py-spy only sees the thread holding the GIL, so the kernel CPU
+of Gleaner's processes (system calls release the GIL: creating blob files,
+sockets, pipes) is a row of its own and the samples share the user CPU.
+trafilatura's share is the extraction Gleaner wraps; the rest is Gleaner's own
+overhead. PostgreSQL's CPU is two rows: its start-up (initdb on a new data dir,
+migrations) and the server's work during the crawl, TOAST compression included.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ STAGE_RULES: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(pattern)) fo
 STARTUP = "start-up (imports, database, migrations, forkserver)"
 OTHER_MAIN = "other, main process (bus, stages, event loop)"
 OTHER_WORKER = "other, extraction processes"
+KERNEL = "kernel CPU of Gleaner's processes (creating blob files and directories, sockets, pipes)"
 POSTGRES = "PostgreSQL server during the crawl (statements, TOAST compression)"
 POSTGRES_STARTUP = "PostgreSQL start-up (initdb on a new data dir, migrations)"
 
@@ -96,6 +100,7 @@ def table(report: dict[str, Any], spy: Path) -> dict[str, float]:
     pages = max(1, int(report["pages_settled"]))
     samples = read_samples(spy)
     cpu = {int(pid): seconds for pid, seconds in report["cpu_by_pid"].items()}
+    system = {int(pid): seconds for pid, seconds in report.get("cpu_system_by_pid", {}).items()}
     main_pid = int(report["pid"])
     out: dict[str, float] = defaultdict(float)
     unsampled = 0.0
@@ -110,9 +115,13 @@ def table(report: dict[str, Any], spy: Path) -> dict[str, float]:
         if not stacks:
             unsampled += seconds
             continue
+        # py-spy sees the thread that holds the GIL, so time in system calls (which release it) is not in its
+        # samples: the kernel's share is a row of its own, the samples share the user CPU.
+        kernel = min(system.get(pid, 0.0), seconds)
+        out[KERNEL] += kernel
         total = sum(stacks.values())
         for frames, n in stacks.items():
-            out[component(frames, pid == main_pid)] += seconds * n / total
+            out[component(frames, pid == main_pid)] += (seconds - kernel) * n / total
     if unsampled:
         out[STARTUP] += unsampled  # the forkserver and resource tracker, gone before py-spy attached
     return {k: round(v * 1000 / pages, 3) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
@@ -159,11 +168,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-recrawl", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (py-spy files)")
+    parser.add_argument("--workdir-in", type=Path, default=None,
+                        help="make the work dir (corpus, data dir, database) under this directory, e.g. /dev/shm")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if not Path(sys.executable).with_name("py-spy").exists():
         raise SystemExit("cpu_table: py-spy is not installed in this venv (pip install py-spy)")
-    work = Path(tempfile.mkdtemp(prefix="gleaner-cpu-"))
+    work = Path(tempfile.mkdtemp(prefix="gleaner-cpu-", dir=args.workdir_in))
     work.chmod(0o755)
     variants = {"new": bench.REPO / "shared"}
     if args.ref:
