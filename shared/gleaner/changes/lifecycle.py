@@ -25,7 +25,8 @@ from enum import StrEnum
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.changes.events import Change, EventType, record_changes
+from gleaner.changes.events import Change, EventType
+from gleaner.store.events import record_changes
 from gleaner.store.sqlstore import json_rows
 
 # A page unavailable (timeout, 5xx, network) this many runs in a row is failed: one bad night is not a removal.

@@ -13,7 +13,8 @@ from enum import StrEnum
 
 from sqlalchemy.engine import Connection
 
-from gleaner.changes.events import Change, EventType, record_changes
+from gleaner.changes.events import Change, EventType
+from gleaner.store.events import record_changes
 
 
 class GateEvent(StrEnum):

@@ -21,7 +21,12 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``runcontrol.py``: heartbeats, ending, claiming and sweeping runs (``RunControlStore``);
 - ``snapshots.py``: versioning changed content (``SnapshotStore``);
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
-  ingest (``ReadStore``).
+  ingest (``ReadStore``);
+- ``events.py``: change events, listed and drained by the outbox (``EventStore``);
+  recorded by the other modules inside the transaction of their change, as is the
+  lifecycle (``lifecycle.py``);
+- ``subscriptions.py`` and ``deliveries.py``: webhook subscriptions, the delivery
+  queue and its log (``SubscriptionStore``, ``DeliveryStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
 sample, notmodified.py for scrape), each reached through a method of these classes:
@@ -32,15 +37,19 @@ own TextStore.
 from __future__ import annotations
 
 from gleaner.store.counters import CounterStore
+from gleaner.store.deliveries import DeliveryStore
+from gleaner.store.events import EventStore
 from gleaner.store.fetches import FetchStore
 from gleaner.store.reads import ReadStore
 from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
 from gleaner.store.runcontrol import RunControlStore
 from gleaner.store.runs import RunStore
 from gleaner.store.snapshots import SnapshotStore
+from gleaner.store.subscriptions import SubscriptionStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
 
-class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore):
+class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore,
+                    EventStore, SubscriptionStore, DeliveryStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

@@ -41,3 +41,8 @@ class SqlStore:
         Rows are typed Any: the statements are text, so SQLAlchemy knows no column types anyway."""
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).first()
+
+    def _write_first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first row one write returns (None if it touched none), in a transaction of its own."""
+        with self.engine.begin() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).first()
