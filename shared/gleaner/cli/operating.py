@@ -99,7 +99,7 @@ def sites_show(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         found = get_site(deps, site)
-        rules = list_rules(deps.metadata.engine, found.site_domain)
+        rules = list_rules(deps, found.site_domain)
     data = {**found.to_dict(), "rules": [r.to_dict() for r in rules]}
     if as_json:
         _echo_json(data)
@@ -146,7 +146,7 @@ def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_j
     if action is None:
         raise click.UsageError("say --skip or --block")
     with open_deps(load_settings()) as deps:
-        rule, applied = add_rule(deps.metadata.engine, site, glob, action, reason)
+        rule, applied = add_rule(deps, site, glob, action, reason)
         outbox.flush_after_commit(deps)  # document.blocked events
     if as_json:
         _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
@@ -164,7 +164,7 @@ def rules_list(site: str, as_json: bool) -> None:
     from gleaner.operator.rules import list_rules
 
     with open_deps(load_settings()) as deps:
-        rules = list_rules(deps.metadata.engine, site)
+        rules = list_rules(deps, site)
     if as_json:
         _echo_json([r.to_dict() for r in rules])
         return
@@ -182,7 +182,7 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
     from gleaner.operator.rules import remove_rule
 
     with open_deps(load_settings()) as deps:
-        rule, applied = remove_rule(deps.metadata.engine, rule_id)
+        rule, applied = remove_rule(deps, rule_id)
         outbox.flush_after_commit(deps)  # document.unblocked events
         if applied.unblocked_snapshots:
             deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=rule.site_domain,
