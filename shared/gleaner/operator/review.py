@@ -8,12 +8,13 @@ ledger row is settled too, so the page leaves the review list (:mod:`gleaner.sto
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gleaner.errors import InvalidInput
 from gleaner.operator.sites import site_key
+from gleaner.operator.values import Plain
 from gleaner.urls import canonicalize
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class ReviewDecision(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewItem:
+class ReviewItem(Plain):
     document_id: str
     url: str
     path: str
@@ -34,20 +35,14 @@ class ReviewItem:
     reason: str | None
     confidence: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class Decided:
+class Decided(Plain):
     document_id: str
     site_domain: str
     url: str
     decision: ReviewDecision
     reason: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "decision": str(self.decision)}
 
 
 def review_list(deps: Deps, site: str) -> list[ReviewItem]:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import InvalidInput
 from gleaner.messages import SnapshotsWritten
 from gleaner.operator.sites import site_key
+from gleaner.operator.values import Plain
 from gleaner.store.blobs import snapshot_content_key
 from gleaner.urls import canonicalize
 
@@ -43,16 +44,13 @@ class Destination(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Composite:
+class Composite(Plain):
     id: str
     site_domain: str
     title: str
     status: str
     snapshot_id: str | None
     sources: tuple[dict[str, Any], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "sources": list(self.sources)}
 
 
 @dataclass(frozen=True, slots=True)

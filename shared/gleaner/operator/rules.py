@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gleaner.errors import InvalidInput
 from gleaner.operator.hooks import GateEvent, StatusChange
 from gleaner.operator.sites import site_key
+from gleaner.operator.values import Plain
 from gleaner.urls import glob_matches, validate_glob
 
 if TYPE_CHECKING:
@@ -39,16 +40,13 @@ class RuleAction(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Plain):
     id: str
     site_domain: str
     glob: str
     action: RuleAction
     reason: str | None
     created_at: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "action": str(self.action)}
 
     def describe(self) -> str:
         return f"operator rule {self.action} {self.glob}" + (f" ({self.reason})" if self.reason else "")

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gleaner.messages import CrawlRequested, run_id_for
+from gleaner.operator.values import Plain
 from gleaner.tenancy import across_tenants
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def adapt_interval(current: int, observed: Observed | None, lowest: int, highest
 
 
 @dataclass(frozen=True, slots=True)
-class StartedRun:
+class StartedRun(Plain):
     site_domain: str
     run_id: str
     request_id: str
@@ -69,17 +70,11 @@ class StartedRun:
     interval_seconds: int
     next_run_at: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class TickReport:
+class TickReport(Plain):
     started: tuple[StartedRun, ...]
     still_running: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"started": [s.to_dict() for s in self.started], "still_running": list(self.still_running)}
 
 
 @dataclass(frozen=True, slots=True)

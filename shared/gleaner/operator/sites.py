@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import InvalidInput
+from gleaner.operator.values import Plain
 from gleaner.urls import canonicalize, host_of, site_domain_of, validate_glob
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def format_duration(seconds: int | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class SiteSpec:
+class SiteSpec(Plain):
     """A site's registration as the operator asked for it, validated: what ``knowledge.sites`` keeps."""
 
     site_domain: str
@@ -97,10 +98,7 @@ class Site(SiteSpec):
         return "auto" if self.adaptive else format_duration(self.every_seconds)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"id": self.id, **asdict(self)}  # the id first, as it always came
-        data["every"] = self.every
-        data["include"], data["exclude"] = list(self.include), list(self.exclude)
-        return data
+        return {"id": self.id, **Plain.to_dict(self), "every": self.every}  # the id first, as it always came
 
 
 def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str | None = None,
