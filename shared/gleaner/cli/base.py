@@ -161,6 +161,10 @@ def main(verbose: int, tenant: str | None) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     if verbose < 2:
         quiet_driver_logs()  # the tracebacks stay for -vv
+    if verbose < 1:
+        # A dead letter is recorded on its run, and the command's own last line reports the run's error
+        # (exit_for_run); logging it too printed every failure twice. -v shows the log line again.
+        logging.getLogger("gleaner.deadletters").setLevel(logging.CRITICAL)
 
 
 def exit_for_run(summary: dict[str, Any]) -> None:
