@@ -128,30 +128,27 @@ class ReferenceStore(SqlStore):
         ``article_ids`` narrows to the URLs of those rows. Each item gathers every passed row of its URL,
         whichever workspace sent it: one reference per URL however many workspaces share it.
         """
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "WITH urls AS (SELECT DISTINCT normalised_url FROM knowledge.feed_articles"
-                    "   WHERE passed AND (:full OR reference_item_id IS NULL)"
-                    "   AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[]))))"
-                    " SELECT f.normalised_url, array_agg(f.id::text ORDER BY f.ingested_at, f.id),"
-                    "   array_agg(DISTINCT f.workspace_id),"
-                    "   (array_agg(f.title ORDER BY f.ingested_at DESC, f.id))[1],"
-                    "   (array_agg(f.summary ORDER BY f.ingested_at DESC, f.id)"
-                    "     FILTER (WHERE f.summary IS NOT NULL))[1],"
-                    "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at),"
-                    "   (array_agg(f.external_url ORDER BY f.external_url = f.normalised_url DESC,"
-                    "     f.ingested_at, f.id))[1]"
-                    " FROM knowledge.feed_articles f JOIN urls USING (normalised_url) WHERE f.passed"
-                    " GROUP BY f.normalised_url"
-                    " HAVING :full OR NOT EXISTS (SELECT 1 FROM knowledge.ingestion_quality_log q"
-                    "   WHERE q.source_url = f.normalised_url AND q.flag_type = ANY(CAST(:perm AS text[]))"
-                    "   AND q.feed_article_ids @> array_agg(f.id) AND q.feed_article_ids <@ array_agg(f.id))"
-                    " ORDER BY min(f.ingested_at), f.normalised_url"
-                ),
-                {"full": full_reprocess, "ids": list(article_ids) if article_ids is not None else None,
-                 "perm": list(PERMANENT_FLAGS)},
-            ).all()
+        rows = self._all(
+            "WITH urls AS (SELECT DISTINCT normalised_url FROM knowledge.feed_articles"
+            "   WHERE passed AND (:full OR reference_item_id IS NULL)"
+            "   AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[]))))"
+            " SELECT f.normalised_url, array_agg(f.id::text ORDER BY f.ingested_at, f.id),"
+            "   array_agg(DISTINCT f.workspace_id),"
+            "   (array_agg(f.title ORDER BY f.ingested_at DESC, f.id))[1],"
+            "   (array_agg(f.summary ORDER BY f.ingested_at DESC, f.id)"
+            "     FILTER (WHERE f.summary IS NOT NULL))[1],"
+            "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at),"
+            "   (array_agg(f.external_url ORDER BY f.external_url = f.normalised_url DESC,"
+            "     f.ingested_at, f.id))[1]"
+            " FROM knowledge.feed_articles f JOIN urls USING (normalised_url) WHERE f.passed"
+            " GROUP BY f.normalised_url"
+            " HAVING :full OR NOT EXISTS (SELECT 1 FROM knowledge.ingestion_quality_log q"
+            "   WHERE q.source_url = f.normalised_url AND q.flag_type = ANY(CAST(:perm AS text[]))"
+            "   AND q.feed_article_ids @> array_agg(f.id) AND q.feed_article_ids <@ array_agg(f.id))"
+            " ORDER BY min(f.ingested_at), f.normalised_url",
+            {"full": full_reprocess, "ids": list(article_ids) if article_ids is not None else None,
+             "perm": list(PERMANENT_FLAGS)},
+        )
         return [
             LandingItem(url=r[0], fetch_url=_fetchable_or(r[8], r[0]), ledger_ids=tuple(r[1]),
                         workspace_ids=tuple(sorted(r[2])), title=r[3], summary=r[4], published_at=r[5],
@@ -247,14 +244,11 @@ class ReferenceStore(SqlStore):
 
     def quality_log(self, url: str | None = None) -> list[dict[str, Any]]:
         where = "WHERE source_url = :u" if url is not None else ""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
-                    f" FROM knowledge.ingestion_quality_log {where} ORDER BY created_at, id"
-                ),
-                {"u": url},
-            ).all()
+        rows = self._all(
+            "SELECT id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
+            f" FROM knowledge.ingestion_quality_log {where} ORDER BY created_at, id",
+            {"u": url},
+        )
         return [{"id": str(r[0]), "flag_type": r[1], "severity": r[2], "source_url": r[3], "reason": r[4],
                  "feed_article_ids": [str(i) for i in r[5]], "details": r[6], "created_at": _iso(r[7])}
                 for r in rows]
@@ -312,17 +306,14 @@ class ReferenceStore(SqlStore):
 
     def counts(self) -> dict[str, int]:
         """Row counts of the reference layer (for tests and the operator)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT (SELECT count(*) FROM knowledge.feed_articles),"
-                    " (SELECT count(*) FROM knowledge.reference_items),"
-                    " (SELECT count(*) FROM knowledge.ingestion_quality_log),"
-                    " (SELECT count(*) FROM knowledge.documents WHERE site_domain = :s),"
-                    " (SELECT count(*) FROM knowledge.document_snapshots s JOIN knowledge.documents d"
-                    "   ON d.id = s.document_id WHERE d.site_domain = :s)"
-                ),
-                {"s": REFERENCES_SITE},
-            ).one()
+        row = self._first(
+            "SELECT (SELECT count(*) FROM knowledge.feed_articles),"
+            " (SELECT count(*) FROM knowledge.reference_items),"
+            " (SELECT count(*) FROM knowledge.ingestion_quality_log),"
+            " (SELECT count(*) FROM knowledge.documents WHERE site_domain = :s),"
+            " (SELECT count(*) FROM knowledge.document_snapshots s JOIN knowledge.documents d"
+            "   ON d.id = s.document_id WHERE d.site_domain = :s)",
+            {"s": REFERENCES_SITE},
+        )
         return dict(zip(("feed_articles", "reference_items", "quality_log", "documents", "snapshots"),
                         (int(v) for v in row), strict=True))

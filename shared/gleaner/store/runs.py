@@ -91,15 +91,16 @@ class RunStore(SqlStore):
 
     def run_budget(self, run_id: str) -> dict[str, float]:
         """The run's own budget (a site's --max-*), as recorded by map; empty: the global settings."""
-        with self.engine.connect() as conn:
-            budget = conn.execute(sa.text("SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r"),
-                                  {"r": run_id}).scalar()
+        budget = self._scalar(
+            "SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return dict(budget or {})
 
     def run_status(self, run_id: str) -> str | None:
-        with self.engine.connect() as conn:
-            return conn.execute(sa.text("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r"),
-                                {"r": run_id}).scalar()
+        status: str | None = self._scalar("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r",
+                                          {"r": run_id})
+        return status
 
     def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = (),
                        error: str | None = None) -> bool:
@@ -160,16 +161,13 @@ class RunStore(SqlStore):
         if document_ids is not None:
             where += " AND c.document_id = ANY(CAST(:ids AS uuid[]))"
             params["ids"] = list(document_ids)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    f"SELECT {self._PAGE_COLUMNS} FROM knowledge.crawl_page_decisions c"
-                    " JOIN knowledge.documents d ON d.id = c.document_id"
-                    " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                    f" WHERE {where} ORDER BY c.depth, d.path"
-                ),
-                params,
-            ).all()
+        rows = self._all(
+            f"SELECT {self._PAGE_COLUMNS} FROM knowledge.crawl_page_decisions c"
+            " JOIN knowledge.documents d ON d.id = c.document_id"
+            " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            f" WHERE {where} ORDER BY c.depth, d.path",
+            params,
+        )
         return [RunPage(str(r[0]), *r[1:]) for r in rows]
 
     def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
@@ -194,9 +192,10 @@ class RunStore(SqlStore):
 
     def run_options(self, run_id: str) -> dict[str, Any]:
         """The options a run was requested with (limit, globs, feeds, …); empty for an unknown run."""
-        with self.engine.connect() as conn:
-            options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
-                                   {"r": run_id}).scalar()
+        options = self._scalar(
+            "SELECT options FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return dict(options or {})
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:

@@ -41,3 +41,8 @@ class SqlStore:
         Rows are typed Any: the statements are text, so SQLAlchemy knows no column types anyway."""
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).first()
+
+    def _scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row of one read (None if there is none)."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).scalar()

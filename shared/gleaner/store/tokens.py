@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from gleaner.errors import InvalidInput
+from gleaner.store.sqlstore import SqlStore
 
 TOKEN_PREFIX = "glt_"
 TOKEN_BYTES = 32  # 256 bits: guessing is hopeless, so an unsalted digest suffices
@@ -44,10 +44,7 @@ def validate_workspace(value: str) -> str:
     return value
 
 
-class TokenStore:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
+class TokenStore(SqlStore):
     def add(self, workspace_id: str, label: str = "") -> dict[str, str]:
         """A new token for the workspace: ``{"id", "workspace_id", "token"}``; the token is shown only here."""
         workspace_id = validate_workspace(workspace_id)
@@ -63,22 +60,21 @@ class TokenStore:
     def caller_for(self, token: str) -> Caller | None:
         """The workspace a live token acts for, or None (unknown or revoked)."""
         wanted = digest(token)
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT workspace_id, token_sha256 FROM knowledge.caller_tokens"
-                        " WHERE token_sha256 = :d AND revoked_at IS NULL"),
-                {"d": wanted},
-            ).first()
+        row = self._first(
+            "SELECT workspace_id, token_sha256 FROM knowledge.caller_tokens"
+            " WHERE token_sha256 = :d AND revoked_at IS NULL",
+            {"d": wanted},
+        )
         # The index probe found the row by digest; compare again in constant time all the same.
         if row is None or not hmac.compare_digest(bytes(row[1]), wanted):
             return None
         return Caller(workspace_id=row[0])
 
     def list(self) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT id, workspace_id, label, created_at, revoked_at FROM knowledge.caller_tokens"
-                " ORDER BY created_at, id")).all()
+        rows = self._all(
+            "SELECT id, workspace_id, label, created_at, revoked_at FROM knowledge.caller_tokens"
+            " ORDER BY created_at, id",
+        )
         return [{"id": str(r[0]), "workspace_id": r[1], "label": r[2], "created_at": r[3].isoformat(),
                  "revoked_at": r[4].isoformat() if r[4] else None} for r in rows]
 
