@@ -277,9 +277,9 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
         return run_status(request.args.get("run_id", ""), deps)
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
-        if is_tick(body):
+        if is_scheduler_call(body, "tick"):
             return run_tick(deps)
-        if is_sweep(body):
+        if is_scheduler_call(body, "sweep"):
             return run_sweep(deps)
         message = crawl_request_from(body, request.headers)
     except _TooLarge:
@@ -323,22 +323,13 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
     return _json_response(summary, 200)
 
 
-def is_tick(body: bytes) -> bool:
-    """Cloud Scheduler's tick: exactly ``{"tick": true}``."""
+def is_scheduler_call(body: bytes, job: str) -> bool:
+    """Cloud Scheduler's ``job`` (tick, sweep): a body of exactly ``{"<job>": true}``."""
     try:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError):
         return False
-    return data == {"tick": True}
-
-
-def is_sweep(body: bytes) -> bool:
-    """Cloud Scheduler's sweep: exactly ``{"sweep": true}``."""
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return data == {"sweep": True}
+    return data == {job: True}
 
 
 def run_sweep(deps: Deps) -> HttpResponse:
