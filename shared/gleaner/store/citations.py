@@ -12,8 +12,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.errors import InvalidInput
 from gleaner.provenance.citations import Citation, find
 from gleaner.provenance.quotes import QuoteRefusal
@@ -89,14 +87,13 @@ class CitationStore(SqlStore):
         if not isinstance(found, Citation):
             return Refused(found)
         citation_id = str(uuid.uuid5(_CITATION_NAMESPACE, f"{current.snapshot_id}:{found.start}:{found.end}"))
-        with self._tx() as conn:
-            conn.execute(
-                sa.text("INSERT INTO knowledge.citations (id, site_domain, document_id, snapshot_id, version,"
-                        " text_hash, span_start, span_end, quote) VALUES (:i, :s, :d, :sn, :v, :h, :a, :b, :q)"
-                        " ON CONFLICT (id) DO NOTHING"),
-                {"i": citation_id, "s": document["site_domain"], "d": document["id"], "sn": current.snapshot_id,
-                 "v": current.version, "h": current.text_hash, "a": found.start, "b": found.end, "q": found.text},
-            )
+        self._write(
+            "INSERT INTO knowledge.citations (id, site_domain, document_id, snapshot_id, version,"
+            " text_hash, span_start, span_end, quote) VALUES (:i, :s, :d, :sn, :v, :h, :a, :b, :q)"
+            " ON CONFLICT (id) DO NOTHING",
+            {"i": citation_id, "s": document["site_domain"], "d": document["id"], "sn": current.snapshot_id,
+             "v": current.version, "h": current.text_hash, "a": found.start, "b": found.end, "q": found.text},
+        )
         stored = self.citation(citation_id)
         assert stored is not None
         return stored

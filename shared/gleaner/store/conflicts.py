@@ -115,13 +115,12 @@ class ConflictStore(SqlStore):
         """Move a conflict to the operator's status; False if there is no such conflict."""
         if status is ConflictStatus.OPEN:
             raise InvalidInput("a conflict is set to acknowledged, resolved or false_positive")
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text("UPDATE knowledge.document_conflicts SET status = CAST(:st AS knowledge.conflict_status),"
-                        " updated_at = now(), resolved_at = CASE WHEN :st IN ('resolved', 'false_positive')"
-                        "   THEN now() ELSE NULL END WHERE id = CAST(:i AS uuid) RETURNING id"),
-                {"i": conflict_id, "st": str(status)},
-            ).first()
+        row = self._write_first(
+            "UPDATE knowledge.document_conflicts SET status = CAST(:st AS knowledge.conflict_status),"
+            " updated_at = now(), resolved_at = CASE WHEN :st IN ('resolved', 'false_positive')"
+            "   THEN now() ELSE NULL END WHERE id = CAST(:i AS uuid) RETURNING id",
+            {"i": conflict_id, "st": str(status)},
+        )
         return row is not None
 
 

@@ -98,22 +98,19 @@ class ReferenceStore(SqlStore):
         for index, row in enumerate(rows):
             first.setdefault((row.workspace_id, row.normalised_url), index)
         unique = [rows[i] for i in sorted(first.values())]
-        with self.engine.begin() as conn:
-            inserted = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.feed_articles (workspace_id, feed_source, external_url, normalised_url,"
-                    " title, summary, published_at, passed)"
-                    " SELECT w, fs, eu, nu, t, s, CAST(p AS timestamptz), true FROM unnest(CAST(:w AS text[]),"
-                    " CAST(:fs AS text[]), CAST(:eu AS text[]), CAST(:nu AS text[]), CAST(:t AS text[]),"
-                    " CAST(:s AS text[]), CAST(:p AS text[])) AS x(w, fs, eu, nu, t, s, p)"
-                    " ON CONFLICT (workspace_id, normalised_url) DO NOTHING"
-                    " RETURNING id, workspace_id, normalised_url"
-                ),
-                {"w": [r.workspace_id for r in unique], "fs": [r.feed_source for r in unique],
-                 "eu": [r.external_url for r in unique], "nu": [r.normalised_url for r in unique],
-                 "t": [r.title for r in unique], "s": [r.summary for r in unique],
-                 "p": [_iso(r.published_at) for r in unique]},
-            ).all()
+        inserted = self._write_all(
+            "INSERT INTO knowledge.feed_articles (workspace_id, feed_source, external_url, normalised_url,"
+            " title, summary, published_at, passed)"
+            " SELECT w, fs, eu, nu, t, s, CAST(p AS timestamptz), true FROM unnest(CAST(:w AS text[]),"
+            " CAST(:fs AS text[]), CAST(:eu AS text[]), CAST(:nu AS text[]), CAST(:t AS text[]),"
+            " CAST(:s AS text[]), CAST(:p AS text[])) AS x(w, fs, eu, nu, t, s, p)"
+            " ON CONFLICT (workspace_id, normalised_url) DO NOTHING"
+            " RETURNING id, workspace_id, normalised_url",
+            {"w": [r.workspace_id for r in unique], "fs": [r.feed_source for r in unique],
+             "eu": [r.external_url for r in unique], "nu": [r.normalised_url for r in unique],
+             "t": [r.title for r in unique], "s": [r.summary for r in unique],
+             "p": [_iso(r.published_at) for r in unique]},
+        )
         new_ids = {(str(r[1]), str(r[2])): str(r[0]) for r in inserted}
         out: list[str | None] = []
         for index, row in enumerate(rows):
@@ -170,19 +167,16 @@ class ReferenceStore(SqlStore):
 
     def upsert_document(self, url: str, title: str, kind: str) -> str:
         """The reference's source document (id = uuid5 "sd:" + url) under the ``_references`` site."""
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.documents (id, site_domain, kind, path, origin, source_url,"
-                    " canonical_url, url_hash, title, status)"
-                    " VALUES (:id, :s, CAST(:k AS knowledge.document_kind), :p, 'scrape', :u, :u, :h, :t,"
-                    " 'discovered')"
-                    " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
-                    " DO UPDATE SET title = EXCLUDED.title, kind = EXCLUDED.kind, updated_at = now() RETURNING id"
-                ),
-                {"id": source_document_id(url), "s": REFERENCES_SITE, "k": kind,
-                 "p": "/" + host_of(url) + path_of(url), "u": url, "h": url_hash(url), "t": title},
-            ).one()
+        row = self._write_first(
+            "INSERT INTO knowledge.documents (id, site_domain, kind, path, origin, source_url,"
+            " canonical_url, url_hash, title, status)"
+            " VALUES (:id, :s, CAST(:k AS knowledge.document_kind), :p, 'scrape', :u, :u, :h, :t,"
+            " 'discovered')"
+            " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
+            " DO UPDATE SET title = EXCLUDED.title, kind = EXCLUDED.kind, updated_at = now() RETURNING id",
+            {"id": source_document_id(url), "s": REFERENCES_SITE, "k": kind,
+             "p": "/" + host_of(url) + path_of(url), "u": url, "h": url_hash(url), "t": title},
+        )
         return str(row[0])
 
     def land(self, item: ReferenceRow, ledger_ids: Sequence[str]) -> bool:
@@ -229,17 +223,14 @@ class ReferenceStore(SqlStore):
         """Record a finding once per (flag, URL, reason, ledger rows); True if this call wrote it."""
         ids = sorted(ledger_ids)
         key = hashlib.sha1("\x1f".join([flag, url, reason, *ids]).encode("utf-8")).hexdigest()
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.ingestion_quality_log (flag_type, severity, source_url, reason,"
-                    " feed_article_ids, details, dedup_key)"
-                    " VALUES (:f, :sev, :u, :why, CAST(:ids AS uuid[]), CAST(:d AS jsonb), :k)"
-                    " ON CONFLICT (dedup_key) DO NOTHING RETURNING id"
-                ),
-                {"f": flag, "sev": severity, "u": url, "why": reason, "ids": ids,
-                 "d": json.dumps(details or {}, default=str, sort_keys=True), "k": key},
-            ).first()
+        row = self._write_first(
+            "INSERT INTO knowledge.ingestion_quality_log (flag_type, severity, source_url, reason,"
+            " feed_article_ids, details, dedup_key)"
+            " VALUES (:f, :sev, :u, :why, CAST(:ids AS uuid[]), CAST(:d AS jsonb), :k)"
+            " ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+            {"f": flag, "sev": severity, "u": url, "why": reason, "ids": ids,
+             "d": json.dumps(details or {}, default=str, sort_keys=True), "k": key},
+        )
         return row is not None
 
     def quality_log(self, url: str | None = None) -> list[dict[str, Any]]:

@@ -50,11 +50,10 @@ def _control(row: Any) -> RunControl:
 class RunControlStore(CounterStore):
     def touch_run(self, run_id: str) -> RunStatus | None:
         """Record that a stage works on the run now; the run's status (None if there is no such run)."""
-        with self._tx() as conn:
-            status = conn.execute(
-                sa.text("UPDATE knowledge.crawl_runs SET heartbeat_at = now() WHERE id = :r RETURNING status::text"),
-                {"r": run_id},
-            ).scalar()
+        status = self._write_scalar(
+            "UPDATE knowledge.crawl_runs SET heartbeat_at = now() WHERE id = :r RETURNING status::text",
+            {"r": run_id},
+        )
         return RunStatus(status) if status is not None else None
 
     def run_control(self, run_id: str) -> RunControl | None:
@@ -105,15 +104,12 @@ class RunControlStore(CounterStore):
     def claim_run(self, run_id: str, worker: str, status: RunStatus, *, seen_status: RunStatus,
                   seen_worker: str | None) -> bool:
         """Hand the run to ``worker`` in ``status`` if nobody changed it since it was read (resume)."""
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status), worker = :w,"
-                    " heartbeat_at = now(), finished_at = NULL"
-                    " WHERE id = :r AND status::text = :seen AND worker IS NOT DISTINCT FROM :seen_w RETURNING id"
-                ),
-                {"st": str(status), "w": worker, "r": run_id, "seen": str(seen_status), "seen_w": seen_worker},
-            ).first()
+        row = self._write_first(
+            "UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status), worker = :w,"
+            " heartbeat_at = now(), finished_at = NULL"
+            " WHERE id = :r AND status::text = :seen AND worker IS NOT DISTINCT FROM :seen_w RETURNING id",
+            {"st": str(status), "w": worker, "r": run_id, "seen": str(seen_status), "seen_w": seen_worker},
+        )
         return row is not None
 
     def unsettled_pages(self, run_id: str) -> int:

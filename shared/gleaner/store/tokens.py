@@ -9,8 +9,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.errors import InvalidInput
 from gleaner.store.sqlstore import SqlStore
 
@@ -49,12 +47,11 @@ class TokenStore(SqlStore):
         """A new token for the workspace: ``{"id", "workspace_id", "token"}``; the token is shown only here."""
         workspace_id = validate_workspace(workspace_id)
         token = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).decode().rstrip("=")
-        with self.engine.begin() as conn:
-            token_id = conn.execute(
-                sa.text("INSERT INTO knowledge.caller_tokens (workspace_id, token_sha256, label)"
-                        " VALUES (:w, :d, :l) RETURNING id"),
-                {"w": workspace_id, "d": digest(token), "l": label},
-            ).scalar_one()
+        token_id = self._write_scalar(
+            "INSERT INTO knowledge.caller_tokens (workspace_id, token_sha256, label)"
+            " VALUES (:w, :d, :l) RETURNING id",
+            {"w": workspace_id, "d": digest(token), "l": label},
+        )
         return {"id": str(token_id), "workspace_id": workspace_id, "token": token}
 
     def caller_for(self, token: str) -> Caller | None:
@@ -80,10 +77,9 @@ class TokenStore(SqlStore):
 
     def revoke(self, token_id: str) -> bool:
         """True if a live token with that id was revoked now."""
-        with self.engine.begin() as conn:
-            done = conn.execute(
-                sa.text("UPDATE knowledge.caller_tokens SET revoked_at = now()"
-                        " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL RETURNING id"),
-                {"i": token_id},
-            ).first()
+        done = self._write_first(
+            "UPDATE knowledge.caller_tokens SET revoked_at = now()"
+            " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL RETURNING id",
+            {"i": token_id},
+        )
         return done is not None
