@@ -333,7 +333,7 @@ def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str
 
 def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
-    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps.engine, site)]}
+    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps, site)]}
 
 
 def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
@@ -342,16 +342,16 @@ def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     glob, action = text_field(body, "glob"), text_field(body, "action")
     if action not in ("skip", "block"):
         raise HttpError(400, "action must be skip or block")
-    rule, applied = rules.add_rule(deps.engine, site, str(glob), action, text_field(body, "reason", False))
+    rule, applied = rules.add_rule(deps, site, str(glob), action, text_field(body, "reason", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 
 def delete_rule(deps: Deps, req: ApiRequest, site: str, rule_id: str) -> dict[str, Any]:
     site = check_site(deps, site)
     rule_id = check_uuid(rule_id, "rule")
-    if rule_id not in {r.id for r in rules.list_rules(deps.engine, site)}:
+    if rule_id not in {r.id for r in rules.list_rules(deps, site)}:
         raise HttpError(404, f"no rule {rule_id} on {site}")
-    rule, applied = rules.remove_rule(deps.engine, rule_id)
+    rule, applied = rules.remove_rule(deps, rule_id)
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 

@@ -24,10 +24,8 @@ def tokens_group() -> None:
 @guard
 def tokens_add(workspace: str, label: str, as_json: bool) -> None:
     """Create a token for WORKSPACE and print it (it is stored hashed: this is the only time it is shown)."""
-    from gleaner.store.tokens import TokenStore
-
     with open_deps(load_settings()) as deps:
-        created = TokenStore(deps.engine).add(workspace, label)
+        created = deps.tokens.add(workspace, label)
     if as_json:
         click.echo(json.dumps({"token": created["token"], "id": created["id"],
                                "workspace_id": created["workspace_id"]}))
@@ -42,10 +40,8 @@ def tokens_add(workspace: str, label: str, as_json: bool) -> None:
 @guard
 def tokens_list(as_json: bool) -> None:
     """Every token (never the token itself): id, workspace, label, created, revoked."""
-    from gleaner.store.tokens import TokenStore
-
     with open_deps(load_settings()) as deps:
-        rows = TokenStore(deps.engine).list()
+        rows = deps.tokens.list()
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -59,11 +55,9 @@ def tokens_list(as_json: bool) -> None:
 @guard
 def tokens_revoke(token_id: str) -> None:
     """Revoke a token by its id: requests with it are refused from now on."""
-    from gleaner.store.tokens import TokenStore
-
     if not is_uuid(token_id):
         fail(f"{token_id!r} is not a token id (see `gleaner tokens list`)", 2)
     with open_deps(load_settings()) as deps:
-        if not TokenStore(deps.engine).revoke(token_id):
+        if not deps.tokens.revoke(token_id):
             fail(f"no live token {token_id}")
     click.echo(f"gleaner: revoked {token_id}", err=True)

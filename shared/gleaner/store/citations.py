@@ -87,7 +87,7 @@ class CitationStore(SqlStore):
         if not isinstance(found, Citation):
             return Refused(found)
         citation_id = str(uuid.uuid5(_CITATION_NAMESPACE, f"{current.snapshot_id}:{found.start}:{found.end}"))
-        self._write(
+        self._run(
             "INSERT INTO knowledge.citations (id, site_domain, document_id, snapshot_id, version,"
             " text_hash, span_start, span_end, quote) VALUES (:i, :s, :d, :sn, :v, :h, :a, :b, :q)"
             " ON CONFLICT (id) DO NOTHING",

@@ -55,7 +55,7 @@ class RunStore(SqlStore):
     def save_run_robots(self, run_id: str, origin: str, state: str, reason: str,
                         body: bytes | None) -> tuple[str, str, bytes | None]:
         """Store the run's decision for origin unless one exists; return the decision that stands."""
-        self._write(
+        self._run(
             "INSERT INTO knowledge.crawl_run_robots (run_id, origin, state, reason, body)"
             " VALUES (:r, :o, :s, :why, :b) ON CONFLICT (run_id, origin) DO NOTHING",
             {"r": run_id, "o": origin, "s": state, "why": reason, "b": body},
@@ -107,7 +107,7 @@ class RunStore(SqlStore):
 
     def record_run_error(self, run_id: str, error: str) -> None:
         """Note an error on a run without changing its status (e.g. ingest failed after it finished)."""
-        self._write(
+        self._run(
             "UPDATE knowledge.crawl_runs SET error = :e WHERE id = :r",
             {"e": error, "r": run_id},
         )
@@ -125,7 +125,7 @@ class RunStore(SqlStore):
 
     def finish_map(self, run_id: str, raw_map_uri: str, beyond_limit: int = 0) -> None:
         """Mark the run mapped; ``beyond_limit`` URLs were discovered past its limit (the run ends partial)."""
-        self._write(
+        self._run(
             "UPDATE knowledge.crawl_runs SET raw_map_uri = :u, status = 'mapped', urls_beyond_limit = :b,"
             " urls_discovered = (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r)"
             " WHERE id = :r AND status IN ('queued', 'mapping')",

@@ -30,6 +30,11 @@ class SqlStore:
     def _tx(self) -> Any:
         return self.engine.begin()
 
+    def _run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """One write in a transaction of its own; the rows it touched."""
+        with self.engine.begin() as conn:
+            return int(conn.execute(sa.text(sql), dict(params or {})).rowcount or 0)
+
     def _all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
         """Every row of one read, on a connection of its own."""
         with self.engine.connect() as conn:
@@ -46,11 +51,6 @@ class SqlStore:
         """The first column of the first row of one read (None if there is none)."""
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).scalar()
-
-    def _write(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
-        """One statement in a transaction of its own, committed before this returns."""
-        with self._tx() as conn:
-            conn.execute(sa.text(sql), dict(params or {}))
 
     def _write_first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """One statement in a transaction of its own; the first row it returns (None if none)."""

@@ -43,6 +43,8 @@ def validate_workspace(value: str) -> str:
 
 
 class TokenStore(SqlStore):
+    """The caller tokens; the composition root hands one out (``deps.tokens``)."""
+
     def add(self, workspace_id: str, label: str = "") -> dict[str, str]:
         """A new token for the workspace: ``{"id", "workspace_id", "token"}``; the token is shown only here."""
         workspace_id = validate_workspace(workspace_id)
