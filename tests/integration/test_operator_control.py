@@ -45,9 +45,7 @@ def doc(deps, path):
 
 
 def events_of(deps, document_id):
-    from gleaner.changes.events import list_events
-
-    return [e.type for e in list_events(deps.metadata.engine, site=SITE) if e.document_id == document_id]
+    return [e.type for e in deps.metadata.list_events(site=SITE) if e.document_id == document_id]
 
 
 def ledger(deps, run_id, path):

@@ -42,9 +42,8 @@ from datetime import datetime
 from typing import Any
 
 from gleaner.app import Deps
-from gleaner.changes import delivery, subscriptions
+from gleaner.changes import delivery
 from gleaner.changes.diff import diff_versions, previous_version
-from gleaner.changes.events import list_events
 from gleaner.errors import InvalidInput
 from gleaner.operator import review, rules
 from gleaner.operator import sites as operator_sites
@@ -287,12 +286,12 @@ def get_changes(deps: Deps, req: ApiRequest) -> dict[str, Any]:
             raise HttpError(400, "since must be an ISO 8601 time") from None
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
-    events = list_events(deps.engine, site=site, since=since, limit=limit)
+    events = deps.metadata.list_events(site=site, since=since, limit=limit)
     return {"events": [e.to_dict() for e in events]}
 
 
 def get_subscriptions(deps: Deps, req: ApiRequest) -> dict[str, Any]:
-    return {"subscriptions": [s.public() for s in subscriptions.active(deps.engine)]}
+    return {"subscriptions": [s.public() for s in deps.metadata.active_subscriptions()]}
 
 
 def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
@@ -301,12 +300,12 @@ def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
         sub = check_uuid(sub, "subscription")
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
-    return {"deliveries": delivery.deliveries(deps, sub, limit)}
+    return {"deliveries": deps.metadata.delivery_log(sub, limit)}
 
 
 def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     delivery_id = check_uuid(delivery_id, "delivery")
-    if not delivery.requeue(deps, delivery_id):
+    if not deps.metadata.requeue_delivery(delivery_id):
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
     return {"delivery_id": delivery_id, "result": result.value}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -30,8 +30,6 @@ from gleaner.store.blobs import snapshot_content_key
 from gleaner.urls import canonicalize
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from gleaner.app import Deps
 
 GENERATOR = "gleaner.concatenate/1"
@@ -64,20 +62,6 @@ class CompositeSource:
     snapshot_id: str | None
     version: int | None
     content_ref: str | None
-
-
-def ingestible(engine: Engine, snapshot_ids: Iterable[str]) -> list[str]:
-    """Transitional, for callers still holding an engine: ``deps.metadata.ingestible`` is the way in."""
-    from gleaner.store.routing import RoutingStore
-
-    return RoutingStore(engine).ingestible(snapshot_ids)
-
-
-def route_ingested(engine: Engine, snapshot_ids: Sequence[str]) -> int:
-    """Transitional, for callers still holding an engine: ``deps.metadata.route_ingested`` is the way in."""
-    from gleaner.store.routing import RoutingStore
-
-    return RoutingStore(engine).route_ingested(snapshot_ids)
 
 
 def create_composite(deps: Deps, site: str, title: str, urls: Sequence[str], *, kind: str | None = None,

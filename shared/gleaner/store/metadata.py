@@ -21,8 +21,12 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``runcontrol.py``: heartbeats, ending, claiming and sweeping runs (``RunControlStore``);
 - ``snapshots.py``: versioning changed content (``SnapshotStore``);
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
-  ingest (``ReadStore``).
-
+  ingest (``ReadStore``);
+- ``events.py``: change events, listed and drained by the outbox (``EventStore``);
+  recorded by the other modules inside the transaction of their change, as is the
+  lifecycle (``lifecycle.py``);
+- ``subscriptions.py`` and ``deliveries.py``: webhook subscriptions, the delivery
+  queue and its log (``SubscriptionStore``, ``DeliveryStore``);
 - ``prefetch.py``: answers map and sample kept for scrape, a walked page's links (``PrefetchStore``);
 - ``lastmod.py``: sitemap lastmods on the ledger (``LastmodStore``);
 - ``rules.py``: the operator's skip / block rules and their materialisation (``RuleStore``);
@@ -40,6 +44,8 @@ those statements carry out (which rule gates a page, when a site is due) are pur
 from __future__ import annotations
 
 from gleaner.store.counters import CounterStore
+from gleaner.store.deliveries import DeliveryStore
+from gleaner.store.events import EventStore
 from gleaner.store.fetches import FetchStore
 from gleaner.store.lastmod import LastmodStore
 from gleaner.store.prefetch import PrefetchStore
@@ -53,10 +59,12 @@ from gleaner.store.runs import RunStore
 from gleaner.store.schedule import ScheduleStore
 from gleaner.store.sites import SiteStore
 from gleaner.store.snapshots import SnapshotStore
+from gleaner.store.subscriptions import SubscriptionStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
-                    LastmodStore, RuleStore, ReviewStore, RoutingStore, SiteStore, ScheduleStore):
+                    LastmodStore, RuleStore, ReviewStore, RoutingStore, SiteStore, ScheduleStore, EventStore,
+                    SubscriptionStore, DeliveryStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

@@ -17,10 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.changes.events import Change, EventType, record_changes
+from gleaner.changes.events import Change, EventType
 from gleaner.errors import InvalidInput
 from gleaner.operator.hooks import StatusChange
 from gleaner.operator.rules import Applied, Gate, Rule, RuleAction, RuleTarget, plan_rules
+from gleaner.store.events import record_changes
 from gleaner.store.sqlstore import SqlStore, json_rows
 
 _RULE_COLUMNS = "id, site_domain, glob, action::text, reason, created_at"
