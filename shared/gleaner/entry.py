@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from gleaner.app import Deps, process_deps
 from gleaner.errors import ConfigError, InvalidInput, PermanentError, RetryableError
 from gleaner.messages import CrawlRequested, Message, ScrapeBatch, decode
+from gleaner.web import BodyRefused, read_body
 
 log = logging.getLogger("gleaner.entry")
 
@@ -178,17 +179,10 @@ def _dispatch(message: Message, deps: Deps) -> str:
 
 
 def _read_body(request: Any, limit: int) -> bytes:
-    declared = request.content_length
-    if declared is not None and declared > limit:
-        raise _TooLarge(declared)
-    body: bytes = request.stream.read(limit + 1) if declared is None else request.get_data(cache=True)
-    if len(body) > limit:
-        raise _TooLarge(len(body))
-    return body
+    """The body through the one capped reader of every HTTP surface (:func:`gleaner.web.read_body`).
 
-
-class _TooLarge(Exception):
-    pass
+    Through werkzeug's stream, opened only once the reader decides to read; BodyRefused otherwise."""
+    return read_body(request.environ, limit, lambda: request.stream)
 
 
 def bearer_ok(request: Any, secret: str) -> bool:
@@ -277,13 +271,13 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
         return run_status(request.args.get("run_id", ""), deps)
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
-        if is_tick(body):
+        if is_scheduler_call(body, "tick"):
             return run_tick(deps)
-        if is_sweep(body):
+        if is_scheduler_call(body, "sweep"):
             return run_sweep(deps)
         message = crawl_request_from(body, request.headers)
-    except _TooLarge:
-        return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
+    except BodyRefused as exc:
+        return _json_response({"error": exc.message}, exc.status)
     except InvalidInput as exc:
         return _json_response({"error": str(exc)}, 400)
     from gleaner import logs
@@ -323,22 +317,13 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
     return _json_response(summary, 200)
 
 
-def is_tick(body: bytes) -> bool:
-    """Cloud Scheduler's tick: exactly ``{"tick": true}``."""
+def is_scheduler_call(body: bytes, job: str) -> bool:
+    """Cloud Scheduler's ``job`` (tick, sweep): a body of exactly ``{"<job>": true}``."""
     try:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError):
         return False
-    return data == {"tick": True}
-
-
-def is_sweep(body: bytes) -> bool:
-    """Cloud Scheduler's sweep: exactly ``{"sweep": true}``."""
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return data == {"sweep": True}
+    return data == {job: True}
 
 
 def run_sweep(deps: Deps) -> HttpResponse:
@@ -418,8 +403,8 @@ def _task_message(request: Any, expect: type[M], deps: Deps) -> M | HttpResponse
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
         message = decode(body, expect)
-    except _TooLarge:
-        return _json_response({"error": "task body too large"}, 413)
+    except BodyRefused as exc:
+        return _json_response({"error": "task body too large" if exc.status == 413 else exc.message}, exc.status)
     except InvalidInput as exc:
         log.error("rejecting malformed task: %s", exc)
         return _json_response({"error": str(exc)}, 400)
@@ -444,7 +429,7 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     from gleaner.backoffice.wsgi import serves
-    from gleaner.web import query_of, read_body
+    from gleaner.web import query_of
     from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
@@ -456,8 +441,7 @@ def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
 
     def body() -> bytes:
         reading.append(True)
-        # Through werkzeug's stream (opened only once read_body decides to read), which counts what was read.
-        return read_body(environ, cap, lambda: request.stream)
+        return _read_body(request, cap)
 
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},

@@ -9,8 +9,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.errors import InvalidInput
 from gleaner.store.sqlstore import SqlStore
 
@@ -51,31 +49,39 @@ class TokenStore(SqlStore):
         """A new token for the workspace: ``{"id", "workspace_id", "token"}``; the token is shown only here."""
         workspace_id = validate_workspace(workspace_id)
         token = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).decode().rstrip("=")
-        with self._tx() as conn:
-            token_id = conn.execute(
-                sa.text("INSERT INTO knowledge.caller_tokens (workspace_id, token_sha256, label)"
-                        " VALUES (:w, :d, :l) RETURNING id"),
-                {"w": workspace_id, "d": digest(token), "l": label},
-            ).scalar_one()
+        token_id = self._write_scalar(
+            "INSERT INTO knowledge.caller_tokens (workspace_id, token_sha256, label)"
+            " VALUES (:w, :d, :l) RETURNING id",
+            {"w": workspace_id, "d": digest(token), "l": label},
+        )
         return {"id": str(token_id), "workspace_id": workspace_id, "token": token}
 
     def caller_for(self, token: str) -> Caller | None:
         """The workspace a live token acts for, or None (unknown or revoked)."""
         wanted = digest(token)
-        row = self._first("SELECT workspace_id, token_sha256 FROM knowledge.caller_tokens"
-                          " WHERE token_sha256 = :d AND revoked_at IS NULL", {"d": wanted})
+        row = self._first(
+            "SELECT workspace_id, token_sha256 FROM knowledge.caller_tokens"
+            " WHERE token_sha256 = :d AND revoked_at IS NULL",
+            {"d": wanted},
+        )
         # The index probe found the row by digest; compare again in constant time all the same.
         if row is None or not hmac.compare_digest(bytes(row[1]), wanted):
             return None
         return Caller(workspace_id=row[0])
 
     def list(self) -> list[dict[str, Any]]:
-        rows = self._all("SELECT id, workspace_id, label, created_at, revoked_at FROM knowledge.caller_tokens"
-                         " ORDER BY created_at, id")
+        rows = self._all(
+            "SELECT id, workspace_id, label, created_at, revoked_at FROM knowledge.caller_tokens"
+            " ORDER BY created_at, id",
+        )
         return [{"id": str(r[0]), "workspace_id": r[1], "label": r[2], "created_at": r[3].isoformat(),
                  "revoked_at": r[4].isoformat() if r[4] else None} for r in rows]
 
     def revoke(self, token_id: str) -> bool:
         """True if a live token with that id was revoked now."""
-        return self._run("UPDATE knowledge.caller_tokens SET revoked_at = now()"
-                         " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL", {"i": token_id}) > 0
+        done = self._write_first(
+            "UPDATE knowledge.caller_tokens SET revoked_at = now()"
+            " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL RETURNING id",
+            {"i": token_id},
+        )
+        return done is not None
