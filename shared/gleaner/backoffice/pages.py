@@ -19,9 +19,10 @@ import jinja2
 
 from gleaner.app import Deps
 from gleaner.backoffice import api
-from gleaner.backoffice.api import ApiRequest, HttpError
+from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
 from gleaner.errors import InvalidInput
 from gleaner.store import browse
+from gleaner.store.references import QUALITY_FLAGS
 
 # Run statuses after which nothing changes: the run page stops refreshing.
 TERMINAL_RUN_STATUSES = frozenset({"finished", "partial", "failed", "cancelled", "interrupted"})
@@ -41,6 +42,7 @@ class PageRequest:
     path: str
     query: Mapping[str, str] = field(default_factory=dict)
     form: Mapping[str, str] = field(default_factory=dict)
+    access: Access = OPERATOR
 
 
 @cache
@@ -58,7 +60,7 @@ def render(template: str, code: int = 200, **context: Any) -> Page:
 
 
 def _api(req: PageRequest, path: str, **query: str) -> ApiRequest:
-    return ApiRequest("GET", path, {**req.query, **query})
+    return ApiRequest("GET", path, {**req.query, **query}, access=req.access)
 
 
 def home(deps: Deps, req: PageRequest) -> Page:
@@ -78,7 +80,7 @@ def site_page(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
-    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode())
+    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode(), req.access)
 
 
 def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
@@ -88,7 +90,7 @@ def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def remove_rule(deps: Deps, req: PageRequest, site: str, rule_id: str) -> Page:
-    api.delete_rule(deps, ApiRequest("DELETE", ""), site, rule_id)
+    api.delete_rule(deps, _command(req), site, rule_id)
     return Page(303, location=f"/ui/sites/{site}")
 
 
@@ -141,14 +143,29 @@ def conflicts_page(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def settle_conflict(deps: Deps, req: PageRequest, site: str, conflict_id: str) -> Page:
-    body = json.dumps({"status": req.form.get("status", "")}).encode()
-    api.post_conflict(deps, ApiRequest("POST", "", {}, body), site, conflict_id)
+    api.post_conflict(deps, _command(req, status=req.form.get("status", "")), site, conflict_id)
     return Page(303, location=f"/ui/sites/{site}/conflicts")
 
 
 def retry_delivery(deps: Deps, req: PageRequest, delivery_id: str) -> Page:
-    api.post_retry(deps, ApiRequest("POST", ""), delivery_id)
+    api.post_retry(deps, _command(req), delivery_id)
     return Page(303, location="/ui/changes")
+
+
+def cancel_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    api.post_cancel(deps, _command(req), run_id)
+    return Page(303, location=f"/ui/runs/{run_id}")
+
+
+def resume_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    api.post_resume(deps, _command(req), run_id)
+    return Page(303, location=f"/ui/runs/{run_id}")
+
+
+def quality_page(deps: Deps, req: PageRequest) -> Page:
+    listing = api.get_quality(deps, _api(req, ""))
+    return render("quality.html", listing=listing, kinds=QUALITY_FLAGS, kind=req.query.get("kind", ""),
+                  since=req.query.get("since", ""))
 
 
 PageHandler = Callable[..., Page]
@@ -156,6 +173,8 @@ _SEG = r"([^/]+)"
 PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
     (re.compile(r"/ui/?"), {"GET": home}),
     (re.compile(rf"/ui/runs/{_SEG}"), {"GET": run_page}),
+    (re.compile(rf"/ui/runs/{_SEG}/cancel"), {"POST": cancel_run}),
+    (re.compile(rf"/ui/runs/{_SEG}/resume"), {"POST": resume_run}),
     (re.compile(rf"/ui/sites/{_SEG}"), {"GET": site_page}),
     (re.compile(rf"/ui/sites/{_SEG}/tree"), {"GET": tree_fragment}),
     (re.compile(rf"/ui/sites/{_SEG}/documents"), {"GET": documents_page}),
@@ -168,6 +187,7 @@ PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
     (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
     (re.compile(r"/ui/changes/?"), {"GET": changes_page}),
     (re.compile(rf"/ui/deliveries/{_SEG}/retry"), {"POST": retry_delivery}),
+    (re.compile(r"/ui/quality/?"), {"GET": quality_page}),
 ]
 
 
