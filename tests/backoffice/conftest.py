@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
 
 from gleaner.app import Deps
+from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.demo import demo_pages
 from gleaner.runner import crawl, new_request
 from gleaner.serve import WebhookServer
@@ -65,3 +69,33 @@ def kept(make_deps: Any) -> Iterator[Kept]:
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         with WebhookServer(deps, port=0) as server:
             yield Kept(deps, site, server, first, second)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(app: BackofficeApp, method: str, path: str, *, token: str | None = None, authorization: str | None = None,
+         query: Mapping[str, Any] | None = None, json_body: Any = None, form: bytes | None = None,
+         cookie: str | None = None) -> Answer:
+    """One request straight into the WSGI app, as a same-origin client sends it (JSON commands)."""
+    body = form if form is not None else (json.dumps(json_body).encode() if json_body is not None else b"")
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": urlencode(query or {}),
+        "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)), "HTTP_HOST": "backoffice.example",
+        "CONTENT_TYPE": "application/x-www-form-urlencoded" if form is not None else "application/json"}
+    if token is not None:
+        authorization = f"Bearer {token}"
+    if authorization is not None:
+        environ["HTTP_AUTHORIZATION"] = authorization
+    if cookie is not None:
+        environ["HTTP_COOKIE"] = cookie
+    seen: list[Any] = []
+    out = b"".join(app(environ, lambda status, headers, exc_info=None: seen.extend((status, headers))))
+    return Answer(int(seen[0].split()[0]), dict(seen[1]), out)
