@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -14,10 +16,10 @@ import pytest
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.demo import demo_pages
+from gleaner.demo import article, demo_pages
 from gleaner.runner import crawl, new_request
 from gleaner.serve import WebhookServer
-from gleaner.testsite import TestSite
+from gleaner.testsite import Page, TestSite
 
 SITE = "demo.test"
 CHANGED = "/docs/install"
@@ -53,6 +55,36 @@ class Kept:
             page.modified += 120
             self.site.pages[path] = page
         return crawl(self.deps, new_request(self.site.url + "/", site_domain=SITE))
+
+
+    def crawl_in_background(self) -> tuple[threading.Thread, str]:
+        """Start another crawl on a thread; (the thread, the new run's id) once the run exists."""
+        before = {r["run_id"] for r in self.deps.metadata.recent_runs(50)}
+        crawler = threading.Thread(target=lambda: crawl(self.deps, new_request(self.site.url + "/", site_domain=SITE)))
+        crawler.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            run_id = next((r["run_id"] for r in self.deps.metadata.recent_runs(50) if r["run_id"] not in before), None)
+            if run_id:
+                return crawler, run_id
+            time.sleep(0.1)
+        raise AssertionError("the crawl did not start")
+
+
+def held_page(release: threading.Event, title: str, seconds: float = 4) -> Page:
+    """A page that answers only once ``release`` is set (or after ``seconds``, under the tests' fetch
+    timeout): a run that reaches it stays going while the test looks."""
+
+    def handler(h: Any) -> None:
+        release.wait(seconds)
+        data = article(title, title + ":held").encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html; charset=utf-8")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    return Page("", handler=handler)
 
 
 @pytest.fixture
