@@ -40,6 +40,7 @@ from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access
+from gleaner.callers import identity_claims
 from gleaner.store.tokens import TOKEN_PREFIX, SiteToken, TokenStore
 
 log = logging.getLogger(__name__)
@@ -124,8 +125,10 @@ class BackofficeApp:
         """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
         without an operator bearer, on loopback) the operator."""
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
-        if header:
-            scheme, _, token = header.partition(" ")
+        scheme, _, token = header.partition(" ")
+        # A Google identity token there is Cloud Run's gate (IAM admitted the caller, e.g. through
+        # `gcloud run services proxy`), never the back office's credential: the cookie still decides.
+        if header and not (scheme.lower() == "bearer" and identity_claims(token.strip()) is not None):
             return self._token_access(token.strip()) if scheme.lower() == "bearer" else None
         session = _cookie(environ)
         if session is not None and self.bearer is not None:
