@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from gleaner import runcontrol
 from gleaner.app import Deps
@@ -377,6 +377,13 @@ def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str
     return value
 
 
+def choice_field(body: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    value = body.get(name)
+    if value not in allowed:
+        raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
+    return str(value)
+
+
 def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps.engine, site)]}
@@ -385,10 +392,8 @@ def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
-    glob, action = text_field(body, "glob"), text_field(body, "action")
-    if action not in ("skip", "block"):
-        raise HttpError(400, "action must be skip or block")
-    rule, applied = rules.add_rule(deps.engine, site, str(glob), action, text_field(body, "reason", False))
+    rule, applied = rules.add_rule(deps.engine, site, str(text_field(body, "glob")),
+                                   choice_field(body, "action", ("skip", "block")), text_field(body, "reason", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 
@@ -409,10 +414,8 @@ def get_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
-    url, decision = text_field(body, "url"), text_field(body, "decision")
-    if decision not in ("include", "exclude"):
-        raise HttpError(400, "decision must be include or exclude")
-    decided = review.decide(deps, str(url), str(decision), site_domain=site, reason=text_field(body, "reason", False))
+    decided = review.decide(deps, str(text_field(body, "url")), choice_field(body, "decision", ("include", "exclude")),
+                            site_domain=site, reason=text_field(body, "reason", False))
     return {"decided": decided.to_dict()}
 
 
@@ -426,10 +429,8 @@ def get_conflicts(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> dict[str, Any]:
     site = check_site(deps, site)
     conflict_id = check_uuid(conflict_id, "conflict")
-    status = text_field(json_body(req), "status")
     settled = tuple(s.value for s in ConflictStatus if s is not ConflictStatus.OPEN)
-    if status not in settled:
-        raise HttpError(400, f"status must be one of {', '.join(settled)}")
+    status = choice_field(json_body(req), "status", settled)
     if conflict_id not in {c["id"] for c in deps.provenance.list_conflicts(site)}:
         raise HttpError(404, f"no conflict {conflict_id} on {site}")
     deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
@@ -481,43 +482,53 @@ def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 
+H = TypeVar("H")
 Handler = Callable[..., dict[str, Any] | Answer]
-_SEG = r"([^/]+)"
-ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
-    (re.compile(r"/v1/sites/?"), {"GET": get_sites}),
-    (re.compile(rf"/v1/sites/{_SEG}/tree"), {"GET": get_tree}),
-    (re.compile(rf"/v1/sites/{_SEG}/documents"), {"GET": get_documents}),
-    (re.compile(r"/v1/runs/?"), {"GET": get_runs}),
-    (re.compile(rf"/v1/runs/{_SEG}"), {"GET": get_run}),
-    (re.compile(rf"/v1/runs/{_SEG}/urls"), {"GET": get_run_urls}),
-    (re.compile(rf"/v1/runs/{_SEG}/cancel"), {"POST": post_cancel}),
-    (re.compile(rf"/v1/runs/{_SEG}/resume"), {"POST": post_resume}),
-    (re.compile(rf"/v1/documents/{_SEG}"), {"GET": get_document}),
-    (re.compile(rf"/v1/documents/{_SEG}/versions/{_SEG}"), {"GET": get_version}),
-    (re.compile(rf"/v1/documents/{_SEG}/diff"), {"GET": get_diff}),
-    (re.compile(r"/v1/changes/?"), {"GET": get_changes}),
-    (re.compile(r"/v1/notify/subscriptions/?"), {"GET": get_subscriptions}),
-    (re.compile(r"/v1/notify/deliveries/?"), {"GET": get_deliveries}),
-    (re.compile(rf"/v1/notify/deliveries/{_SEG}/retry"), {"POST": post_retry}),
-    (re.compile(rf"/v1/sites/{_SEG}/rules/?"), {"GET": get_rules, "POST": post_rule}),
-    (re.compile(rf"/v1/sites/{_SEG}/rules/{_SEG}"), {"DELETE": delete_rule}),
-    (re.compile(rf"/v1/sites/{_SEG}/review/?"), {"GET": get_review, "POST": post_review}),
-    (re.compile(rf"/v1/sites/{_SEG}/conflicts/?"), {"GET": get_conflicts}),
-    (re.compile(rf"/v1/sites/{_SEG}/conflicts/{_SEG}"), {"POST": post_conflict}),
-    (re.compile(r"/v1/quality/?"), {"GET": get_quality}),
-]
 
 
-def route(path: str) -> tuple[dict[str, Handler], tuple[str, ...]] | None:
-    for pattern, methods in ROUTES:
+def compile_routes(table: Mapping[str, dict[str, H]]) -> list[tuple[re.Pattern[str], dict[str, H]]]:
+    """``{"/v1/runs/{run}": {"GET": fn}}`` as patterns: each ``{name}`` is one path segment (pages use it too)."""
+    return [(re.compile(re.sub(r"\{[a-z_]+\}", "([^/]+)", path)), methods) for path, methods in table.items()]
+
+
+def find_route(routes: list[tuple[re.Pattern[str], dict[str, H]]], path: str
+               ) -> tuple[dict[str, H], tuple[str, ...]] | None:
+    """The methods of the first route matching the whole path, and the path's segments it names."""
+    for pattern, methods in routes:
         match = pattern.fullmatch(path)
         if match:
             return methods, match.groups()
     return None
 
 
+_API: dict[str, dict[str, Handler]] = {
+    "/v1/sites/?": {"GET": get_sites},
+    "/v1/sites/{site}/tree": {"GET": get_tree},
+    "/v1/sites/{site}/documents": {"GET": get_documents},
+    "/v1/runs/?": {"GET": get_runs},
+    "/v1/runs/{run}": {"GET": get_run},
+    "/v1/runs/{run}/urls": {"GET": get_run_urls},
+    "/v1/runs/{run}/cancel": {"POST": post_cancel},
+    "/v1/runs/{run}/resume": {"POST": post_resume},
+    "/v1/documents/{document}": {"GET": get_document},
+    "/v1/documents/{document}/versions/{version}": {"GET": get_version},
+    "/v1/documents/{document}/diff": {"GET": get_diff},
+    "/v1/changes/?": {"GET": get_changes},
+    "/v1/notify/subscriptions/?": {"GET": get_subscriptions},
+    "/v1/notify/deliveries/?": {"GET": get_deliveries},
+    "/v1/notify/deliveries/{delivery}/retry": {"POST": post_retry},
+    "/v1/sites/{site}/rules/?": {"GET": get_rules, "POST": post_rule},
+    "/v1/sites/{site}/rules/{rule}": {"DELETE": delete_rule},
+    "/v1/sites/{site}/review/?": {"GET": get_review, "POST": post_review},
+    "/v1/sites/{site}/conflicts/?": {"GET": get_conflicts},
+    "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
+    "/v1/quality/?": {"GET": get_quality},
+}
+ROUTES = compile_routes(_API)
+
+
 def handle(req: ApiRequest, deps: Deps) -> Answer:
-    found = route(req.path)
+    found = find_route(ROUTES, req.path)
     if found is None:
         return 404, {"error": f"no such endpoint {req.path[:200]}"}
     methods, args = found

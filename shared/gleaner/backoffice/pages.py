@@ -8,7 +8,6 @@ folder expansion and the run page's refresh while a run is going.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -169,40 +168,39 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 PageHandler = Callable[..., Page]
-_SEG = r"([^/]+)"
-PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
-    (re.compile(r"/ui/?"), {"GET": home}),
-    (re.compile(rf"/ui/runs/{_SEG}"), {"GET": run_page}),
-    (re.compile(rf"/ui/runs/{_SEG}/cancel"), {"POST": cancel_run}),
-    (re.compile(rf"/ui/runs/{_SEG}/resume"), {"POST": resume_run}),
-    (re.compile(rf"/ui/sites/{_SEG}"), {"GET": site_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/tree"), {"GET": tree_fragment}),
-    (re.compile(rf"/ui/sites/{_SEG}/documents"), {"GET": documents_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/rules"), {"POST": add_rule}),
-    (re.compile(rf"/ui/sites/{_SEG}/rules/{_SEG}/remove"), {"POST": remove_rule}),
-    (re.compile(rf"/ui/sites/{_SEG}/review"), {"GET": review_page, "POST": decide_review}),
-    (re.compile(rf"/ui/sites/{_SEG}/conflicts"), {"GET": conflicts_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/conflicts/{_SEG}"), {"POST": settle_conflict}),
-    (re.compile(rf"/ui/documents/{_SEG}"), {"GET": document_page}),
-    (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
-    (re.compile(r"/ui/changes/?"), {"GET": changes_page}),
-    (re.compile(rf"/ui/deliveries/{_SEG}/retry"), {"POST": retry_delivery}),
-    (re.compile(r"/ui/quality/?"), {"GET": quality_page}),
-]
+_PAGES: dict[str, dict[str, PageHandler]] = {
+    "/ui/?": {"GET": home},
+    "/ui/runs/{run}": {"GET": run_page},
+    "/ui/runs/{run}/cancel": {"POST": cancel_run},
+    "/ui/runs/{run}/resume": {"POST": resume_run},
+    "/ui/sites/{site}": {"GET": site_page},
+    "/ui/sites/{site}/tree": {"GET": tree_fragment},
+    "/ui/sites/{site}/documents": {"GET": documents_page},
+    "/ui/sites/{site}/rules": {"POST": add_rule},
+    "/ui/sites/{site}/rules/{rule}/remove": {"POST": remove_rule},
+    "/ui/sites/{site}/review": {"GET": review_page, "POST": decide_review},
+    "/ui/sites/{site}/conflicts": {"GET": conflicts_page},
+    "/ui/sites/{site}/conflicts/{conflict}": {"POST": settle_conflict},
+    "/ui/documents/{document}": {"GET": document_page},
+    "/ui/documents/{document}/versions/{version}": {"GET": version_page},
+    "/ui/changes/?": {"GET": changes_page},
+    "/ui/deliveries/{delivery}/retry": {"POST": retry_delivery},
+    "/ui/quality/?": {"GET": quality_page},
+}
+PAGES = api.compile_routes(_PAGES)
 
 
 def handle(req: PageRequest, deps: Deps) -> Page:
-    for pattern, methods in PAGES:
-        match = pattern.fullmatch(req.path)
-        if match is None:
-            continue
-        fn = methods.get("GET" if req.method == "HEAD" else req.method)
-        if fn is None:
-            return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
-        try:
-            return fn(deps, req, *match.groups())
-        except HttpError as exc:
-            return render("error.html", exc.status, status=exc.status, message=exc.message)
-        except InvalidInput as exc:
-            return render("error.html", 400, status=400, message=str(exc))
-    return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
+    found = api.find_route(PAGES, req.path)
+    if found is None:
+        return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
+    methods, args = found
+    fn = methods.get("GET" if req.method == "HEAD" else req.method)
+    if fn is None:
+        return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
+    try:
+        return fn(deps, req, *args)
+    except HttpError as exc:
+        return render("error.html", exc.status, status=exc.status, message=exc.message)
+    except InvalidInput as exc:
+        return render("error.html", 400, status=400, message=str(exc))

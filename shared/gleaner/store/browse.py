@@ -124,24 +124,16 @@ def documents(engine: Engine, site: str, *, status: str | None = None, policy: s
     """One page of a site's documents by path, filtered; ``direct_only``: only those right under ``prefix``."""
     where = ["d.site_domain = :s", "NOT d.is_deleted"]
     params: dict[str, Any] = {"s": site, "n": limit, "o": offset}
-    if status:
-        where.append("d.status::text = :st")
-        params["st"] = status
-    if policy:
-        where.append("d.scrape_policy::text = :po")
-        params["po"] = policy
-    if origin:
-        where.append("d.origin::text = :og")
-        params["og"] = origin
-    if tag:
-        where.append(":tg = ANY(d.tags)")
-        params["tg"] = tag
-    if prefix:
-        where.append("d.path LIKE :pf")
-        params["pf"] = _like_prefix(prefix)
-        if direct_only:
-            where.append("position('/' in substr(d.path, :pn)) = 0")
-            params["pn"] = len(prefix) + 1
+    filters = (("st", status, "d.status::text = :st"), ("po", policy, "d.scrape_policy::text = :po"),
+               ("og", origin, "d.origin::text = :og"), ("tg", tag, ":tg = ANY(d.tags)"),
+               ("pf", _like_prefix(prefix) if prefix else None, "d.path LIKE :pf"))
+    for key, value, clause in filters:
+        if value:
+            where.append(clause)
+            params[key] = value
+    if prefix and direct_only:
+        where.append("position('/' in substr(d.path, :pn)) = 0")
+        params["pn"] = len(prefix) + 1
     clause = " AND ".join(where)
     with engine.connect() as conn:
         rows = conn.execute(sa.text(
