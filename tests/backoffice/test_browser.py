@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 
+from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
+from gleaner.operator.sites import add_site
+from gleaner.serve import WebhookServer
+from gleaner.store.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Kept, held_page
 
 CHROMIUM = "/usr/bin/chromium"
@@ -262,3 +266,24 @@ def test_every_other_page_renders_and_is_kept_as_a_screenshot(kept: Kept, browse
         shot(browser, tmp_path, name)
     assert "404" in browser.find_element(By.TAG_NAME, "h1").text
     assert sorted(p.stem for p in tmp_path.glob("*.png")) == sorted(pages)
+
+
+def test_behind_a_bearer_a_site_token_logs_in_and_sees_its_own_site_only(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    token = TokenStore(kept.deps.engine).add_site(SITE)["token"]
+    add_site(kept.deps, "http://127.0.0.1:9/", site_domain="later.test", every="6h")  # another tenant
+    guarded = BackofficeApp(kept.deps, bearer="operator-secret")  # as when bound beyond loopback
+    with WebhookServer(kept.deps, port=0, routes=[("/v1/", guarded), ("/ui/", guarded)]) as server:
+        browser.get(server.url + "/ui/")
+        wait_for(browser, 'input[name="token"]').send_keys("glt_wrong")
+        shot(browser, tmp_path, "login")
+        browser.find_element(By.CSS_SELECTOR, "form button").click()
+        assert "not the right one" in wait_for(browser, "p.error").text
+        wait_for(browser, 'input[name="token"]').send_keys(token)
+        browser.find_element(By.CSS_SELECTOR, "form button").click()
+        sites = wait_for(browser, "table").text
+        assert SITE in sites and "later.test" not in browser.page_source
+        shot(browser, tmp_path, "home-as-site")
+        browser.get(server.url + "/ui/sites/later.test")
+        assert "404" in wait_for(browser, "h1").text
