@@ -75,7 +75,12 @@ def test_runs_docs_and_show_read_back_what_a_crawl_stored(cli_env):
     runs = gleaner(cli_env, "runs")
     detail = gleaner(cli_env, "runs", run_id)
     docs = gleaner(cli_env, "docs", "demo.test")
-    assert run_id in runs.stdout and "finished" in runs.stdout
+    header, row = runs.stdout.splitlines()[:2]
+    assert header.split()[:10] == ["run", "status", "site", "found", "fetched", "304", "failed", "new", "changed",
+                                   "same"]
+    summary = json.loads(crawl.stdout)
+    assert row.split()[:10] == [run_id, "finished", "demo.test", str(summary["discovered"]), str(summary["fetched"]),
+                                "0", "0", str(summary["snapshots"]["new"]), "0", "0"]
     assert "robots-denied" in detail.stdout and "fetched" in detail.stdout
     assert "docs/" in docs.stdout and "install  [active, scrape, v1]" in docs.stdout
     assert "login  [discovered, skip (rule: login page)]" in docs.stdout

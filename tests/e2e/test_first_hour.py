@@ -123,6 +123,14 @@ def test_a_port_with_nothing_listening_says_connection_refused(tmp_path):
         assert internal not in result.stderr
 
 
+def test_a_crawl_that_cannot_start_says_why_once(tmp_path):
+    env = clean_env(GLEANER_HOME=str(tmp_path / "home"), GLEANER_ALLOW_NETWORKS="127.0.0.0/8")
+    result = gleaner(env, "crawl", f"http://127.0.0.1:{free_port()}/", "--delay", "0")
+    assert result.returncode == 1
+    assert result.stderr.count("connection refused") == 1, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("gleaner: error: ")
+
+
 def test_loopback_without_the_allow_setting_names_the_setting(tmp_path):
     env = clean_env(GLEANER_HOME=str(tmp_path / "home"))
     with demo_site() as site:

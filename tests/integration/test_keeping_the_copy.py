@@ -106,6 +106,9 @@ def test_a_page_that_changes_is_one_changed_event_and_diff_shows_what_changed(ma
     assert answer["diff"].startswith(f"--- {about} v1\n+++ {about} v2\n")
     text = gleaner(env, "diff", about)
     assert text.stdout == answer["diff"]
+    first = gleaner(env, "diff", site.url + "/docs/install")
+    assert first.stdout.startswith(f"--- /dev/null\n+++ {site.url}/docs/install v1\n")
+    assert "v1 is the first version" in first.stderr
 
 
 def test_a_page_that_answers_404_is_removed_keeps_its_versions_and_is_restored_when_it_answers_again(

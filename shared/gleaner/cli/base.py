@@ -163,6 +163,10 @@ def main(verbose: int, tenant: str | None) -> None:
         # SQLAlchemy's pool logs a multi-line traceback when it drops a connection the server closed (a
         # restart); Gleaner reports the failure in one line and retries. The tracebacks stay for -vv.
         logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
+    if verbose < 1:
+        # A dead letter is recorded on its run, and the command's own last line reports the run's error
+        # (exit_for_run); logging it too printed every failure twice. -v shows the log line again.
+        logging.getLogger("gleaner.deadletters").setLevel(logging.CRITICAL)
 
 
 def exit_for_run(summary: dict[str, Any]) -> None:

@@ -58,11 +58,18 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     if not runs:
         click.echo(f"no runs yet in {settings.data_dir} (GLEANER_HOME; `gleaner info` shows where data lives): "
                    "try `gleaner demo`")
+    else:
+        click.echo(_RUN_ROW.format("run", "status", "site", "found", "fetched", "304", "failed", "new", "changed",
+                                   "same", "started"))
     for r in runs:
         s = r["snapshots"]
-        click.echo(f"{r['run_id']}  {r['status']:<9} {r['site_domain']:<24} disc {r['discovered']:>5}  "
-                   f"incl {r['included']:>5}  fetched {r['fetched']:>5}  failed {r['failed']:>4}  "
-                   f"snap +{s['new']} ~{s['changed']} ={s['unchanged']}  {r['started_at'] or ''}")
+        started = (r["started_at"] or "")[:19].replace("T", " ")
+        click.echo(_RUN_ROW.format(r["run_id"], r["status"], r["site_domain"], r["discovered"], r["fetched"],
+                                   r["not_modified"], r["failed"], s["new"], s["changed"], s["unchanged"], started))
+
+
+# One row per run: counts right-aligned under their header, the site cut to its column.
+_RUN_ROW = "{:<36}  {:<11} {:<24.24} {:>6} {:>7} {:>6} {:>6} {:>5} {:>7} {:>6}  {}"
 
 
 @main.command("docs")

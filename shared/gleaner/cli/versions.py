@@ -42,6 +42,8 @@ def diff_cmd(url: str, site_domain: str | None, from_version: int | None, to_ver
         return
     if not result.diff:
         click.echo(f"v{result.from_version} and v{result.to_version} have the same content", err=True)
+    elif old is None:
+        click.echo(f"v{result.to_version} is the first version: all of it shows as added", err=True)
     click.echo(result.diff, nl=False)
 
 
