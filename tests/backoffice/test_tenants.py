@@ -231,6 +231,8 @@ def test_a_site_token_logs_into_the_pages_and_sees_only_its_site_until_revoked(t
     assert other.token not in session
     home = call(app, "GET", "/ui/", cookie=session)
     assert home.status == 200 and OTHER.encode() in home.body and SITE.encode() not in home.body
+    assert b"/ui/quality" not in home.body  # the operator's page is not offered
+    assert b"/ui/quality" in call(app, "GET", "/ui/", token=OPERATOR).body
     assert call(app, "GET", f"/ui/sites/{OTHER}", cookie=session).status == 200
     for page in (f"/ui/sites/{SITE}", f"/ui/runs/{tenants.demo.run}", f"/ui/documents/{tenants.demo.doc}",
                  f"/ui/sites/{SITE}/conflicts"):

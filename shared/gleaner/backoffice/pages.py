@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import jinja2
 
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
@@ -51,6 +52,8 @@ def environment() -> jinja2.Environment:
                              lstrip_blocks=True)
     env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     env.globals["terminal"] = TERMINAL_RUN_STATUSES
+    # The operator's pages (the quality log) are linked only where the request sees every tenant.
+    env.globals["every_tenant"] = lambda: tenancy.current().all_tenants
     return env
 
 
