@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
     from gleaner.store.texts import TextStore
+    from gleaner.store.tokens import TokenStore
 
 
 T = TypeVar("T")
@@ -137,6 +138,13 @@ class Deps:
             return secret[0]
 
         return Blocklist(self.provenance, load)
+
+    @_built_once
+    def tokens(self) -> TokenStore:
+        """Bearer tokens of HTTP callers (``gleaner tokens``, the webhook's caller check)."""
+        from gleaner.store.tokens import TokenStore
+
+        return TokenStore(self.engine)
 
     @_built_once
     def texts(self) -> TextStore:

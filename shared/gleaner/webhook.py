@@ -39,14 +39,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.app import Deps
 from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
 from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.references import ArticleRow
-from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller, TokenStore
+from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller
 from gleaner.tenancy import scope
 from gleaner.urls import canonicalize
 from gleaner.web import BodyRefused
@@ -282,7 +280,7 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         if exc.rejected:
             answer["rejected"] = exc.rejected
         return 400, answer
-    except (sa.exc.DBAPIError, DatabaseRefused) as exc:
+    except DatabaseRefused as exc:
         if is_permanent(exc):
             # The database refused the input itself (a value it cannot store): retrying cannot help.
             log.warning("webhook input refused by the database: %s", exc)
@@ -310,7 +308,7 @@ def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
     if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), secret.encode("utf-8")):
         return ADMIN
     if token.startswith(TOKEN_PREFIX) and len(token) < 100:
-        caller = TokenStore(deps.engine).caller_for(token)
+        caller = deps.tokens.caller_for(token)
         if caller is not None:
             return caller
     return 401, {"error": "wrong bearer token"}

@@ -101,7 +101,7 @@ def test_change_events_list_the_new_documents_then_the_one_change(kept: Kept):
 
 
 def test_subscriptions_hide_their_secret_and_a_failed_delivery_can_be_retried(kept: Kept):
-    sub = subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/hook", site=None, types=(),
+    sub = subscriptions.add(kept.deps.metadata, "http://127.0.0.1:9/hook", site=None, types=(),
                             allow=kept.deps.settings.allow_networks)
     listed = kept.get("/v1/notify/subscriptions").json()["subscriptions"]
     assert [s["id"] for s in listed] == [sub.id] and "secret" not in listed[0]

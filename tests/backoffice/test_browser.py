@@ -125,7 +125,7 @@ def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept
 def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
 
-    subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/hook", site=None, types=(),
+    subscriptions.add(kept.deps.metadata, "http://127.0.0.1:9/hook", site=None, types=(),
                       allow=kept.deps.settings.allow_networks)
     kept.recrawl("/about")
     browser.get(kept.url + "/ui/changes")

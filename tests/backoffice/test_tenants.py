@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from gleaner import tenancy
 from gleaner.backoffice import api
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.changes import delivery, subscriptions
+from gleaner.changes import subscriptions
 from gleaner.cli import main
 from gleaner.runner import crawl, new_request
 from gleaner.store.tokens import TokenStore
@@ -96,7 +96,7 @@ def _tenant(kept: Kept, app: BackofficeApp, site: str, run: str, subscription: s
     rule = call(app, "POST", f"/v1/sites/{site}/rules", token=OPERATOR,
                 json_body={"glob": "/legal/*", "action": "skip"}).json()["rule"]["id"]
     conflicts = call(app, "GET", f"/v1/sites/{site}/conflicts", token=OPERATOR).json()["conflicts"]
-    failed = delivery.deliveries(kept.deps, subscription, 1)
+    failed = kept.deps.metadata.delivery_log(subscription, 1)
     token = TokenStore(kept.deps.engine).add_site(site)["token"]
     with tenancy.scope(site):  # the same URL is a document of both tenants
         doc = kept.deps.metadata.document_by_url(kept.site.url + CHANGED)
@@ -109,8 +109,8 @@ def _tenant(kept: Kept, app: BackofficeApp, site: str, run: str, subscription: s
 @pytest.fixture
 def tenants(kept: Kept) -> Iterator[Tenants]:
     allow = kept.deps.settings.allow_networks
-    demo_sub = subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/demo", site=SITE, types=(), allow=allow)
-    other_sub = subscriptions.add(kept.deps.engine, "http://127.0.0.1:9/other", site=OTHER, types=(), allow=allow)
+    demo_sub = subscriptions.add(kept.deps.metadata, "http://127.0.0.1:9/demo", site=SITE, types=(), allow=allow)
+    other_sub = subscriptions.add(kept.deps.metadata, "http://127.0.0.1:9/other", site=OTHER, types=(), allow=allow)
     kept.recrawl("/about", copies={"/pricing": "/about"})  # a failed delivery and an open conflict on demo.test
     other_run = crawl(kept.deps, new_request(kept.site.url + "/", site_domain=OTHER))
     app = BackofficeApp(kept.deps, bearer=OPERATOR)

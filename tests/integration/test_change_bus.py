@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from gleaner.app import Deps
 from gleaner.bus.gcp import GcpBus
 from gleaner.changes import outbox
-from gleaner.changes.events import TOPIC, list_events
+from gleaner.changes.events import TOPIC
 from gleaner.config import Settings
 from gleaner.demo import demo_pages
 from gleaner.messages import DeliveryTask, decode
@@ -42,7 +42,7 @@ def test_a_crawls_change_events_reach_the_documents_changed_topic_as_the_events_
     with TestSite(pages, max_seconds=60) as site:
         pages.update(demo_pages(site.url))
         crawl(local, new_request(site.url + "/", site_domain="demo.test"))
-    recorded = list_events(local.engine)
+    recorded = local.metadata.list_events()
     assert len(recorded) == 13
     # The same database, now published by the cloud bus: mark the events unpublished as a crash would.
     with local.engine.begin() as conn:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from gleaner.changes.events import list_events
 from gleaner.provenance.conflicts import ConflictStatus
 from gleaner.runner import crawl, new_request
 from gleaner.stages.conflicts import label_duplicates
@@ -33,7 +32,7 @@ def test_the_same_article_at_two_urls_and_a_reformatted_copy_at_a_third_open_one
         assert set(urls) == copies  # every copy is labelled; the unrelated article is not
         original = max(copies, key=urls.count)  # the one both conflicts name
         assert urls.count(original) == 2
-        opened = [e for e in list_events(deps.engine, site="news.test") if e.type == "conflict.opened"]
+        opened = [e for e in deps.metadata.list_events(site="news.test") if e.type == "conflict.opened"]
         assert len(opened) == 2 and {e.document_id for e in opened} <= {c["b"]["document_id"] for c in conflicts} | {
             c["a"]["document_id"] for c in conflicts}
 
@@ -43,7 +42,7 @@ def test_the_same_article_at_two_urls_and_a_reformatted_copy_at_a_third_open_one
                                        " WHERE current_snapshot_id IS NOT NULL")).scalars().all()
     assert label_duplicates(deps, [str(s) for s in current]) == []  # the detector again finds what is recorded
     assert len(deps.provenance.list_conflicts("news.test")) == 2
-    assert len([e for e in list_events(deps.engine, site="news.test") if e.type == "conflict.opened"]) == 2
+    assert len([e for e in deps.metadata.list_events(site="news.test") if e.type == "conflict.opened"]) == 2
 
 
 def test_an_operator_settles_a_conflict_and_it_stays_settled_when_found_again(deps):

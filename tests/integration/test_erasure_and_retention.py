@@ -6,7 +6,6 @@ import json
 
 import sqlalchemy as sa
 
-from gleaner.changes.events import list_events
 from gleaner.provenance.verification import CitedSpan, VerifyState
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch, wire
@@ -55,7 +54,7 @@ def test_erase_then_recrawl_and_the_same_content_at_another_url_stores_nothing(d
         assert _count(deps, "SELECT scrape_policy::text FROM knowledge.documents WHERE id = :d",
                       d=document["id"]) == "skip"
         assert _count(deps, "SELECT requested_by || ':' || reason FROM knowledge.erasures") == "tester:request 42"
-        removed = [e for e in list_events(deps.engine, site=SITE) if e.type == "document.removed"]
+        removed = [e for e in deps.metadata.list_events(site=SITE) if e.type == "document.removed"]
         assert [e.document_id for e in removed] == [document["id"]]
 
         texts = _count(deps, "SELECT count(*) FROM knowledge.canonical_texts")

@@ -12,7 +12,7 @@ from gleaner.cli.operating import drain_local
 from gleaner.decide.port import PageDecision, PageFacts
 from gleaner.decide.rules import RuleDecider
 from gleaner.operator.review import decide, review_list
-from gleaner.operator.routing import create_composite, list_composites, routings_of
+from gleaner.operator.routing import create_composite, list_composites
 from gleaner.operator.rules import add_rule, list_rules, remove_rule
 from gleaner.operator.schedule import tick
 from gleaner.operator.sites import add_site, get_site
@@ -45,9 +45,7 @@ def doc(deps, path):
 
 
 def events_of(deps, document_id):
-    from gleaner.changes.events import list_events
-
-    return [e.type for e in list_events(deps.metadata.engine, site=SITE) if e.document_id == document_id]
+    return [e.type for e in deps.metadata.list_events(site=SITE) if e.document_id == document_id]
 
 
 def ledger(deps, run_id, path):
@@ -61,7 +59,7 @@ def test_a_skip_rule_survives_a_scheduled_run_without_excludes_and_the_site_neve
         run(deps, site)
         assert doc(deps, "/blog/2026/provenance")["scrape_policy"] == "scrape"
         add_site(deps, site.url + "/", site_domain=SITE, every="1h", now=T0)
-        rule, applied = add_rule(deps.metadata.engine, SITE, "/blog/*", "skip", "not our knowledge")
+        rule, applied = add_rule(deps, SITE, "/blog/*", "skip", "not our knowledge")
         # Materialised at once onto the documents the rule matches, the section page included.
         assert doc(deps, "/blog/2026/provenance")["scrape_policy"] == "skip"
         assert doc(deps, "/blog")["scrape_policy"] == "skip"
@@ -77,13 +75,13 @@ def test_a_skip_rule_survives_a_scheduled_run_without_excludes_and_the_site_neve
     # One ledger row per run for a skipped URL: excluded, by the operator, never fetched.
     assert ledger(deps, run_id, "/blog/2026/provenance") == [("exclude", "operator", None)]
 
-    remove_rule(deps.metadata.engine, rule.id)
+    remove_rule(deps, rule.id)
     assert doc(deps, "/blog/2026/provenance")["scrape_policy"] == "scrape"
-    assert list_rules(deps.metadata.engine, SITE) == []
+    assert list_rules(deps, SITE) == []
 
 
 def test_a_rule_skips_pages_first_discovered_after_it_was_added(deps):
-    add_rule(deps.metadata.engine, SITE, "/docs/*", "skip")
+    add_rule(deps, SITE, "/docs/*", "skip")
     with demo_site() as site:
         summary = run(deps, site)
         assert not [p for p in site.paths() if p.startswith("/docs")]
@@ -92,7 +90,7 @@ def test_a_rule_skips_pages_first_discovered_after_it_was_added(deps):
 
 
 def test_a_blocked_page_is_versioned_but_never_ingested_or_routed_until_the_rule_goes(deps):
-    rule, _ = add_rule(deps.metadata.engine, SITE, "/pricing", "block", "legal review")
+    rule, _ = add_rule(deps, SITE, "/pricing", "block", "legal review")
     with demo_site() as site:
         run(deps, site)
         assert site.requested("/pricing") >= 1  # gate 2 fetches
@@ -101,13 +99,13 @@ def test_a_blocked_page_is_versioned_but_never_ingested_or_routed_until_the_rule
     assert pricing["current_snapshot_id"] is not None  # versioned
     assert scalar(deps, "SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s",
                   s=pricing["current_snapshot_id"]) == 0  # no canonical text
-    assert routings_of(deps.metadata.engine, pricing["id"]) == []
-    assert routings_of(deps.metadata.engine, doc(deps, "/about")["id"]) == [
+    assert deps.metadata.routings_of(pricing["id"]) == []
+    assert deps.metadata.routings_of(doc(deps, "/about")["id"]) == [
         {"destination": "rag", "target_ref": None, "priority": None, "enabled": True}]
 
     assert events_of(deps, pricing["id"]) == ["document.blocked"]  # never document.new: no change notification
 
-    _, applied = remove_rule(deps.metadata.engine, rule.id)
+    _, applied = remove_rule(deps, rule.id)
     assert events_of(deps, pricing["id"]) == ["document.blocked", "document.unblocked"]
     assert applied.unblocked_snapshots == (pricing["current_snapshot_id"],)
     from gleaner.messages import SnapshotsWritten
@@ -117,16 +115,16 @@ def test_a_blocked_page_is_versioned_but_never_ingested_or_routed_until_the_rule
     assert doc(deps, "/pricing")["status"] == "active"
     assert scalar(deps, "SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s",
                   s=pricing["current_snapshot_id"]) == 1
-    assert [r["destination"] for r in routings_of(deps.metadata.engine, pricing["id"])] == ["rag"]
+    assert [r["destination"] for r in deps.metadata.routings_of(pricing["id"])] == ["rag"]
 
 
 def test_blocking_a_routed_page_takes_its_routing_away_and_a_recrawl_keeps_it_blocked(deps):
     with demo_site() as site:
         run(deps, site)
         about = doc(deps, "/about")
-        assert routings_of(deps.metadata.engine, about["id"])
-        add_rule(deps.metadata.engine, SITE, "/about", "block")
-        assert routings_of(deps.metadata.engine, about["id"]) == []
+        assert deps.metadata.routings_of(about["id"])
+        add_rule(deps, SITE, "/about", "block")
+        assert deps.metadata.routings_of(about["id"]) == []
         set_version(site, "/about")
         site.pages["/about"].modified += 60
         second = run(deps, site)
@@ -135,7 +133,7 @@ def test_blocking_a_routed_page_takes_its_routing_away_and_a_recrawl_keeps_it_bl
     assert after["status"] == "blocked" and after["current_snapshot_id"] != about["current_snapshot_id"]
     assert scalar(deps, "SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s",
                   s=after["current_snapshot_id"]) == 0
-    assert routings_of(deps.metadata.engine, about["id"]) == []
+    assert deps.metadata.routings_of(about["id"]) == []
     assert events_of(deps, about["id"]) == ["document.new", "document.blocked"]  # the new version goes unannounced
 
 
@@ -252,7 +250,7 @@ def test_review_decisions_settle_needs_review_and_persist_across_runs(make_deps)
 def test_an_operator_include_outranks_a_skip_rule(deps):
     with demo_site() as site:
         run(deps, site)
-        add_rule(deps.metadata.engine, SITE, "/docs/*", "skip")
+        add_rule(deps, SITE, "/docs/*", "skip")
         decide(deps, site.url + "/docs/install", "include")
         assert doc(deps, "/docs/install")["scrape_policy"] == "scrape"
         assert doc(deps, "/docs/api")["scrape_policy"] == "skip"
@@ -276,8 +274,8 @@ def test_a_composite_has_its_own_snapshot_takes_over_its_sources_routing_and_goe
         assert b"# Using the API" in deps.blobs.get(snap[3])
         assert scalar(deps, "SELECT count(*) FROM knowledge.snapshot_texts WHERE snapshot_id = :s",
                       s=composite.snapshot_id) == 1  # ingested
-        assert [r["destination"] for r in routings_of(deps.metadata.engine, composite.id)] == ["rag"]
-        assert routings_of(deps.metadata.engine, install["id"]) == []  # subsumed
+        assert [r["destination"] for r in deps.metadata.routings_of(composite.id)] == ["rag"]
+        assert deps.metadata.routings_of(install["id"]) == []  # subsumed
         pinned = {s["document_id"]: s["snapshot_id"] for s in composite.sources}
         assert pinned == {install["id"]: install["current_snapshot_id"], api["id"]: api["current_snapshot_id"]}
         assert [c.status for c in list_composites(deps, SITE)] == ["generated"]
@@ -287,7 +285,7 @@ def test_a_composite_has_its_own_snapshot_takes_over_its_sources_routing_and_goe
         run(deps, site)
     [after] = list_composites(deps, SITE)
     assert after.status == "stale"
-    assert routings_of(deps.metadata.engine, install["id"]) == []  # still folded into the composite
+    assert deps.metadata.routings_of(install["id"]) == []  # still folded into the composite
 
 
 def test_a_sites_own_budget_bounds_its_scheduled_runs(deps):

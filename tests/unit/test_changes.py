@@ -9,11 +9,24 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from gleaner.changes import signing
-from gleaner.changes.delivery import backoff
+from gleaner.changes.delivery import AttemptResult, backoff, judge
 from gleaner.changes.diff import diff_versions, previous_version
-from gleaner.changes.events import Change, EventType
-from gleaner.changes.lifecycle import FetchFacts, Status, Transition, event_for, next_status
+from gleaner.changes.events import Change, ChangeEvent, EventType
+from gleaner.changes.lifecycle import (
+    DocumentState,
+    FetchFacts,
+    Move,
+    Status,
+    Transition,
+    changes_for,
+    event_for,
+    moves_for,
+    next_status,
+)
+from gleaner.changes.outbox import planned_deliveries
+from gleaner.changes.subscriptions import Subscription
 from gleaner.export import export_path, export_paths
+from gleaner.store.deliveries import Response
 
 DOC = "8f0c9e1e-0000-4000-8000-000000000001"
 
@@ -58,6 +71,48 @@ def test_next_status_follows_the_lifecycle(current, has_snapshot, fetch, streak,
 ])
 def test_each_transition_emits_at_most_one_event(previous, to, has_snapshot, event):
     assert event_for(previous, to, has_snapshot) == event
+
+
+def test_a_batch_moves_only_the_documents_whose_status_changes_and_announces_what_downstream_held():
+    gone, flaky, back, new = (f"8f0c9e1e-0000-4000-8000-00000000000{i}" for i in range(2, 6))
+    states = [DocumentState(gone, Status.ACTIVE, True, 1), DocumentState(flaky, Status.ACTIVE, True, 1),
+              DocumentState(back, Status.FAILED, True, 0), DocumentState(new, Status.DISCOVERED, False, 1)]
+    facts = [FetchFacts(gone, "unavailable", 404), FetchFacts(flaky, "unavailable", 503),
+             FetchFacts(back, "not-modified", 304), FetchFacts(new, "unavailable", 404, "HTTP 404")]
+    moves = moves_for(states, facts)
+    assert moves == [Move(gone, Status.ACTIVE, Status.FAILED, "HTTP 404", True),
+                     Move(back, Status.FAILED, Status.ACTIVE, None, True),
+                     Move(new, Status.DISCOVERED, Status.FAILED, "first fetch: unavailable HTTP 404", False)]
+    # The never-versioned page fails silently: downstream never heard of it.
+    assert [(c.document_id, c.type) for c in changes_for(moves, "r1")] == [(gone, EventType.REMOVED),
+                                                                          (back, EventType.RESTORED)]
+
+
+def _event(site: str, type: EventType, at: str) -> ChangeEvent:
+    return ChangeEvent(event_id="e-" + site + at, type=str(type), site_domain=site, document_id=DOC, url=None,
+                       run_id=None, version=1, snapshot_id=None, content_hash=None, previous_version=None,
+                       occurred_at=at)
+
+
+def test_a_subscription_receives_its_sites_and_types_from_its_creation_on():
+    everything = Subscription("s1", "https://hook.example/", None, (), "whsec_x", "2026-11-30T12:00:00+00:00")
+    removals = Subscription("s2", "https://hook.example/", "a.test", (str(EventType.REMOVED),), "whsec_y",
+                            "2026-11-30T12:00:00+00:00")
+    before = _event("a.test", EventType.REMOVED, "2026-11-30T11:59:59+00:00")
+    removed = _event("a.test", EventType.REMOVED, "2026-11-30T12:00:01+00:00")
+    changed = _event("a.test", EventType.CHANGED, "2026-11-30T12:00:01+00:00")
+    elsewhere = _event("b.test", EventType.REMOVED, "2026-11-30T12:00:01+00:00")
+    plan = planned_deliveries([before, removed, changed, elsewhere], [everything, removals])
+    assert [(d.subscription_id, d.event_id) for d in plan] == [
+        ("s1", removed.event_id), ("s2", removed.event_id), ("s1", changed.event_id), ("s1", elsewhere.event_id)]
+    assert plan == planned_deliveries([before, removed, changed, elsewhere], [everything, removals])
+
+
+def test_an_attempt_delivers_on_2xx_and_fails_for_good_only_on_its_last_try():
+    assert judge(Response(204, None, 5), 1, last=False, max_attempts=3) is AttemptResult.DELIVERED
+    assert judge(Response(302, None, 5), 1, last=False, max_attempts=3) is AttemptResult.RETRY
+    assert judge(Response(None, "ConnectError", 5), 3, last=False, max_attempts=3) is AttemptResult.FAILED
+    assert judge(Response(500, None, 5), 1, last=True, max_attempts=3) is AttemptResult.FAILED
 
 
 def test_an_events_id_is_its_changes_identity():

@@ -1,5 +1,5 @@
-"""The operator's pure parts: durations, site keys, the skip gate, rule transitions, the adaptive interval,
-sitemap lastmod."""
+"""The operator's pure parts: durations, site keys, the skip gate, rule transitions and plans, the adaptive
+interval, sitemap lastmod."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from gleaner.errors import InvalidInput
+from gleaner.operator.hooks import GateEvent
 from gleaner.operator.lastmod import parse_lastmod
-from gleaner.operator.rules import Gate, Rule, RuleAction, Transition, first_match, transition
-from gleaner.operator.schedule import Observed, adapt_interval
+from gleaner.operator.rules import Gate, Rule, RuleAction, RuleTarget, Transition, first_match, plan_rules, transition
+from gleaner.operator.schedule import DueSite, Observed, adapt_interval, next_interval
 from gleaner.operator.sites import format_duration, parse_duration, site_key
 
 
@@ -95,3 +96,40 @@ def test_a_sitemap_gives_each_loc_its_lastmod_in_order():
     sitemap = parse_sitemap(xml)
     assert sitemap.locs == ("https://e.com/a", "https://e.com/b")
     assert sitemap.lastmods == ("2026-11-01", None)
+
+
+def page(doc: str, path: str, skip: str | None = None, block: str | None = None, decision: str | None = None,
+         current: str | None = "snap") -> RuleTarget:
+    return RuleTarget(doc, path, skip, block, decision, current)
+
+
+def test_a_rule_plan_gates_matching_pages_lifts_unmatched_ones_and_leaves_settled_ones_alone():
+    skip_blog = rule("/blog/*", RuleAction.SKIP, "skip-blog")
+    block_pricing = rule("/pricing", RuleAction.BLOCK, "block-pricing")
+    plan = plan_rules("example.com", [skip_blog, block_pricing], [
+        page("new-post", "/blog/new"),  # newly skipped
+        page("old-post", "/blog/old", skip="skip-blog"),  # already skipped by that rule: nothing to write
+        page("pricing", "/pricing", current="snap-p"),  # newly blocked
+        page("about", "/about", skip="gone-rule", block="gone-block", current="snap-a"),  # both lifted
+        page("reviewed", "/blog/kept", decision="include"),  # the operator's word outranks a skip rule
+    ], at="2026-11-30T00:00:00+00:00")
+    assert {u.document_id for u in plan.updates} == {"new-post", "pricing", "about"}
+    assert plan.applied.skipped == ("new-post",) and plan.applied.unskipped == ("about",)
+    assert plan.applied.blocked == ("pricing",) and plan.applied.unblocked == ("about",)
+    assert plan.applied.unblocked_snapshots == ("snap-a",)  # ingested again once unblocked
+    assert [(c.document_id, c.event) for c in plan.changes] == [("pricing", GateEvent.BLOCKED),
+                                                                 ("about", GateEvent.UNBLOCKED)]
+    assert plan.changes[0].cause == "rule:block-pricing:2026-11-30T00:00:00+00:00"
+
+
+def due(adaptive: bool, status: str | None, changed: int = 0, unchanged: int = 0) -> DueSite:
+    return DueSite("id", "example.com", "https://example.com/", (), (), None, None,
+                   datetime(2026, 11, 30, tzinfo=UTC), 3600, adaptive, None, None, status, changed, unchanged,
+                   None, None, None)
+
+
+def test_a_fixed_schedule_keeps_its_interval_and_auto_adapts_only_to_a_settled_run():
+    assert next_interval(due(False, "finished", changed=5), 60, 86400) == 3600
+    assert next_interval(due(True, "finished", changed=5), 60, 86400) == 1800
+    assert next_interval(due(True, "partial", unchanged=5), 60, 86400) == 5400
+    assert next_interval(due(True, "failed", changed=5), 60, 86400) == 3600  # a failure says nothing

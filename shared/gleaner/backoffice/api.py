@@ -53,9 +53,8 @@ from typing import Any, TypeVar
 
 from gleaner import runcontrol
 from gleaner.app import Deps
-from gleaner.changes import delivery, subscriptions
+from gleaner.changes import delivery
 from gleaner.changes.diff import diff_versions, previous_version
-from gleaner.changes.events import list_events
 from gleaner.errors import InvalidInput
 from gleaner.operator import review, rules
 from gleaner.operator import sites as operator_sites
@@ -325,12 +324,12 @@ def get_changes(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     since = time_arg(req.query, "since")
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
-    events = list_events(deps.engine, site=site, since=since, limit=limit)
+    events = deps.metadata.list_events(site=site, since=since, limit=limit)
     return {"events": [e.to_dict() for e in events]}
 
 
 def get_subscriptions(deps: Deps, req: ApiRequest) -> dict[str, Any]:
-    return {"subscriptions": [s.public() for s in subscriptions.active(deps.engine)]}
+    return {"subscriptions": [s.public() for s in deps.metadata.active_subscriptions()]}
 
 
 def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
@@ -340,19 +339,20 @@ def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
     if req.access.is_operator:
-        return {"deliveries": delivery.deliveries(deps, sub, limit)}
+        return {"deliveries": deps.metadata.delivery_log(sub, limit)}
     # Deliveries carry no site: a site sees those of its own subscriptions (row-level security on those).
-    own = {s.id for s in subscriptions.active(deps.engine)}
+    own = {s.id for s in deps.metadata.active_subscriptions()}
     if sub is not None and sub not in own:
         raise HttpError(404, f"no subscription {sub}")
-    found = [d for s in ([sub] if sub else sorted(own)) for d in delivery.deliveries(deps, s, limit)]
+    found = [d for s in ([sub] if sub else sorted(own)) for d in deps.metadata.delivery_log(s, limit)]
     found.sort(key=lambda d: (d["created_at"], d["id"]), reverse=True)
     return {"deliveries": found[:limit]}
 
 
 def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     delivery_id = check_uuid(delivery_id, "delivery")
-    if browse.delivery_subscription(deps.engine, delivery_id) is None or not delivery.requeue(deps, delivery_id):
+    visible = browse.delivery_subscription(deps.engine, delivery_id) is not None
+    if not visible or not deps.metadata.requeue_delivery(delivery_id):
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
     return {"delivery_id": delivery_id, "result": result.value}
@@ -386,13 +386,13 @@ def choice_field(body: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -
 
 def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
-    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps.engine, site)]}
+    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps, site)]}
 
 
 def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
-    rule, applied = rules.add_rule(deps.engine, site, str(text_field(body, "glob")),
+    rule, applied = rules.add_rule(deps, site, str(text_field(body, "glob")),
                                    choice_field(body, "action", ("skip", "block")), text_field(body, "reason", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
@@ -400,9 +400,9 @@ def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def delete_rule(deps: Deps, req: ApiRequest, site: str, rule_id: str) -> dict[str, Any]:
     site = check_site(deps, site)
     rule_id = check_uuid(rule_id, "rule")
-    if rule_id not in {r.id for r in rules.list_rules(deps.engine, site)}:
+    if rule_id not in {r.id for r in rules.list_rules(deps, site)}:
         raise HttpError(404, f"no rule {rule_id} on {site}")
-    rule, applied = rules.remove_rule(deps.engine, rule_id)
+    rule, applied = rules.remove_rule(deps, rule_id)
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 

@@ -1,9 +1,12 @@
 """Keeping the copy current and saying what changed: lifecycle, change events, the outbox, webhooks.
 
-- ``events``: the event shape, recording one per change (idempotent by business identity), listing;
+- ``events``: the event shape and its identity (one per change, idempotent by business identity);
 - ``lifecycle``: ``documents.status`` transitions and the events they emit;
 - ``outbox``: publishing recorded events on `documents-changed` and fanning them out to subscriptions;
 - ``subscriptions``: Standard Webhooks subscriptions (``gleaner notify``);
 - ``signing``: the Standard Webhooks signature;
-- ``delivery``: one delivery attempt, retries with backoff, the delivery log.
+- ``delivery``: one delivery attempt, retries with backoff.
+
+These decide on values and run no SQL: the rows live behind ``deps.metadata`` (``store/events.py``,
+``store/lifecycle.py``, ``store/subscriptions.py``, ``store/deliveries.py``).
 """

@@ -10,23 +10,27 @@ is retried after ``notify_retry_seconds * 2**(attempt-1)`` until ``notify_max_at
 Who attempts: locally the run before it returns (:func:`deliver_due` with a wait) and
 ``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler (:func:`run_task`, on the
 ingest function's ``/notify/deliver``) makes one attempt and lets Cloud Tasks back off.
+
+The queue, the leases and the log are :mod:`gleaner.store.deliveries`' (``deps.metadata``); the log
+is read with ``deps.metadata.delivery_log()``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass
+import uuid
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
 
 import httpx
-import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.changes import signing
 from gleaner.changes.subscriptions import checked_target
 from gleaner.errors import PolicyRefused
+from gleaner.store.deliveries import DeliveryState, Response
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
@@ -40,13 +44,6 @@ class AttemptResult(StrEnum):
     RETRY = "retry"  # failed; another attempt is due later
     FAILED = "failed"  # failed for the last time
     SKIPPED = "skipped"  # not pending (delivered, cancelled) or leased by another worker
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    status: int | None
-    error: str | None
-    ms: int
 
 
 def backoff(attempt: int, first: float) -> float:
@@ -85,56 +82,29 @@ def post(deps: Deps, url: str, body: str, headers: dict[str, str]) -> Response:
 def attempt(deps: Deps, delivery: str, *, due_only: bool = True, last: bool = False) -> AttemptResult:
     """One attempt of one delivery. ``last``: the caller will not try again (the queue's last attempt)."""
     settings = deps.settings
-    lease = settings.notify_timeout + 30.0
-    with deps.engine.begin() as conn:
-        row = conn.execute(
-            sa.text(
-                "UPDATE knowledge.notify_deliveries d SET attempts = d.attempts + 1,"
-                " next_attempt_at = now() + make_interval(secs => :lease)"
-                " FROM knowledge.notify_subscriptions s"
-                " WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id AND d.state = 'pending'"
-                " AND (NOT :due OR d.next_attempt_at <= now())"
-                " RETURNING d.attempts, d.body, d.event_id, s.url, s.secret"
-            ),
-            {"i": delivery, "lease": lease, "due": due_only},
-        ).first()
-    if row is None:
+    claimed = deps.metadata.claim_delivery(delivery, settings.notify_timeout + 30.0, due_only)
+    if claimed is None:
         return AttemptResult.SKIPPED
-    number, body, event_id, url, secret = int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4])
-    response = post(deps, url, body, signing.headers(secret, event_id, int(time.time()), body))
-    ok = response.status is not None and 200 <= response.status < 300
-    final = not ok and (last or number >= settings.notify_max_attempts)
-    result = AttemptResult.DELIVERED if ok else AttemptResult.FAILED if final else AttemptResult.RETRY
-    state = {AttemptResult.DELIVERED: "delivered", AttemptResult.FAILED: "failed"}.get(result, "pending")
-    with deps.engine.begin() as conn:
-        conn.execute(
-            sa.text("INSERT INTO knowledge.notify_attempts (delivery_id, attempt, http_status, error, duration_ms)"
-                    " VALUES (CAST(:i AS uuid), :n, :st, :err, :ms)"),
-            {"i": delivery, "n": number, "st": response.status, "err": response.error, "ms": response.ms},
-        )
-        conn.execute(
-            sa.text("UPDATE knowledge.notify_deliveries SET state = :state, last_status = :st, last_error = :err,"
-                    " next_attempt_at = now() + make_interval(secs => :wait),"
-                    " delivered_at = CASE WHEN :state = 'delivered' THEN now() ELSE delivered_at END"
-                    " WHERE id = CAST(:i AS uuid)"),
-            {"i": delivery, "state": state, "st": response.status, "err": response.error,
-             "wait": backoff(number, settings.notify_retry_seconds)},
-        )
-    log.info("webhook delivery %s attempt %d to %s: %s", delivery, number, url,
+    body = claimed.body
+    response = post(deps, claimed.url, body, signing.headers(claimed.secret, claimed.event_id, int(time.time()), body))
+    result = judge(response, claimed.attempt, last=last, max_attempts=settings.notify_max_attempts)
+    deps.metadata.record_attempt(delivery, claimed.attempt, response, _STATE[result],
+                                 backoff(claimed.attempt, settings.notify_retry_seconds))
+    log.info("webhook delivery %s attempt %d to %s: %s", delivery, claimed.attempt, claimed.url,
              response.status if response.status is not None else response.error)
     return result
 
 
-def _due(deps: Deps) -> tuple[list[str], float | None]:
-    """Pending deliveries due now, and the seconds until the next one that is not (None: none pending)."""
-    with deps.engine.connect() as conn:
-        due = [str(i) for i in conn.execute(sa.text(
-            "SELECT id FROM knowledge.notify_deliveries WHERE state = 'pending' AND next_attempt_at <= now()"
-            " ORDER BY next_attempt_at, created_at")).scalars()]
-        wait = conn.execute(sa.text(
-            "SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now()) FROM knowledge.notify_deliveries"
-            " WHERE state = 'pending' AND next_attempt_at > now()")).scalar()
-    return due, float(wait) if wait is not None else None
+def judge(response: Response, attempt: int, *, last: bool, max_attempts: int) -> AttemptResult:
+    """A 2xx delivers; anything else is retried until the last attempt."""
+    if response.ok:
+        return AttemptResult.DELIVERED
+    return AttemptResult.FAILED if last or attempt >= max_attempts else AttemptResult.RETRY
+
+
+# The delivery's state after an attempt with this result.
+_STATE = {AttemptResult.DELIVERED: DeliveryState.DELIVERED, AttemptResult.FAILED: DeliveryState.FAILED,
+          AttemptResult.RETRY: DeliveryState.PENDING}
 
 
 @across_tenants
@@ -146,7 +116,7 @@ def deliver_due(deps: Deps, *, wait_seconds: float = 0.0) -> dict[str, int]:
     counts: dict[str, int] = {}
     deadline = time.monotonic() + wait_seconds
     while True:
-        due, next_in = _due(deps)
+        due, next_in = deps.metadata.due_deliveries()
         for delivery in due:
             result = attempt(deps, delivery)
             counts[result] = counts.get(result, 0) + 1
@@ -162,83 +132,13 @@ def deliver_due(deps: Deps, *, wait_seconds: float = 0.0) -> dict[str, int]:
 
 def send_test(deps: Deps, subscription_id: str) -> Response:
     """POST a signed ``webhook.test`` message to a subscription now (logged like any attempt)."""
-    import json
-    import uuid
-
-    from gleaner.changes import subscriptions
-
-    sub = subscriptions.get(deps.engine, subscription_id)
+    sub = deps.metadata.subscription(subscription_id)
     if sub is None:
         raise PolicyRefused(f"no subscription {subscription_id}")
     msg_id = str(uuid.uuid4())
-    body = json.dumps({"type": "webhook.test", "timestamp": _now_iso(),
+    body = json.dumps({"type": "webhook.test", "timestamp": datetime.now(UTC).isoformat(),
                        "data": {"subscription_id": sub.id, "message": "a test from gleaner notify test"}},
                       separators=(",", ":"))
     response = post(deps, sub.url, body, signing.headers(sub.secret, msg_id, int(time.time()), body))
-    ok = response.status is not None and 200 <= response.status < 300
-    with deps.engine.begin() as conn:
-        conn.execute(
-            sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, body, state, attempts,"
-                    " last_status, last_error, delivered_at, scheduled)"
-                    " VALUES (CAST(:i AS uuid), CAST(:s AS uuid), CAST(:i AS uuid), :b, :state, 1, :st, :err,"
-                    " CASE WHEN :state = 'delivered' THEN now() END, true)"),
-            {"i": msg_id, "s": sub.id, "b": body, "state": "delivered" if ok else "failed", "st": response.status,
-             "err": response.error},
-        )
-        conn.execute(
-            sa.text("INSERT INTO knowledge.notify_attempts (delivery_id, attempt, http_status, error, duration_ms)"
-                    " VALUES (CAST(:i AS uuid), 1, :st, :err, :ms)"),
-            {"i": msg_id, "st": response.status, "err": response.error, "ms": response.ms},
-        )
+    deps.metadata.record_test_delivery(msg_id, sub.id, body, response)
     return response
-
-
-def _now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat()
-
-
-def deliveries(deps: Deps, subscription_id: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """The delivery log, newest first, each with its attempts."""
-    with deps.engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT d.id, d.subscription_id, d.event_id, e.type::text, e.url, d.state, d.attempts, d.last_status,"
-                " d.last_error, d.next_attempt_at, d.created_at, d.delivered_at"
-                " FROM knowledge.notify_deliveries d LEFT JOIN knowledge.document_events e ON e.seq = d.event_seq"
-                " WHERE CAST(:s AS text) IS NULL OR CAST(d.subscription_id AS text) = :s"
-                " ORDER BY d.created_at DESC, d.id LIMIT :n"
-            ),
-            {"s": subscription_id, "n": limit},
-        ).all()
-        attempts = conn.execute(
-            sa.text("SELECT delivery_id, attempt, at, http_status, error, duration_ms FROM knowledge.notify_attempts"
-                    " WHERE delivery_id = ANY(CAST(:i AS uuid[])) ORDER BY delivery_id, attempt"),
-            {"i": [str(r[0]) for r in rows]},
-        ).all()
-    by_delivery: dict[str, list[dict[str, Any]]] = {}
-    for a in attempts:
-        by_delivery.setdefault(str(a[0]), []).append(
-            {"attempt": a[1], "at": a[2].isoformat(), "status": a[3], "error": a[4], "ms": a[5]})
-    keys = ("id", "subscription_id", "event_id", "type", "url", "state", "attempts", "last_status", "last_error",
-            "next_attempt_at", "created_at", "delivered_at")
-    out = []
-    for r in rows:
-        item = dict(zip(keys, (str(r[0]), str(r[1]), str(r[2]), r[3] or "webhook.test", *r[4:9],
-                               r[9].isoformat() if r[9] else None, r[10].isoformat(),
-                               r[11].isoformat() if r[11] else None), strict=True))
-        item["log"] = by_delivery.get(item["id"], [])
-        out.append(item)
-    return out
-
-
-def requeue(deps: Deps, delivery_id: str) -> bool:
-    """Make a pending or failed delivery due now (an operator's retry); False when there is none."""
-    with deps.engine.begin() as conn:
-        row = conn.execute(
-            sa.text("UPDATE knowledge.notify_deliveries SET state = 'pending', next_attempt_at = now()"
-                    " WHERE id = CAST(:i AS uuid) AND state IN ('pending', 'failed') RETURNING id"),
-            {"i": delivery_id},
-        ).first()
-    return row is not None

@@ -10,10 +10,11 @@
                                     │ 301/308 to another known page    │
                                 superseded ────────────────────────────┘
 
-:func:`next_status` is the pure decision; :func:`settle_fetches` applies it to a scrape batch's
-fetch outcomes and :func:`mark_unmapped_stale` to a finished mapping run, each inside the caller's
-transaction, with one event per transition (:func:`event_for`). ``blocked`` is the operator's gate:
-nothing here moves a blocked document.
+:func:`next_status` is the decision for one fetch, :func:`moves_for` for a batch of them and
+:func:`event_for` the event a transition emits; all work on values. The store applies them
+(:mod:`gleaner.store.lifecycle`: a scrape batch's fetch outcomes, a finished mapping run's missing
+pages), each inside the transaction that records the fetches, with one event per transition.
+``blocked`` is the operator's gate: nothing here moves a blocked document.
 """
 
 from __future__ import annotations
@@ -22,11 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from gleaner.changes.events import Change, EventType, record_changes
-from gleaner.store.sqlstore import json_rows
+from gleaner.changes.events import Change, EventType
 
 # A page unavailable (timeout, 5xx, network) this many runs in a row is failed: one bad night is not a removal.
 UNAVAILABLE_RUNS_TO_FAIL = 3
@@ -107,79 +104,45 @@ def event_for(previous: Status, to: Status, has_snapshot: bool) -> EventType | N
     return None
 
 
-def settle_fetches(conn: Connection, run_id: str | None, facts: Sequence[FetchFacts]) -> int:
-    """Apply the lifecycle to documents a batch just fetched (each settled once per run by the caller's
-    ledger guard); returns how many documents changed status."""
-    if not facts:
-        return 0
+@dataclass(frozen=True, slots=True)
+class DocumentState:
+    """What the lifecycle reads of a document before it moves it."""
+
+    document_id: str
+    status: Status
+    has_snapshot: bool
+    unavailable_runs: int  # its latest runs in a row that answered unavailable
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One document's transition, as the store applies it."""
+
+    document_id: str
+    previous: Status
+    to: Status
+    reason: str | None
+    has_snapshot: bool
+
+
+def moves_for(states: Sequence[DocumentState], facts: Sequence[FetchFacts]) -> list[Move]:
+    """The transitions a batch of fetches makes (documents that stay where they are make none)."""
     by_doc = {f.document_id: f for f in facts}
-    # Lock first, read second (a read that waited for the lock would see other rows as they were).
-    conn.execute(sa.text("SELECT 1 FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id"
-                         " FOR UPDATE"), {"ids": sorted(by_doc)})
-    rows = conn.execute(
-        sa.text(
-            "SELECT d.id, d.status::text, d.current_snapshot_id IS NOT NULL,"
-            " (SELECT count(*) FROM (SELECT c.fetch_outcome FROM knowledge.crawl_page_decisions c"
-            "   WHERE c.document_id = d.id AND c.fetch_outcome IS NOT NULL"
-            "   AND c.fetch_outcome NOT IN ('exhausted', 'robots-unknown', 'store-failed')"
-            "   ORDER BY c.fetched_at DESC NULLS LAST LIMIT :n) w WHERE w.fetch_outcome = 'unavailable')"
-            " FROM knowledge.documents d WHERE d.id = ANY(CAST(:ids AS uuid[]))"
-        ),
-        {"ids": sorted(by_doc), "n": UNAVAILABLE_RUNS_TO_FAIL},
-    ).all()
-    moves: list[tuple[str, Status, Status, str | None, bool]] = []
-    for doc_id, status, has_snapshot, streak in rows:
-        current = Status(status)
-        transition = next_status(current, bool(has_snapshot), by_doc[str(doc_id)], int(streak))
-        if transition is not None and transition.to is not current:
-            moves.append((str(doc_id), current, transition.to, transition.reason, bool(has_snapshot)))
-    return apply_moves(conn, run_id, moves)
+    moves = []
+    for state in states:
+        transition = next_status(state.status, state.has_snapshot, by_doc[state.document_id], state.unavailable_runs)
+        if transition is not None and transition.to is not state.status:
+            moves.append(Move(state.document_id, state.status, transition.to, transition.reason, state.has_snapshot))
+    return moves
 
 
-def apply_moves(conn: Connection, run_id: str | None, moves: Sequence[tuple[str, Status, Status, str | None, bool]],
-                cause: str = "") -> int:
-    """(document, from, to, reason, has_snapshot) for rows the caller locked: update and record the events."""
-    if not moves:
-        return 0
-    conn.execute(
-        sa.text(
-            "UPDATE knowledge.documents d SET status = CAST(t.st AS knowledge.document_status),"
-            " status_reason = t.why, status_changed_at = now(), updated_at = now()"
-            " FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, st text, why text) WHERE d.id = t.d"
-        ),
-        {"rows": json_rows([{"d": d, "st": str(to), "why": why} for d, _, to, why, _ in moves])},
-    )
-    changes = [Change(document_id=d, type=event, run_id=run_id, cause=cause or f"{previous}>{to}")
-               for d, previous, to, _, has_snapshot in moves
-               if (event := event_for(previous, to, has_snapshot)) is not None]
-    record_changes(conn, changes)
-    return len(moves)
-
-
-def mark_unmapped_stale(conn: Connection, run_id: str, site: str, complete: bool) -> int:
-    """Record whether this mapping run was complete; if it was, active pages that it and the complete
-    run before it both missed become stale. Returns how many did.
-
-    Only pages mapped before those runs qualify (a page landed by a feed webhook was never in a map).
-    """
-    conn.execute(sa.text("UPDATE knowledge.crawl_runs SET mapped_complete = :c WHERE id = :r"),
-                 {"c": complete, "r": run_id})
-    if not complete:
-        return 0
-    rows = conn.execute(
-        sa.text(
-            "WITH recent AS (SELECT id, created_at FROM knowledge.crawl_runs"
-            "   WHERE site_domain = :s AND mapped_complete ORDER BY created_at DESC LIMIT :n)"
-            " SELECT d.id FROM knowledge.documents d"
-            " WHERE d.site_domain = :s AND d.status = 'active' AND NOT d.is_deleted"
-            " AND (SELECT count(*) FROM recent) = :n"
-            " AND NOT EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions c"
-            "   WHERE c.document_id = d.id AND c.run_id IN (SELECT id FROM recent))"
-            " AND EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions c JOIN knowledge.crawl_runs r ON r.id = c.run_id"
-            "   WHERE c.document_id = d.id AND r.created_at < (SELECT min(created_at) FROM recent))"
-            " ORDER BY d.id FOR UPDATE OF d"
-        ),
-        {"s": site, "n": MISSING_RUNS_TO_STALE},
-    ).all()
+def stale_moves(document_ids: Sequence[str]) -> list[Move]:
+    """Active pages that complete mapping runs no longer found (:data:`MISSING_RUNS_TO_STALE` in a row)."""
     reason = f"not found by {MISSING_RUNS_TO_STALE} complete mapping runs in a row"
-    return apply_moves(conn, run_id, [(str(r[0]), Status.ACTIVE, Status.STALE, reason, True) for r in rows])
+    return [Move(d, Status.ACTIVE, Status.STALE, reason, True) for d in document_ids]
+
+
+def changes_for(moves: Sequence[Move], run_id: str | None) -> list[Change]:
+    """The change events of these moves (a transition may emit none: :func:`event_for`)."""
+    return [Change(document_id=m.document_id, type=event, run_id=run_id, cause=f"{m.previous}>{m.to}")
+            for m in moves if (event := event_for(m.previous, m.to, m.has_snapshot)) is not None]

@@ -2,10 +2,11 @@
 
 Events are rows of ``knowledge.document_events`` written in the transaction of their change;
 :func:`flush` claims the unpublished ones (``FOR UPDATE SKIP LOCKED``, so concurrent instances share
-the work), creates one delivery per matching subscription (keyed by subscription and event, so a
-second flush creates none), announces each event on the bus and marks it published, in one
-transaction. A crash before the commit publishes the same events again: the topic is at least once,
-and consumers deduplicate on ``event_id`` (webhook receivers on ``webhook-id``, the same value).
+the work: ``MetadataStore.publish_events``), creates one delivery per matching subscription (keyed
+by subscription and event, so a second flush creates none), announces each event on the bus and
+marks it published, in one transaction. A crash before the commit publishes the same events again:
+the topic is at least once, and consumers deduplicate on ``event_id`` (webhook receivers on
+``webhook-id``, the same value).
 
 Deliveries are then handed to the bus (:meth:`Bus.enqueue_delivery`): a Cloud Task each in the
 cloud; locally the database is the queue, worked by the run before it returns and by
@@ -17,15 +18,14 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from datetime import datetime
-
-import sqlalchemy as sa
+from collections.abc import Sequence
 
 from gleaner.app import Deps
-from gleaner.changes import subscriptions
-from gleaner.changes.events import ChangeEvent, event_from_row, events_columns
+from gleaner.changes.events import ChangeEvent
+from gleaner.changes.subscriptions import Subscription
 from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
+from gleaner.store.deliveries import NewDelivery
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
@@ -44,45 +44,27 @@ def webhook_body(event: ChangeEvent) -> str:
                       separators=(",", ":"))
 
 
+def planned_deliveries(events: Sequence[ChangeEvent], subs: Sequence[Subscription]) -> list[NewDelivery]:
+    """One delivery per event and subscription that receives it, keyed by both (a second plan is the same)."""
+    return [NewDelivery(delivery_id(sub.id, event.event_id), sub.id, event.event_id, webhook_body(event))
+            for event in events for sub in subs if sub.receives(event)]
+
+
 @across_tenants  # one outbox for every tenant: whoever commits next drains it
 def flush(deps: Deps) -> int:
     """Publish every unpublished event and schedule its deliveries; how many events went out."""
-    engine = deps.engine
+    meta = deps.metadata
+    subs = meta.active_subscriptions()
+
+    def publish(events: Sequence[ChangeEvent]) -> list[NewDelivery]:
+        for event in events:
+            deps.bus.announce(event)
+        return planned_deliveries(events, subs)
+
     published = 0
-    subs = subscriptions.active(engine)
-    while True:
-        with engine.begin() as conn:
-            rows = conn.execute(
-                sa.text(f"SELECT {events_columns()}, e.seq FROM knowledge.document_events e"
-                        " WHERE e.published_at IS NULL ORDER BY e.seq LIMIT :n FOR UPDATE SKIP LOCKED"),
-                {"n": FLUSH_BATCH},
-            ).all()
-            if not rows:
-                break
-            deliveries = []
-            for row in rows:
-                event = event_from_row(row)
-                occurred = datetime.fromisoformat(event.occurred_at)
-                for sub in subs:
-                    # A subscription receives the events of its site and types from its creation on.
-                    if sub.site_domain not in (None, event.site_domain) or (sub.types and event.type not in sub.types):
-                        continue
-                    if datetime.fromisoformat(sub.created_at) > occurred:
-                        continue
-                    deliveries.append({"i": delivery_id(sub.id, event.event_id), "s": sub.id, "e": event.event_id,
-                                       "q": row[11], "b": webhook_body(event)})
-                deps.bus.announce(event)
-            if deliveries:
-                conn.execute(
-                    sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, event_seq, body)"
-                            " SELECT t.i, t.s, t.e, t.q, t.b FROM json_to_recordset(CAST(:rows AS json))"
-                            " AS t(i uuid, s uuid, e uuid, q bigint, b text) ON CONFLICT DO NOTHING"),
-                    {"rows": json.dumps(deliveries)},
-                )
-            conn.execute(sa.text("UPDATE knowledge.document_events SET published_at = now()"
-                                 " WHERE seq = ANY(CAST(:q AS bigint[]))"), {"q": [r[11] for r in rows]})
-        published += len(rows)
-        if len(rows) < FLUSH_BATCH:
+    while claimed := meta.publish_events(FLUSH_BATCH, publish):
+        published += claimed
+        if claimed < FLUSH_BATCH:
             break
     schedule(deps)
     return published
@@ -104,13 +86,6 @@ def flush_after_commit(deps: Deps) -> int:
 
 def schedule(deps: Deps) -> int:
     """Hand pending, unscheduled deliveries to the bus's delivery queue; how many it took."""
-    with deps.engine.connect() as conn:
-        ids = [str(i) for i in conn.execute(sa.text(
-            "SELECT id FROM knowledge.notify_deliveries WHERE state = 'pending' AND NOT scheduled ORDER BY created_at"
-        )).scalars()]
-    taken = [i for i in ids if deps.bus.enqueue_delivery(i)]
-    if taken:
-        with deps.engine.begin() as conn:
-            conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET scheduled = true"
-                                 " WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": taken})
+    taken = [i for i in deps.metadata.unscheduled_deliveries() if deps.bus.enqueue_delivery(i)]
+    deps.metadata.mark_scheduled(taken)
     return len(taken)

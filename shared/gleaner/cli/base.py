@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-import sqlalchemy.exc
 
 from gleaner import __version__
 from gleaner.app import Deps
 from gleaner.cli.progress import Progress  # noqa: F401  (re-exported: command modules take it from here)
 from gleaner.config import Settings
 from gleaner.errors import GleanerError
+from gleaner.store.dberrors import DatabaseRefused, DatabaseUnavailable, quiet_driver_logs
 
 log = logging.getLogger("gleaner")
 
@@ -98,16 +98,16 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except (DatabaseUnavailable, DatabaseRefused) as exc:
+            # The database is outside Gleaner's control (down, full, a schema someone changed): every
+            # engine translates the driver's errors into these (store/dberrors.py); one line here, the
+            # driver's traceback with -vv.
+            log.debug("database error", exc_info=True)
+            fail(f"{exc} (run with -vv for details)")
         except GleanerError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
             fail("interrupted", 130)
-        except sqlalchemy.exc.SQLAlchemyError as exc:
-            # The database is outside Gleaner's control (down, full, a schema someone changed): say so
-            # in one line; the traceback is there with -vv.
-            log.debug("database error", exc_info=True)
-            detail = getattr(exc, "orig", None) or exc
-            fail(f"database error: {str(detail).splitlines()[0][:500]} (run with -vv for details)")
 
     return wrapper
 
@@ -160,9 +160,7 @@ def main(verbose: int, tenant: str | None) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     if verbose < 2:
-        # SQLAlchemy's pool logs a multi-line traceback when it drops a connection the server closed (a
-        # restart); Gleaner reports the failure in one line and retries. The tracebacks stay for -vv.
-        logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
+        quiet_driver_logs()  # the tracebacks stay for -vv
     if verbose < 1:
         # A dead letter is recorded on its run, and the command's own last line reports the run's error
         # (exit_for_run); logging it too printed every failure twice. -v shows the log line again.

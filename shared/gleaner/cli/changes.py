@@ -18,8 +18,6 @@ from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_dep
 @guard
 def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) -> None:
     """Change events (new, changed, removed, restored, stale, blocked, unblocked), oldest first."""
-    from gleaner.changes.events import list_events
-
     since_time: datetime | None = None
     since_run: str | None = None
     if since:
@@ -33,7 +31,7 @@ def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) 
     with open_deps(load_settings()) as deps:
         if since_run is not None and deps.metadata.run_summary(since_run) is None:
             fail(f"no run {since_run}")
-        events = list_events(deps.engine, site=site, since=since_time, since_run=since_run, limit=limit)
+        events = deps.metadata.list_events(site=site, since=since_time, since_run=since_run, limit=limit)
     if as_json:
         click.echo(json.dumps([e.to_dict() for e in events]))
         return
@@ -62,7 +60,7 @@ def notify_add(url: str, site: str | None, types: str | None) -> None:
 
     settings = load_settings()
     with open_deps(settings) as deps:
-        sub = subscriptions.add(deps.engine, url, site=site, types=subscriptions.parse_types(types),
+        sub = subscriptions.add(deps.metadata, url, site=site, types=subscriptions.parse_types(types),
                                 allow=settings.allow_networks)
     click.echo(f"id      {sub.id}\nsecret  {sub.secret}")
     click.echo("Keep the secret: receivers verify webhook-signature with it. Events from now on are delivered.",
@@ -74,10 +72,8 @@ def notify_add(url: str, site: str | None, types: str | None) -> None:
 @guard
 def notify_list(as_json: bool) -> None:
     """Subscriptions (without their secrets)."""
-    from gleaner.changes import subscriptions
-
     with open_deps(load_settings()) as deps:
-        subs = [s.public() for s in subscriptions.active(deps.engine)]
+        subs = [s.public() for s in deps.metadata.active_subscriptions()]
     if as_json:
         click.echo(json.dumps(subs))
         return
@@ -92,10 +88,8 @@ def notify_list(as_json: bool) -> None:
 @guard
 def notify_remove(subscription_id: str) -> None:
     """Stop delivering to a subscription (its delivery log is kept)."""
-    from gleaner.changes import subscriptions
-
     with open_deps(load_settings()) as deps:
-        if not subscriptions.remove(deps.engine, subscription_id):
+        if not deps.metadata.remove_subscription(subscription_id):
             fail(f"no subscription {subscription_id}")
     click.echo(f"removed {subscription_id}", err=True)
 
@@ -109,7 +103,7 @@ def notify_test(subscription_id: str) -> None:
 
     with open_deps(load_settings()) as deps:
         response = delivery.send_test(deps, subscription_id)
-    if response.status is not None and 200 <= response.status < 300:
+    if response.ok:
         click.echo(f"delivered: HTTP {response.status} in {response.ms} ms")
         return
     fail(f"not delivered: {response.error or f'HTTP {response.status}'}")
@@ -122,10 +116,8 @@ def notify_test(subscription_id: str) -> None:
 @guard
 def notify_deliveries(subscription_id: str | None, limit: int, as_json: bool) -> None:
     """The delivery log, newest first: each delivery's state and every attempt."""
-    from gleaner.changes import delivery
-
     with open_deps(load_settings()) as deps:
-        rows = delivery.deliveries(deps, subscription_id, limit)
+        rows = deps.metadata.delivery_log(subscription_id, limit)
     if as_json:
         click.echo(json.dumps(rows))
         return

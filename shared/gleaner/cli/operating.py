@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.cli.base import guard, load_settings, main, open_deps
+
+if TYPE_CHECKING:
+    from gleaner.operator.rules import Applied, Rule
 
 
 def drain_local(deps: Deps) -> None:
@@ -27,6 +31,36 @@ def drain_local(deps: Deps) -> None:
 
 def _echo_json(value: Any) -> None:
     click.echo(json.dumps(value, default=str))
+
+
+class _Value(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+V = TypeVar("V", bound=_Value)
+
+
+def _show(value: V, as_json: bool, line: str) -> None:
+    """One result: its JSON, or one line for a person."""
+    click.echo(json.dumps(value.to_dict(), default=str) if as_json else line)
+
+
+def _show_all(values: Sequence[V], as_json: bool, line: Callable[[V], str], empty: str | None = None) -> None:
+    """A listing: a JSON array, or a line each (``empty`` on stderr when there is nothing)."""
+    if as_json:
+        _echo_json([v.to_dict() for v in values])
+        return
+    if not values and empty:
+        click.echo(empty, err=True)
+    for v in values:
+        click.echo(line(v))
+
+
+def _show_rule(rule: Rule, applied: Applied, as_json: bool, line: str) -> None:
+    if as_json:
+        _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
+    else:
+        click.echo(line)
 
 
 # -- sites ---------------------------------------------------------------------------------------
@@ -63,11 +97,8 @@ def sites_add(url: str, site_domain: str | None, every: str | None, include: tup
         site = add_site(deps, url, site_domain=site_domain, every=every, include=include, exclude=exclude,
                         limit=limit, max_depth=max_depth, delay=delay, concurrency=concurrency,
                         max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds)
-    if as_json:
-        _echo_json(site.to_dict())
-    else:
-        click.echo(f"site {site.site_domain}: {site.target_url}, every {site.every}"
-                   + (f", next run {site.next_run_at}" if site.next_run_at else ""))
+    _show(site, as_json, f"site {site.site_domain}: {site.target_url}, every {site.every}"
+          + (f", next run {site.next_run_at}" if site.next_run_at else ""))
 
 
 @sites_group.command("list")
@@ -79,13 +110,8 @@ def sites_list(as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         sites = list_sites(deps)
-    if as_json:
-        _echo_json([s.to_dict() for s in sites])
-        return
-    if not sites:
-        click.echo("no sites yet: try `gleaner sites add URL --every 1d`", err=True)
-    for s in sites:
-        click.echo(f"{s.site_domain:<28} every {s.every:<8} next {s.next_run_at or '-':<34} {s.target_url}")
+    _show_all(sites, as_json, lambda s: f"{s.site_domain:<28} every {s.every:<8} next {s.next_run_at or '-':<34}"
+              f" {s.target_url}", "no sites yet: try `gleaner sites add URL --every 1d`")
 
 
 @sites_group.command("show")
@@ -99,7 +125,7 @@ def sites_show(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         found = get_site(deps, site)
-        rules = list_rules(deps.metadata.engine, found.site_domain)
+        rules = list_rules(deps, found.site_domain)
     data = {**found.to_dict(), "rules": [r.to_dict() for r in rules]}
     if as_json:
         _echo_json(data)
@@ -146,13 +172,10 @@ def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_j
     if action is None:
         raise click.UsageError("say --skip or --block")
     with open_deps(load_settings()) as deps:
-        rule, applied = add_rule(deps.metadata.engine, site, glob, action, reason)
+        rule, applied = add_rule(deps, site, glob, action, reason)
         outbox.flush_after_commit(deps)  # document.blocked events
-    if as_json:
-        _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
-    else:
-        click.echo(f"rule {rule.id}: {rule.action} {rule.glob} on {rule.site_domain}"
-                   f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked now)")
+    _show_rule(rule, applied, as_json, f"rule {rule.id}: {rule.action} {rule.glob} on {rule.site_domain}"
+               f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked now)")
 
 
 @rules_group.command("list")
@@ -164,12 +187,8 @@ def rules_list(site: str, as_json: bool) -> None:
     from gleaner.operator.rules import list_rules
 
     with open_deps(load_settings()) as deps:
-        rules = list_rules(deps.metadata.engine, site)
-    if as_json:
-        _echo_json([r.to_dict() for r in rules])
-        return
-    for r in rules:
-        click.echo(f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
+        rules = list_rules(deps, site)
+    _show_all(rules, as_json, lambda r: f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
 
 
 @rules_group.command("remove")
@@ -182,16 +201,14 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
     from gleaner.operator.rules import remove_rule
 
     with open_deps(load_settings()) as deps:
-        rule, applied = remove_rule(deps.metadata.engine, rule_id)
+        rule, applied = remove_rule(deps, rule_id)
         outbox.flush_after_commit(deps)  # document.unblocked events
         if applied.unblocked_snapshots:
             deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=rule.site_domain,
                                               snapshot_ids=applied.unblocked_snapshots), ordering_key=rule.site_domain)
             drain_local(deps)
-    if as_json:
-        _echo_json({"rule": rule.to_dict(), "applied": applied.to_dict()})
-    else:
-        click.echo(f"removed rule {rule.id} ({len(applied.unskipped)} unskipped, {len(applied.unblocked)} unblocked)")
+    _show_rule(rule, applied, as_json,
+               f"removed rule {rule.id} ({len(applied.unskipped)} unskipped, {len(applied.unblocked)} unblocked)")
 
 
 # -- schedule ------------------------------------------------------------------------------------
@@ -260,13 +277,7 @@ def review_list_cmd(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         items = review_list(deps, site)
-    if as_json:
-        _echo_json([i.to_dict() for i in items])
-        return
-    if not items:
-        click.echo(f"nothing to review for {site}", err=True)
-    for i in items:
-        click.echo(f"{i.url}  {i.reason or ''}")
+    _show_all(items, as_json, lambda i: f"{i.url}  {i.reason or ''}", f"nothing to review for {site}")
 
 
 @review_group.command("decide")
@@ -282,10 +293,7 @@ def review_decide(url: str, decision: str, site_domain: str | None, reason: str 
 
     with open_deps(load_settings()) as deps:
         decided = decide(deps, url, decision, site_domain=site_domain, reason=reason)
-    if as_json:
-        _echo_json(decided.to_dict())
-    else:
-        click.echo(f"{decided.url}: {decided.decision} (operator)")
+    _show(decided, as_json, f"{decided.url}: {decided.decision} (operator)")
 
 
 # -- composites ----------------------------------------------------------------------------------
@@ -310,10 +318,7 @@ def composite_create(site: str, title: str, urls: tuple[str, ...], kind: str | N
     with open_deps(load_settings()) as deps:
         composite = create_composite(deps, site, title, urls, kind=kind)
         drain_local(deps)
-    if as_json:
-        _echo_json(composite.to_dict())
-    else:
-        click.echo(f"composite {composite.id}: {composite.title} from {len(composite.sources)} pages")
+    _show(composite, as_json, f"composite {composite.id}: {composite.title} from {len(composite.sources)} pages")
 
 
 @composite_group.command("list")
@@ -326,8 +331,4 @@ def composite_list(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         composites = list_composites(deps, site)
-    if as_json:
-        _echo_json([c.to_dict() for c in composites])
-        return
-    for c in composites:
-        click.echo(f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")
+    _show_all(composites, as_json, lambda c: f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")

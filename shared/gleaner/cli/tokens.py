@@ -29,7 +29,6 @@ def tokens_group() -> None:
 def tokens_add(workspace: str | None, site_domain: str | None, label: str, as_json: bool) -> None:
     """Create a token for a workspace or a site and print it (it is stored hashed: this is the only time
     it is shown)."""
-    from gleaner.store.tokens import TokenStore
     from gleaner.tenancy import InvalidTenant, validate_site_domain
 
     if (workspace is None) == (site_domain is None):
@@ -40,7 +39,7 @@ def tokens_add(workspace: str | None, site_domain: str | None, label: str, as_js
         except InvalidTenant as exc:
             fail(str(exc), 2)
     with open_deps(load_settings()) as deps:
-        store = TokenStore(deps.engine)
+        store = deps.tokens
         created = store.add(workspace, label) if workspace is not None else store.add_site(str(site_domain), label)
     binding = "workspace_id" if workspace is not None else "site_domain"
     if as_json:
@@ -57,10 +56,8 @@ def tokens_add(workspace: str | None, site_domain: str | None, label: str, as_js
 @guard
 def tokens_list(as_json: bool) -> None:
     """Every token (never the token itself): id, workspace or site, label, created, revoked."""
-    from gleaner.store.tokens import TokenStore
-
     with open_deps(load_settings()) as deps:
-        rows = TokenStore(deps.engine).list()
+        rows = deps.tokens.list()
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -75,11 +72,9 @@ def tokens_list(as_json: bool) -> None:
 @guard
 def tokens_revoke(token_id: str) -> None:
     """Revoke a token by its id: requests with it are refused from now on."""
-    from gleaner.store.tokens import TokenStore
-
     if not is_uuid(token_id):
         fail(f"{token_id!r} is not a token id (see `gleaner tokens list`)", 2)
     with open_deps(load_settings()) as deps:
-        if not TokenStore(deps.engine).revoke(token_id):
+        if not deps.tokens.revoke(token_id):
             fail(f"no live token {token_id}")
     click.echo(f"gleaner: revoked {token_id}", err=True)

@@ -5,17 +5,13 @@ The map stage records each sitemap URL's lastmod on the run's ledger row
 site), the sample stage settles every included page whose lastmod is not after its last fetch as
 ``not-modified`` without a request. A date without a time means "some time that day", so it counts
 as the end of the day; an unparsable or missing lastmod means the page is fetched as usual.
+The ledger statements are :mod:`gleaner.store.lastmod`, reached through ``deps.metadata``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
-from gleaner.store.sqlstore import json_rows
 
 REASON = "sitemap lastmod is not after the last fetch"
 
@@ -33,36 +29,6 @@ def parse_lastmod(text: str | None) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def record_lastmods(engine: Engine, run_id: str, site: str, lastmods: Mapping[str, str]) -> None:
-    """canonical url -> lastmod as the sitemap wrote it, onto the run's ledger rows."""
-    rows = [{"u": url, "lm": parsed.isoformat()} for url, text in lastmods.items()
-            if (parsed := parse_lastmod(text)) is not None]
-    if not rows:
-        return
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "UPDATE knowledge.crawl_page_decisions c SET sitemap_lastmod = t.lm"
-                " FROM knowledge.documents d, json_to_recordset(CAST(:rows AS json)) AS t(u text, lm timestamptz)"
-                " WHERE c.run_id = :r AND d.id = c.document_id AND d.site_domain = :s AND d.canonical_url = t.u"
-            ),
-            {"r": run_id, "s": site, "rows": json_rows(rows)},
-        )
-
-
-def unchanged_since_last_fetch(engine: Engine, run_id: str, document_ids: Sequence[str]) -> set[str]:
-    """Of ``document_ids``, those with a version whose sitemap lastmod is not after their last fetch."""
-    if not document_ids:
-        return set()
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT c.document_id FROM knowledge.crawl_page_decisions c"
-                " JOIN knowledge.documents d ON d.id = c.document_id"
-                " WHERE c.run_id = :r AND c.document_id = ANY(CAST(:ids AS uuid[]))"
-                " AND c.sitemap_lastmod IS NOT NULL AND d.current_snapshot_id IS NOT NULL"
-                " AND d.last_fetched_at IS NOT NULL AND c.sitemap_lastmod <= d.last_fetched_at"
-            ),
-            {"r": run_id, "ids": list(document_ids)},
-        ).scalars().all()
-    return {str(r) for r in rows}
+def parsed_lastmods(lastmods: Mapping[str, str]) -> dict[str, datetime]:
+    """canonical url -> lastmod as the sitemap wrote it, to the ones that parse."""
+    return {url: parsed for url, text in lastmods.items() if (parsed := parse_lastmod(text)) is not None}

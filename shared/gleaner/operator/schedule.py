@@ -14,20 +14,19 @@ next tick starts it once that run has settled.
 bounds, as StormCrawler's adaptive scheduler (after Nutch's AdaptiveFetchSchedule) does per URL:
 the last run changed pages -> shorter; it saw pages and none changed -> longer; a run that saw
 nothing (a first crawl, only new pages, or a failure) leaves it as it is. ``now`` is a parameter
-everywhere, so tests drive the clock.
+everywhere, so tests drive the clock. The claim's statements are :mod:`gleaner.store.schedule`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING
 
 from gleaner.messages import CrawlRequested, run_id_for
+from gleaner.operator.values import Plain
 from gleaner.tenancy import across_tenants
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ def adapt_interval(current: int, observed: Observed | None, lowest: int, highest
 
 
 @dataclass(frozen=True, slots=True)
-class StartedRun:
+class StartedRun(Plain):
     site_domain: str
     run_id: str
     request_id: str
@@ -71,26 +70,52 @@ class StartedRun:
     interval_seconds: int
     next_run_at: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class TickReport:
+class TickReport(Plain):
     started: tuple[StartedRun, ...]
     still_running: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"started": [s.to_dict() for s in self.started], "still_running": list(self.still_running)}
+
+@dataclass(frozen=True, slots=True)
+class DueSite:
+    """A registered site whose next run is due, with what its last run observed."""
+
+    id: str
+    site_domain: str
+    target_url: str
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    limit: int | None
+    max_depth: int | None
+    due_at: datetime
+    every_seconds: int
+    adaptive: bool
+    min_interval_seconds: int | None
+    max_interval_seconds: int | None
+    last_status: str | None
+    changed: int
+    unchanged: int
+    run_max_requests: int | None
+    run_max_bytes: int | None
+    run_max_seconds: float | None
 
 
-def _request(row: Any, request_id: str) -> CrawlRequested:
-    _id, site, target, include, exclude, limit, depth = row[:7]
-    max_requests, max_bytes, max_seconds, adaptive = row[15], row[16], row[17], bool(row[9])
-    return CrawlRequested(request_id=request_id, target_url=target, site_domain=site, limit=limit, max_depth=depth,
-                          include=tuple(include or ()), exclude=tuple(exclude or ()), mode="website_mapping",
-                          triggered_by="cron", max_requests=max_requests, max_bytes=max_bytes,
-                          max_seconds=max_seconds, honour_lastmod=adaptive)
+def next_interval(site: DueSite, lowest: int, highest: int) -> int:
+    """The interval to the site's next run: its own, or adapted to what its last run saw (``auto``)."""
+    if not site.adaptive:
+        return site.every_seconds
+    observed = Observed(site.changed, site.unchanged) if site.last_status in ("finished", "partial") else None
+    return adapt_interval(site.every_seconds, observed, site.min_interval_seconds or lowest,
+                          site.max_interval_seconds or highest)
+
+
+def crawl_request(site: DueSite, request_id: str) -> CrawlRequested:
+    return CrawlRequested(request_id=request_id, target_url=site.target_url, site_domain=site.site_domain,
+                          limit=site.limit, max_depth=site.max_depth, include=site.include, exclude=site.exclude,
+                          mode="website_mapping", triggered_by="cron", max_requests=site.run_max_requests,
+                          max_bytes=site.run_max_bytes, max_seconds=site.run_max_seconds,
+                          honour_lastmod=site.adaptive)
 
 
 @across_tenants  # the scheduler serves every site: Cloud Scheduler's tick and `gleaner tick` alike
@@ -100,43 +125,19 @@ def tick(deps: Deps, now: datetime | None = None) -> TickReport:
     settings = deps.settings
     started: list[StartedRun] = []
     running: list[str] = []
-    with deps.metadata.engine.begin() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT s.id, s.site_domain, s.target_url, s.include, s.exclude, s.url_limit, s.max_depth,"
-                " s.next_run_at, s.every_seconds, s.adaptive, s.min_interval_seconds, s.max_interval_seconds,"
-                " r.status::text, r.snapshots_changed, r.snapshots_unchanged, s.run_max_requests, s.run_max_bytes,"
-                " s.run_max_seconds"
-                " FROM knowledge.sites s LEFT JOIN knowledge.crawl_runs r ON r.id = s.last_run_id"
-                " WHERE s.next_run_at <= :now AND s.every_seconds IS NOT NULL"
-                " ORDER BY s.next_run_at, s.id FOR UPDATE OF s SKIP LOCKED"
-            ),
-            {"now": now},
-        ).all()
-        for row in rows:
-            site_id, site, due, every, adaptive, lowest, highest, last_status, changed, unchanged = (
-                str(row[0]), row[1], row[7], int(row[8]), bool(row[9]), row[10], row[11], row[12], row[13], row[14])
-            if last_status in RUNNING:
-                running.append(site)
+    with deps.metadata.claim_due_sites(now) as due:
+        for site in due.sites:
+            if site.last_status in RUNNING:
+                running.append(site.site_domain)
                 continue
-            interval = every
-            if adaptive:
-                observed = (Observed(int(changed or 0), int(unchanged or 0))
-                            if last_status in ("finished", "partial") else None)
-                interval = adapt_interval(every, observed, lowest or settings.schedule_min_seconds,
-                                          highest or settings.schedule_max_seconds)
-            request_id = f"site:{site_id}:{due.isoformat()}"
-            message = _request(row, request_id)
+            interval = next_interval(site, settings.schedule_min_seconds, settings.schedule_max_seconds)
+            request_id = f"site:{site.id}:{site.due_at.isoformat()}"
             # Published before the claim commits: a crash in between re-publishes the same request id.
-            deps.bus.publish(message, ordering_key=site)
+            deps.bus.publish(crawl_request(site, request_id), ordering_key=site.site_domain)
             next_at = now + timedelta(seconds=interval)
-            conn.execute(
-                sa.text("UPDATE knowledge.sites SET next_run_at = :n, every_seconds = :e, last_run_id = :r,"
-                        " last_run_at = :now, updated_at = now() WHERE id = :i"),
-                {"n": next_at, "e": interval, "r": run_id_for(request_id), "now": now, "i": site_id},
-            )
-            started.append(StartedRun(site, run_id_for(request_id), request_id, due.isoformat(), interval,
-                                      next_at.isoformat()))
+            due.claim(site.id, next_at, interval, run_id_for(request_id), now)
+            started.append(StartedRun(site.site_domain, run_id_for(request_id), request_id, site.due_at.isoformat(),
+                                      interval, next_at.isoformat()))
     for run in started:
         log.info("tick: started run %s of %s (next in %ss)", run.run_id, run.site_domain, run.interval_seconds)
     return TickReport(tuple(started), tuple(running))

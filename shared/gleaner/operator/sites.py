@@ -5,20 +5,19 @@ read the same list). ``every``: a duration (``90s``, ``30m``, ``6h``, ``1d``, ``
 (the interval adapts to the change observed, :mod:`gleaner.operator.schedule`) or ``manual`` (never
 due; crawled on demand). Per-host politeness overrides are kept on the site's ``source_hosts`` row,
 where the fetcher reads them; run budgets travel with each scheduled run's request.
+The statements are :mod:`gleaner.store.sites`, reached through ``deps.metadata``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from gleaner.errors import InvalidInput
+from gleaner.operator.values import Plain
 from gleaner.urls import canonicalize, host_of, site_domain_of, validate_glob
 
 if TYPE_CHECKING:
@@ -64,8 +63,9 @@ def format_duration(seconds: int | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Site:
-    id: str
+class SiteSpec(Plain):
+    """A site's registration as the operator asked for it, validated: what ``knowledge.sites`` keeps."""
+
     site_domain: str
     target_url: str
     every_seconds: int | None
@@ -76,11 +76,18 @@ class Site:
     exclude: tuple[str, ...]
     limit: int | None
     max_depth: int | None
-    delay: float | None
+    delay: float | None  # per-host politeness, kept on the site's source_hosts row
     concurrency: int | None
     run_max_requests: int | None
     run_max_bytes: int | None
     run_max_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Site(SiteSpec):
+    """A registered site: its registration, and where its schedule stands."""
+
+    id: str
     next_run_at: str | None
     last_run_id: str | None
     last_run_at: str | None
@@ -91,29 +98,7 @@ class Site:
         return "auto" if self.adaptive else format_duration(self.every_seconds)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["every"] = self.every
-        data["include"], data["exclude"] = list(self.include), list(self.exclude)
-        return data
-
-
-_COLUMNS = (
-    "s.id, s.site_domain, s.target_url, s.every_seconds, s.adaptive, s.min_interval_seconds,"
-    " s.max_interval_seconds, s.include, s.exclude, s.url_limit, s.max_depth, h.host_delay_seconds,"
-    " h.host_concurrency, s.run_max_requests, s.run_max_bytes, s.run_max_seconds, s.next_run_at, s.last_run_id,"
-    " s.last_run_at, s.created_at"
-)
-_FROM = " FROM knowledge.sites s LEFT JOIN knowledge.source_hosts h ON h.id = s.source_host_id"
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def site_from_row(r: Sequence[Any]) -> Site:
-    return Site(str(r[0]), r[1], r[2], r[3], bool(r[4]), r[5], r[6], tuple(r[7] or ()), tuple(r[8] or ()), r[9],
-                r[10], r[11], r[12], r[13], r[14], r[15], _iso(r[16]), str(r[17]) if r[17] else None, _iso(r[18]),
-                r[19].isoformat())
+        return {"id": self.id, **Plain.to_dict(self), "every": self.every}  # the id first, as it always came
 
 
 def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str | None = None,
@@ -124,8 +109,6 @@ def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str
     """Register a site, or update the one registered under the same site key. A scheduled site is due at once."""
     target = canonicalize(url)
     site = site_key(site_domain or site_domain_of(target))
-    include = [validate_glob(g) for g in include]
-    exclude = [validate_glob(g) for g in exclude]
     for name, value in (("limit", limit), ("max_depth", max_depth), ("delay", delay), ("concurrency", concurrency),
                         ("max_requests", max_requests), ("max_bytes", max_bytes), ("max_seconds", max_seconds)):
         if value is not None and (value < 0 or (name in ("limit", "concurrency") and value < 1)):
@@ -138,53 +121,21 @@ def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str
         seconds = None
     else:
         seconds = parse_duration(every)
+    spec = SiteSpec(site, target, seconds, adaptive, settings.schedule_min_seconds if adaptive else None,
+                    settings.schedule_max_seconds if adaptive else None, tuple(validate_glob(g) for g in include),
+                    tuple(validate_glob(g) for g in exclude), limit, max_depth, delay, concurrency, max_requests,
+                    max_bytes, max_seconds)
     host_id = deps.metadata.upsert_source_host(site, host_of(target), own_site=site_domain_of(target) == site)
-    with deps.metadata.engine.begin() as conn:
-        if delay is not None or concurrency is not None:
-            conn.execute(
-                sa.text("UPDATE knowledge.source_hosts SET host_delay_seconds = COALESCE(:d, host_delay_seconds),"
-                        " host_concurrency = COALESCE(:c, host_concurrency), updated_at = now() WHERE id = :h"),
-                {"d": delay, "c": concurrency, "h": host_id},
-            )
-        conn.execute(
-            sa.text(
-                "INSERT INTO knowledge.sites AS s (site_domain, target_url, source_host_id, every_seconds, adaptive,"
-                " min_interval_seconds, max_interval_seconds, include, exclude, url_limit, max_depth,"
-                " run_max_requests, run_max_bytes, run_max_seconds, next_run_at)"
-                " VALUES (:s, :t, :h, :e, :a, :lo, :hi, CAST(:inc AS jsonb), CAST(:exc AS jsonb), :lim, :dep,"
-                " :mr, :mb, :ms, :due)"
-                " ON CONFLICT (site_domain) DO UPDATE SET target_url = EXCLUDED.target_url,"
-                " source_host_id = EXCLUDED.source_host_id, every_seconds = EXCLUDED.every_seconds,"
-                " adaptive = EXCLUDED.adaptive, min_interval_seconds = EXCLUDED.min_interval_seconds,"
-                " max_interval_seconds = EXCLUDED.max_interval_seconds, include = EXCLUDED.include,"
-                " exclude = EXCLUDED.exclude, url_limit = EXCLUDED.url_limit, max_depth = EXCLUDED.max_depth,"
-                " run_max_requests = EXCLUDED.run_max_requests, run_max_bytes = EXCLUDED.run_max_bytes,"
-                " run_max_seconds = EXCLUDED.run_max_seconds,"
-                # a changed schedule keeps a pending due time; a newly scheduled site is due now
-                " next_run_at = CASE WHEN EXCLUDED.every_seconds IS NULL THEN NULL"
-                "   ELSE COALESCE(s.next_run_at, EXCLUDED.next_run_at) END, updated_at = now()"
-            ),
-            {"s": site, "t": target, "h": host_id, "e": seconds, "a": adaptive,
-             "lo": settings.schedule_min_seconds if adaptive else None,
-             "hi": settings.schedule_max_seconds if adaptive else None,
-             "inc": json.dumps(include), "exc": json.dumps(exclude), "lim": limit, "dep": max_depth,
-             "mr": max_requests, "mb": max_bytes, "ms": max_seconds,
-             "due": (now or datetime.now(UTC)) if seconds is not None else None},
-        )
+    deps.metadata.save_site(spec, host_id, due_at=(now or datetime.now(UTC)) if seconds is not None else None)
     return get_site(deps, site)
 
 
 def list_sites(deps: Deps) -> list[Site]:
-    with deps.metadata.engine.connect() as conn:
-        rows = conn.execute(sa.text(f"SELECT {_COLUMNS}{_FROM} ORDER BY s.site_domain")).all()
-    return [site_from_row(r) for r in rows]
+    return deps.metadata.sites()
 
 
 def find_site(deps: Deps, site: str) -> Site | None:
-    with deps.metadata.engine.connect() as conn:
-        row = conn.execute(sa.text(f"SELECT {_COLUMNS}{_FROM} WHERE s.site_domain = :s"),
-                           {"s": site_key(site)}).first()
-    return site_from_row(row) if row else None
+    return deps.metadata.find_site(site_key(site))
 
 
 def get_site(deps: Deps, site: str) -> Site:
@@ -197,6 +148,5 @@ def get_site(deps: Deps, site: str) -> Site:
 def remove_site(deps: Deps, site: str) -> Site:
     """Forget a site's schedule. Its documents, versions, runs and rules stay."""
     found = get_site(deps, site)
-    with deps.metadata.engine.begin() as conn:
-        conn.execute(sa.text("DELETE FROM knowledge.sites WHERE id = :i"), {"i": found.id})
+    deps.metadata.delete_site(found.id)
     return found

@@ -15,20 +15,19 @@ from __future__ import annotations
 
 from gleaner.app import Deps
 from gleaner.messages import SnapshotsWritten
-from gleaner.operator.routing import ingestible, route_ingested
 from gleaner.provenance.canonical import canonicalise
 from gleaner.stages.conflicts import label_duplicates, not_erased
 
 
 def handle(message: SnapshotsWritten, deps: Deps) -> int:
     """Returns how many new canonical texts were stored."""
-    engine = deps.metadata.engine
+    meta = deps.metadata
     items = []
-    for snapshot_id, ref, content_hash in deps.metadata.snapshots_for_ingest(ingestible(engine, message.snapshot_ids)):
+    for snapshot_id, ref, content_hash in meta.snapshots_for_ingest(meta.ingestible(message.snapshot_ids)):
         text = deps.canonical_handover.take(content_hash)
         items.append((snapshot_id, text if text is not None else canonicalise(deps.blobs.get(ref))))
     items = not_erased(deps, message.site_domain, items)
     stored = deps.texts.store(items)
-    route_ingested(engine, message.snapshot_ids)
+    meta.route_ingested(message.snapshot_ids)
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
     return stored

@@ -30,8 +30,6 @@ import logging
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from sqlalchemy.exc import DBAPIError
-
 from gleaner import __version__
 from gleaner.app import Deps
 from gleaner.changes import outbox
@@ -44,6 +42,7 @@ from gleaner.provenance.canonical import bytes_hash, canonicalise
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
 from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
+from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.records import SnapshotInput
 from gleaner.store.references import LandingItem, ReferenceRow
 
@@ -118,9 +117,9 @@ def _fetch_and_land(deps: Deps, fetchable: dict[str, LandingItem], report: Landi
             item = fetchable[str(result.key)]
             try:
                 snapshot_id = _land_one(deps, item, result, report)
-            except (RetryableError, DBAPIError):
-                raise  # the store is unwell: redeliver; what landed stays landed, the rest stays pending
             except Exception as exc:  # containment: one poisonous page must not stop its siblings
+                if _store_unwell(exc):
+                    raise  # redeliver: what landed stays landed, the rest stays pending
                 report.retry.append(item.url)
                 log.exception("landing %s failed", item.url)
                 _event(logging.ERROR, "reference.landing_failed", url=item.url, error=repr(exc)[:500],
@@ -128,6 +127,12 @@ def _fetch_and_land(deps: Deps, fetchable: dict[str, LandingItem], report: Landi
                 continue
             if snapshot_id:
                 snapshots.append(snapshot_id)
+
+
+def _store_unwell(exc: Exception) -> bool:
+    """Transient trouble, or a database refusal that is not this page's input's fault (a schema
+    mismatch, a bug): its siblings would meet it too, so the walk stops rather than contain it."""
+    return isinstance(exc, RetryableError) or (isinstance(exc, DatabaseRefused) and not is_permanent(exc))
 
 
 def _accept(url: str) -> tuple[ContentKind, ...]:

@@ -35,11 +35,10 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
-from gleaner.operator.lastmod import record_lastmods
-from gleaner.operator.rules import apply_site_rules, gate_for
+from gleaner.operator.lastmod import parsed_lastmods
 from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
-from gleaner.store.prefetch import KnownLinks, known_links, record_prefetched, save_links
+from gleaner.store.prefetch import KnownLinks
 from gleaner.tenancy import site_for
 from gleaner.urls import (
     canonicalize,
@@ -148,7 +147,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
             return None
     keeper = WalkKeeper(deps, site, run_id)
     # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
-    gate = gate_for(meta.engine, site)
+    gate = meta.gate_for(site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
@@ -163,8 +162,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                      [(url, url_hash(url), path_of(url), source, depth, via)
                       for url, (depth, via, source) in found.urls.items()])
     keeper.save()
-    apply_site_rules(meta.engine, site)  # rules reach the documents this run discovered for the first time
-    record_lastmods(meta.engine, run_id, site, found.lastmod)
+    meta.apply_site_rules(site)  # rules reach the documents this run discovered for the first time
+    meta.record_lastmods(run_id, site, parsed_lastmods(found.lastmod))
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -213,7 +212,7 @@ class WalkKeeper:
         self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
 
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
-        return known_links(self._deps.metadata.engine, self._site, urls)
+        return self._deps.metadata.known_links(self._site, urls)
 
     def keep(self, canonical: str, result: FetchResult) -> None:
         try:
@@ -230,9 +229,9 @@ class WalkKeeper:
             self._links.append((canonical, etag, last_modified, page.links, page.feeds))
 
     def save(self) -> None:
-        engine = self._deps.metadata.engine
-        record_prefetched(engine, self._run_id, self._answers, site=self._site)
-        save_links(engine, self._site, self._run_id, self._links)
+        meta = self._deps.metadata
+        meta.record_prefetched(self._run_id, self._answers, site=self._site)
+        meta.save_links(self._site, self._run_id, self._links)
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],

@@ -34,13 +34,10 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
-from gleaner.operator.lastmod import unchanged_since_last_fetch
-from gleaner.operator.rules import apply_site_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample
-from gleaner.store.prefetch import record_prefetched
 from gleaner.store.records import Decision, FetchRecord, RunPage
 
 log = logging.getLogger(__name__)
@@ -64,7 +61,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
-    apply_site_rules(meta.engine, message.site_domain)  # a rule added since map holds for this run too
+    meta.apply_site_rules(message.site_domain)  # a rule added since map holds for this run too
     pages = meta.run_pages(run_id)
     decisions: dict[str, Decision] = {}
     sections: OrderedDict[str, list[RunPage]] = OrderedDict()
@@ -100,13 +97,13 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                         verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
                         round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
                     decisions[page.document_id] = _decision(page, inherited)
-    record_prefetched(meta.engine, run_id, answers)
+    meta.record_prefetched(run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     included = [p for p in pages if decisions[p.document_id].decision == "include"]
     include = [p.document_id for p in included]
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
-        unchanged = unchanged_since_last_fetch(meta.engine, run_id, include)
+        unchanged = meta.unchanged_since_last_fetch(run_id, include)
         meta.record_not_modified(run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None, None)
                                           for d in sorted(unchanged)])
         include = [d for d in include if d not in unchanged]

@@ -14,10 +14,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from gleaner.changes.events import Change, EventType, record_changes
+from gleaner.changes.events import Change, EventType
 from gleaner.errors import InvalidInput
 from gleaner.provenance.conflicts import ConflictStatus, Finding, TextFingerprint
 from gleaner.provenance.simhash import bands, from_signed
+from gleaner.store.events import record_changes
 from gleaner.store.sqlstore import SqlStore, json_rows, json_value
 
 _NO_BAND = -1  # a text with no words has SimHash 0: it matches nothing by band

@@ -103,6 +103,12 @@ def translate(exc: BaseException, is_disconnect: bool = False) -> GleanerError:
     return DatabaseRefused(f"database error: {describe(exc)}")
 
 
+def quiet_driver_logs() -> None:
+    """Silence the database library's own logging: its pool logs a multi-line traceback when it drops a
+    connection the server closed (a restart), which Gleaner reports in one line and retries."""
+    logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
+
+
 def _translate(context: Any) -> BaseException | None:
     if context.is_pre_ping:  # SQLAlchemy reconnects after a failed ping, unless the error is replaced
         return None

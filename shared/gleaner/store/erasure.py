@@ -28,9 +28,10 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.changes.events import EventType, record_status_change
+from gleaner.changes.events import EventType
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
 from gleaner.store.blobs import BlobStore, run_content_key, run_raw_key, sample_key
+from gleaner.store.events import record_status_change
 from gleaner.store.sqlstore import SqlStore, json_value
 
 log = logging.getLogger(__name__)

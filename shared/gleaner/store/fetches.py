@@ -16,7 +16,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from gleaner.changes.lifecycle import FetchFacts, settle_fetches
+from gleaner.changes.lifecycle import FetchFacts
+from gleaner.store.lifecycle import settle_fetches
 from gleaner.store.notmodified import record_not_modified as store_not_modified
 from gleaner.store.records import FetchRecord
 from gleaner.store.sqlstore import SqlStore

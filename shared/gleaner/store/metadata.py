@@ -21,26 +21,50 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``runcontrol.py``: heartbeats, ending, claiming and sweeping runs (``RunControlStore``);
 - ``snapshots.py``: versioning changed content (``SnapshotStore``);
 - ``reads.py``: run summaries, documents, snapshots and texts for the CLI and
-  ingest (``ReadStore``).
+  ingest (``ReadStore``);
+- ``events.py``: change events, listed and drained by the outbox (``EventStore``);
+  recorded by the other modules inside the transaction of their change, as is the
+  lifecycle (``lifecycle.py``);
+- ``subscriptions.py`` and ``deliveries.py``: webhook subscriptions, the delivery
+  queue and its log (``SubscriptionStore``, ``DeliveryStore``);
+- ``prefetch.py``: answers map and sample kept for scrape, a walked page's links (``PrefetchStore``);
+- ``lastmod.py``: sitemap lastmods on the ledger (``LastmodStore``);
+- ``rules.py``: the operator's skip / block rules and their materialisation (``RuleStore``);
+- ``review.py``: pages waiting for the operator, and the operator's decision (``ReviewStore``);
+- ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``);
+- ``sites.py``: the sites registry (``SiteStore``); ``schedule.py``: claiming due sites (``ScheduleStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
 sample, notmodified.py for scrape), each reached through a method of these classes:
-the stages hold ``deps.metadata`` and never an engine. texts.py is the ingest stage's
-own TextStore.
+the stages, the CLI and the HTTP API hold ``deps.metadata`` and never an engine; the decisions
+those statements carry out (which rule gates a page, when a site is due) are pure functions in
+:mod:`gleaner.operator`. texts.py is the ingest stage's own TextStore.
 """
 
 from __future__ import annotations
 
 from gleaner.store.counters import CounterStore
+from gleaner.store.deliveries import DeliveryStore
+from gleaner.store.events import EventStore
 from gleaner.store.fetches import FetchStore
+from gleaner.store.lastmod import LastmodStore
+from gleaner.store.prefetch import PrefetchStore
 from gleaner.store.reads import ReadStore
 from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
+from gleaner.store.review import ReviewStore
+from gleaner.store.routing import RoutingStore
+from gleaner.store.rules import RuleStore
 from gleaner.store.runcontrol import RunControlStore
 from gleaner.store.runs import RunStore
+from gleaner.store.schedule import ScheduleStore
+from gleaner.store.sites import SiteStore
 from gleaner.store.snapshots import SnapshotStore
+from gleaner.store.subscriptions import SubscriptionStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
 
-class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore):
+class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
+                    LastmodStore, RuleStore, ReviewStore, RoutingStore, SiteStore, ScheduleStore, EventStore,
+                    SubscriptionStore, DeliveryStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

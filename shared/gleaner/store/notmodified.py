@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from gleaner.changes.lifecycle import FetchFacts, settle_fetches
+from gleaner.changes.lifecycle import FetchFacts
+from gleaner.store.lifecycle import settle_fetches
 from gleaner.store.records import FetchRecord
 from gleaner.store.sqlstore import json_rows
 

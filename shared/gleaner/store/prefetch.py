@@ -1,6 +1,6 @@
 """Fetch once per run, in the ledger: answers kept for scrape, and the links a page's body held.
 
-``record_prefetched`` writes what map's walk or sample's sample got for a page on
+``PrefetchStore.record_prefetched`` writes what map's walk or sample's sample got for a page on
 the run's ledger row (the first answer stands: a redelivery finds it set);
 scrape reads it back through ``RunPage.prefetched``.
 
@@ -19,10 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
-from gleaner.store.sqlstore import json_rows
+from gleaner.store.sqlstore import SqlStore, json_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,65 +32,55 @@ class KnownLinks:
     feeds: tuple[str, ...]
 
 
-def record_prefetched(engine: Engine, run_id: str, rows: dict[str, dict[str, Any]], site: str | None = None) -> None:
-    """rows: document id -> Prefetched.to_dict(), or canonical URL -> it when ``site`` is given (map knows
-    URLs, not document ids); ledger rows that already hold an answer, or an outcome, keep theirs."""
-    if not rows:
-        return
-    if site is None:
-        source = "json_to_recordset(CAST(:rows AS json)) AS t(k uuid, pf jsonb)"
-        match = "c.document_id = t.k"
-    else:
-        source = ("json_to_recordset(CAST(:rows AS json)) AS t(k text, pf jsonb)"
-                  " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.k")
-        match = "c.document_id = d.id"
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf FROM {source}"
-                    f" WHERE c.run_id = :r AND {match} AND c.prefetched IS NULL AND c.fetch_outcome IS NULL"),
-            {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])},
-        )
+class PrefetchStore(SqlStore):
+    def record_prefetched(self, run_id: str, rows: dict[str, dict[str, Any]], site: str | None = None) -> None:
+        """rows: document id -> Prefetched.to_dict(), or canonical URL -> it when ``site`` is given (map knows
+        URLs, not document ids); ledger rows that already hold an answer, or an outcome, keep theirs."""
+        if not rows:
+            return
+        if site is None:
+            source = "json_to_recordset(CAST(:rows AS json)) AS t(k uuid, pf jsonb)"
+            match = "c.document_id = t.k"
+        else:
+            source = ("json_to_recordset(CAST(:rows AS json)) AS t(k text, pf jsonb)"
+                      " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.k")
+            match = "c.document_id = d.id"
+        self._run(f"UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf FROM {source}"
+                  f" WHERE c.run_id = :r AND {match} AND c.prefetched IS NULL AND c.fetch_outcome IS NULL",
+                  {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])})
 
-
-def known_links(engine: Engine, site: str, urls: Sequence[str]) -> dict[str, KnownLinks]:
-    """Canonical URL -> its stored links, for pages whose current snapshot came with the same validators."""
-    if not urls:
-        return {}
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT d.canonical_url, l.etag, l.last_modified, l.links, l.feeds"
-                " FROM json_array_elements_text(CAST(:urls AS json)) AS t(cu)"
-                " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
-                " JOIN knowledge.page_links l ON l.document_id = d.id"
-                " WHERE d.current_snapshot_id IS NOT NULL AND (l.etag IS NOT NULL OR l.last_modified IS NOT NULL)"
-                " AND l.etag IS NOT DISTINCT FROM d.http_etag"
-                " AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified"
-            ),
+    def known_links(self, site: str, urls: Sequence[str]) -> dict[str, KnownLinks]:
+        """Canonical URL -> its stored links, for pages whose current snapshot came with the same validators."""
+        if not urls:
+            return {}
+        rows = self._all(
+            "SELECT d.canonical_url, l.etag, l.last_modified, l.links, l.feeds"
+            " FROM json_array_elements_text(CAST(:urls AS json)) AS t(cu)"
+            " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
+            " JOIN knowledge.page_links l ON l.document_id = d.id"
+            " WHERE d.current_snapshot_id IS NOT NULL AND (l.etag IS NOT NULL OR l.last_modified IS NOT NULL)"
+            " AND l.etag IS NOT DISTINCT FROM d.http_etag"
+            " AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified",
             {"s": site, "urls": json.dumps(list(urls))},
-        ).all()
-    return {str(r[0]): KnownLinks(r[1], r[2], tuple(r[3]), tuple(r[4] or ())) for r in rows}
+        )
+        return {str(r[0]): KnownLinks(r[1], r[2], tuple(r[3]), tuple(r[4] or ())) for r in rows}
 
-
-def save_links(engine: Engine, site: str, run_id: str,
-               rows: Sequence[tuple[str, str | None, str | None, Sequence[str], Sequence[str]]]) -> None:
-    """rows: (canonical url, etag, last_modified, links, feeds) of pages the walk read this run."""
-    if not rows:
-        return
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO knowledge.page_links (document_id, site_domain, etag, last_modified, links, feeds, run_id)"
-                " SELECT d.id, :s, t.et, t.lm, t.ln, t.fd, CAST(:r AS uuid)"
-                " FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, et text, lm text, ln jsonb, fd jsonb)"
-                " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
-                " ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag,"
-                " last_modified = EXCLUDED.last_modified, links = EXCLUDED.links, feeds = EXCLUDED.feeds,"
-                " run_id = EXCLUDED.run_id, updated_at = now()"
-                " WHERE (knowledge.page_links.etag, knowledge.page_links.last_modified, knowledge.page_links.links,"
-                "   knowledge.page_links.feeds) IS DISTINCT FROM"
-                "   (EXCLUDED.etag, EXCLUDED.last_modified, EXCLUDED.links, EXCLUDED.feeds)"
-            ),
+    def save_links(self, site: str, run_id: str,
+                   rows: Sequence[tuple[str, str | None, str | None, Sequence[str], Sequence[str]]]) -> None:
+        """rows: (canonical url, etag, last_modified, links, feeds) of pages the walk read this run."""
+        if not rows:
+            return
+        self._run(
+            "INSERT INTO knowledge.page_links (document_id, site_domain, etag, last_modified, links, feeds, run_id)"
+            " SELECT d.id, :s, t.et, t.lm, t.ln, t.fd, CAST(:r AS uuid)"
+            " FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, et text, lm text, ln jsonb, fd jsonb)"
+            " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
+            " ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag,"
+            " last_modified = EXCLUDED.last_modified, links = EXCLUDED.links, feeds = EXCLUDED.feeds,"
+            " run_id = EXCLUDED.run_id, updated_at = now()"
+            " WHERE (knowledge.page_links.etag, knowledge.page_links.last_modified, knowledge.page_links.links,"
+            "   knowledge.page_links.feeds) IS DISTINCT FROM"
+            "   (EXCLUDED.etag, EXCLUDED.last_modified, EXCLUDED.links, EXCLUDED.feeds)",
             {"s": site, "r": run_id, "rows": json_rows([{"cu": u, "et": et, "lm": lm, "ln": list(ln), "fd": list(fd)}
                                                         for u, et, lm, ln, fd in rows])},
         )

@@ -3,15 +3,43 @@
 Small frozen dataclasses of primitives that the stages build and read; the store
 modules (runs, fetches, snapshots, decisions, notmodified) write and return them.
 They import no database driver, so a stage or a test can build them freely.
+:func:`record_from_row` turns a result row into any such record.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import date
+from typing import Any, TypeVar
+
+R = TypeVar("R")
 
 # How the decisions statement marks a skip it materialised from an exclude decision.
 DECIDER_SKIP_PREFIX = "rule: "
+
+
+def record_from_row(cls: type[R], row: Sequence[Any]) -> R:
+    """A record (a dataclass) from a row whose columns are its fields in order.
+
+    Records carry primitives: a UUID becomes its string, a time its ISO 8601 text, an array a tuple;
+    NULL stays None. Anything else goes in as the driver returned it.
+    """
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if len(names) != len(row):
+        raise ValueError(f"{cls.__name__} has {len(names)} fields, the row {len(row)} columns")
+    return cls(**{name: _primitive(value) for name, value in zip(names, row, strict=True)})
+
+
+def _primitive(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()
+    if isinstance(value, list):
+        return tuple(value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

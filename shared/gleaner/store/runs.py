@@ -182,8 +182,8 @@ class RunStore(SqlStore):
         return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
 
     def mark_unmapped_stale(self, run_id: str, site: str, complete: bool) -> None:
-        """Documents this (complete) mapping no longer found, towards ``stale`` (changes/lifecycle.py)."""
-        from gleaner.changes.lifecycle import mark_unmapped_stale
+        """Documents this (complete) mapping no longer found, towards ``stale`` (store/lifecycle.py)."""
+        from gleaner.store.lifecycle import mark_unmapped_stale
 
         with self._tx() as conn:
             mark_unmapped_stale(conn, run_id, site, complete)

@@ -14,7 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.changes.events import Change, EventType, record_changes
+from gleaner.changes.events import Change, EventType
+from gleaner.store.events import record_changes
 from gleaner.store.records import SnapshotInput, SnapshotResult
 from gleaner.store.sqlstore import SqlStore, json_rows
 

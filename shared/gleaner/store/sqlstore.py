@@ -30,6 +30,11 @@ class SqlStore:
     def _tx(self) -> Any:
         return self.engine.begin()
 
+    def _run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """One write in a transaction of its own; the rows it touched."""
+        with self.engine.begin() as conn:
+            return int(conn.execute(sa.text(sql), dict(params or {})).rowcount or 0)
+
     def _all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
         """Every row of one read, on a connection of its own."""
         with self.engine.connect() as conn:
@@ -40,4 +45,9 @@ class SqlStore:
 
         Rows are typed Any: the statements are text, so SQLAlchemy knows no column types anyway."""
         with self.engine.connect() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).first()
+
+    def _write_first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first row one write returns (None if it touched none), in a transaction of its own."""
+        with self.engine.begin() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).first()

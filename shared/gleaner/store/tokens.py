@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from gleaner import tenancy
 from gleaner.errors import InvalidInput
+from gleaner.store.sqlstore import SqlStore
 
 TOKEN_PREFIX = "glt_"
 TOKEN_BYTES = 32  # 256 bits: guessing is hopeless, so an unsalted digest suffices
@@ -64,9 +64,8 @@ def new_token() -> str:
     return TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).decode().rstrip("=")
 
 
-class TokenStore:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+class TokenStore(SqlStore):
+    """The caller tokens; the composition root hands one out (``deps.tokens``)."""
 
     def add(self, workspace_id: str, label: str = "") -> dict[str, str]:
         """A new token for the workspace: ``{"id", "workspace_id", "token"}``; the token is shown only here."""
@@ -84,7 +83,7 @@ class TokenStore:
 
     def _insert(self, workspace_id: str | None, site_domain: str | None, label: str) -> tuple[str, str]:
         token = new_token()
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             token_id = conn.execute(
                 sa.text("INSERT INTO knowledge.caller_tokens (workspace_id, site_domain, token_sha256, label)"
                         " VALUES (:w, :s, :d, :l) RETURNING id"),
@@ -108,12 +107,10 @@ class TokenStore:
             token_id = str(uuid.UUID(token_id))
         except ValueError:
             return None
-        with tenancy.all_tenants(), self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT id, site_domain, token_sha256 FROM knowledge.caller_tokens"
-                        " WHERE id = CAST(:i AS uuid) AND site_domain IS NOT NULL AND revoked_at IS NULL"),
-                {"i": token_id},
-            ).first()
+        with tenancy.all_tenants():
+            row = self._first("SELECT id, site_domain, token_sha256 FROM knowledge.caller_tokens"
+                              " WHERE id = CAST(:i AS uuid) AND site_domain IS NOT NULL AND revoked_at IS NULL",
+                              {"i": token_id})
         return SiteToken(str(row[0]), row[1], bytes(row[2])) if row is not None else None
 
     def _live(self, token: str, binding: str) -> Any:
@@ -121,31 +118,22 @@ class TokenStore:
         assert binding in ("workspace_id", "site_domain")
         wanted = digest(token)
         # Authentication decides the tenant, so it cannot run inside one.
-        with tenancy.all_tenants(), self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(f"SELECT id, {binding}, token_sha256 FROM knowledge.caller_tokens"
-                        f" WHERE token_sha256 = :d AND revoked_at IS NULL AND {binding} IS NOT NULL"),
-                {"d": wanted},
-            ).first()
+        with tenancy.all_tenants():
+            row = self._first(f"SELECT id, {binding}, token_sha256 FROM knowledge.caller_tokens"
+                              f" WHERE token_sha256 = :d AND revoked_at IS NULL AND {binding} IS NOT NULL",
+                              {"d": wanted})
         # The index probe found the row by digest; compare again in constant time all the same.
         if row is None or not hmac.compare_digest(bytes(row[2]), wanted):
             return None
         return row
 
     def list(self) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT id, workspace_id, site_domain, label, created_at, revoked_at FROM knowledge.caller_tokens"
-                " ORDER BY created_at, id")).all()
+        rows = self._all("SELECT id, workspace_id, site_domain, label, created_at, revoked_at"
+                         " FROM knowledge.caller_tokens ORDER BY created_at, id")
         return [{"id": str(r[0]), "workspace_id": r[1], "site_domain": r[2], "label": r[3],
                  "created_at": r[4].isoformat(), "revoked_at": r[5].isoformat() if r[5] else None} for r in rows]
 
     def revoke(self, token_id: str) -> bool:
         """True if a live token with that id was revoked now."""
-        with self.engine.begin() as conn:
-            done = conn.execute(
-                sa.text("UPDATE knowledge.caller_tokens SET revoked_at = now()"
-                        " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL RETURNING id"),
-                {"i": token_id},
-            ).first()
-        return done is not None
+        return self._run("UPDATE knowledge.caller_tokens SET revoked_at = now()"
+                         " WHERE id = CAST(:i AS uuid) AND revoked_at IS NULL", {"i": token_id}) > 0

@@ -1,0 +1,139 @@
+"""Routings and composites in PostgreSQL: ``document_routings``, ``composite_documents`` and their sources.
+
+Where each document goes and what a composite is made of are decided in :mod:`gleaner.operator.routing`;
+this module reads and writes the rows, each call one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.operator.routing import GENERATOR, Composite, CompositeSource
+from gleaner.store.sqlstore import SqlStore, json_value
+
+
+class RoutingStore(SqlStore):
+    def ingestible(self, snapshot_ids: Iterable[str]) -> list[str]:
+        """The snapshots ingest may take: a composite's, or an unblocked, undeleted document's (gate 2)."""
+        ids = list(snapshot_ids)
+        if not ids:
+            return []
+        rows = self._all(
+            "SELECT s.id FROM knowledge.document_snapshots s"
+            " LEFT JOIN knowledge.documents d ON d.id = s.document_id"
+            " WHERE s.id = ANY(CAST(:ids AS uuid[]))"
+            " AND (s.composite_document_id IS NOT NULL OR (d.status <> 'blocked' AND NOT d.is_deleted))",
+            {"ids": ids},
+        )
+        keep = {str(r[0]) for r in rows}
+        return [i for i in ids if i in keep]
+
+    def route_ingested(self, snapshot_ids: Sequence[str]) -> int:
+        """After ingest: composites whose pinned source moved on go stale; active, unblocked documents not folded
+        into a composite get their default ``rag`` routing (kept if it exists). Returns routings created."""
+        if not snapshot_ids:
+            return 0
+        with self._tx() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE knowledge.composite_documents c SET status = 'stale', updated_at = now()"
+                    " FROM knowledge.composite_document_sources cs"
+                    " JOIN knowledge.documents d ON d.id = cs.document_id"
+                    " JOIN knowledge.document_snapshots n ON n.document_id = d.id"
+                    " WHERE cs.composite_document_id = c.id AND n.id = ANY(CAST(:ids AS uuid[]))"
+                    " AND d.current_snapshot_id IS DISTINCT FROM cs.source_snapshot_id AND c.status <> 'stale'"
+                ),
+                {"ids": list(snapshot_ids)},
+            )
+            created = conn.execute(
+                sa.text(
+                    "INSERT INTO knowledge.document_routings (site_domain, document_id, destination)"
+                    " SELECT DISTINCT d.site_domain, d.id, 'rag'::knowledge.routing_destination"
+                    " FROM knowledge.document_snapshots s JOIN knowledge.documents d ON d.id = s.document_id"
+                    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+                    " AND NOT EXISTS (SELECT 1 FROM knowledge.composite_document_sources cs"
+                    "   WHERE cs.document_id = d.id)"
+                    " ON CONFLICT DO NOTHING"
+                ),
+                {"ids": list(snapshot_ids)},
+            )
+        return int(created.rowcount or 0)
+
+    def routings_of(self, owner_id: str) -> list[dict[str, Any]]:
+        """A document's or a composite's routings."""
+        rows = self._all(
+            "SELECT destination::text, target_ref, priority, enabled FROM knowledge.document_routings"
+            " WHERE document_id = CAST(:o AS uuid) OR composite_document_id = CAST(:o AS uuid)"
+            " ORDER BY destination, target_ref",
+            {"o": owner_id},
+        )
+        return [{"destination": r[0], "target_ref": r[1], "priority": r[2], "enabled": r[3]} for r in rows]
+
+    def composite_candidates(self, site: str, urls: Sequence[str]) -> dict[str, CompositeSource]:
+        """canonical URL -> the undeleted document there with its current version (if any)."""
+        rows = self._all(
+            "SELECT d.canonical_url, d.id, d.status::text, d.title, s.id, s.version, s.processed_markdown_ref"
+            " FROM knowledge.documents d LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " WHERE d.site_domain = :s AND d.canonical_url = ANY(CAST(:u AS text[])) AND NOT d.is_deleted",
+            {"s": site, "u": list(urls)},
+        )
+        return {r[0]: CompositeSource(r[0], str(r[1]), r[2], r[3], str(r[4]) if r[4] else None, r[5], r[6])
+                for r in rows}
+
+    def save_composite(self, composite_id: str, site: str, title: str, kind: str | None, content_hash: str,
+                       content_key: str, sources: Sequence[dict[str, Any]]) -> str:
+        """The composite, its one version, its pinned sources and its ``rag`` routing; the sources lose theirs.
+
+        Returns the composite's snapshot id."""
+        with self._tx() as conn:
+            conn.execute(
+                sa.text("INSERT INTO knowledge.composite_documents (id, site_domain, title, composite_kind, status)"
+                        " VALUES (:i, :s, :t, :k, 'generated')"),
+                {"i": composite_id, "s": site, "t": title, "k": kind},
+            )
+            snapshot_id = str(conn.execute(
+                sa.text("INSERT INTO knowledge.document_snapshots (composite_document_id, version, content_hash,"
+                        " processed_markdown_ref, extraction_metadata) VALUES (:i, 1, :h, :k, CAST(:m AS jsonb))"
+                        " RETURNING id"),
+                {"i": composite_id, "h": content_hash, "k": content_key,
+                 "m": json_value({"generator": GENERATOR, "sources": list(sources)})},
+            ).scalar_one())
+            conn.execute(sa.text("UPDATE knowledge.composite_documents SET current_snapshot_id = :s WHERE id = :i"),
+                         {"s": snapshot_id, "i": composite_id})
+            for source in sources:
+                conn.execute(
+                    sa.text("INSERT INTO knowledge.composite_document_sources (composite_document_id, document_id,"
+                            " source_snapshot_id, site_domain) VALUES (:c, :d, :s, :site)"),
+                    {"c": composite_id, "d": source["document_id"], "s": source["snapshot_id"], "site": site},
+                )
+            # Subsumption: a combined source is ingested through the composite only.
+            conn.execute(
+                sa.text("DELETE FROM knowledge.document_routings WHERE destination = 'rag'"
+                        " AND document_id = ANY(CAST(:d AS uuid[]))"),
+                {"d": [s["document_id"] for s in sources]},
+            )
+            conn.execute(
+                sa.text("INSERT INTO knowledge.document_routings (site_domain, composite_document_id, destination)"
+                        " VALUES (:s, :c, 'rag') ON CONFLICT DO NOTHING"),
+                {"s": site, "c": composite_id},
+            )
+        return snapshot_id
+
+    def composites(self, site: str) -> list[Composite]:
+        rows = self._all(
+            "SELECT c.id, c.site_domain, c.title, c.status::text, c.current_snapshot_id,"
+            " COALESCE(json_agg(json_build_object('document_id', cs.document_id, 'url', d.canonical_url,"
+            "   'snapshot_id', cs.source_snapshot_id, 'version', ps.version, 'current_version', cur.version)"
+            "   ORDER BY d.canonical_url) FILTER (WHERE cs.document_id IS NOT NULL), '[]')"
+            " FROM knowledge.composite_documents c"
+            " LEFT JOIN knowledge.composite_document_sources cs ON cs.composite_document_id = c.id"
+            " LEFT JOIN knowledge.documents d ON d.id = cs.document_id"
+            " LEFT JOIN knowledge.document_snapshots ps ON ps.id = cs.source_snapshot_id"
+            " LEFT JOIN knowledge.document_snapshots cur ON cur.id = d.current_snapshot_id"
+            " WHERE c.site_domain = :s AND NOT c.is_deleted GROUP BY c.id ORDER BY c.created_at",
+            {"s": site},
+        )
+        return [Composite(str(r[0]), r[1], r[2], r[3], str(r[4]) if r[4] else None, tuple(r[5])) for r in rows]
