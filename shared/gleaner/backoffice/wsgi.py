@@ -41,7 +41,7 @@ from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access
 from gleaner.callers import identity_claims
-from gleaner.store.tokens import TOKEN_PREFIX, SiteToken, TokenStore
+from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
 
 log = logging.getLogger(__name__)
 
@@ -144,13 +144,13 @@ class BackofficeApp:
     def _site_token(self, token: str) -> SiteToken | None:
         if not token.startswith(TOKEN_PREFIX) or len(token) >= 100:
             return None
-        return TokenStore(self.deps.engine).site_token(token)
+        return self.deps.tokens.site_token(token)
 
     def _session_access(self, session: str) -> Access | None:
         if hmac.compare_digest(session.encode(), self._session(None).encode()):
             return OPERATOR
         token_id, _, _mac = session.partition(".")
-        site = TokenStore(self.deps.engine).site_token_by_id(token_id)
+        site = self.deps.tokens.site_token_by_id(token_id)
         if site is not None and hmac.compare_digest(session.encode(), self._session(site).encode()):
             return Access(site.site_domain)
         return None
