@@ -61,6 +61,7 @@ class RssSampler:
         self.peak_tree = 0
         self.peak_other = 0
         self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, user+system seconds when last sampled)
+        self.cpu_system: dict[int, float] = {}  # pid -> system (kernel) seconds of that, for the tree's processes
         self._pg_first: dict[int, float] = {}  # database pid -> its CPU seconds when first seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -82,6 +83,7 @@ class RssSampler:
                 try:
                     t = p.cpu_times()
                     self.cpu[p.pid] = ("main" if p.pid == self.pid else "children", t.user + t.system)
+                    self.cpu_system[p.pid] = t.system
                 except psutil.Error:
                     pass
             if self.also and time.monotonic() - last_scan > 1.0:
@@ -121,6 +123,45 @@ class RssSampler:
         self._thread.join()
 
 
+class Spies:
+    """py-spy on every process of a tree, one recorder per process as it appears (``--subprocesses`` misses
+    the extraction workers a forkserver starts): raw stacks to ``{prefix}.{pid}``."""
+
+    def __init__(self, pid: int, prefix: Path, rate: int = 100) -> None:
+        self.pid, self.prefix, self.rate = pid, prefix, rate
+        self.recorders: dict[int, subprocess.Popen[bytes]] = {}
+        self._stop = threading.Event()
+        self._attach(pid)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _attach(self, pid: int) -> None:
+        self.recorders[pid] = subprocess.Popen(
+            [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid), "--nonblocking", "--gil",
+             "--rate", str(self.rate), "--format", "raw", "--output", f"{self.prefix}.{pid}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                children = psutil.Process(self.pid).children(recursive=True)
+            except psutil.Error:
+                return
+            for child in children:
+                if child.pid not in self.recorders:
+                    self._attach(child.pid)
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for recorder in self.recorders.values():
+            try:
+                recorder.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                recorder.terminate()
+
+
 def _rss(procs: list[psutil.Process]) -> int:
     total = 0
     for p in procs:
@@ -134,19 +175,26 @@ def python() -> str:
 
 
 def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_also: str | None = None,
-             timeout: float = 3600) -> dict[str, Any]:
+             timeout: float = 3600, spy: Path | None = None) -> dict[str, Any]:
+    """Run a harness that writes a JSON report; with ``spy``, py-spy samples its process tree into that file."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    profiler = Spies(proc.pid, spy) if spy is not None else None
     with RssSampler(proc.pid, rss_also) as rss:
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
+    if profiler is not None:
+        profiler.stop()
     if proc.returncode != 0 or not out.exists():
         raise SystemExit(f"bench: {' '.join(cmd[:3])}... failed ({proc.returncode}):\n{err[-3000:]}")
     data = json.loads(out.read_text())
     data["process_wall_seconds"] = time.monotonic() - started
+    data["pid"] = proc.pid
+    data["cpu_by_pid"] = {str(pid): round(c, 3) for pid, (_role, c) in rss.cpu.items()}
+    data["cpu_system_by_pid"] = {str(pid): round(c, 3) for pid, c in rss.cpu_system.items()}
     data["peak_rss_mb"] = round(rss.peak_tree / 2**20, 1)
     # CPU seconds as last sampled (a child's last 50 ms may be missed): where the two cores went.
     data["cpu_seconds"] = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
@@ -171,9 +219,10 @@ def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str
     return env
 
 
-def gleaner_crawl(base: str, data_dir: Path, out: Path, limit: int, shared: Path = REPO / "shared") -> dict[str, Any]:
+def gleaner_crawl(base: str, data_dir: Path, out: Path, limit: int, shared: Path = REPO / "shared",
+                  spy: Path | None = None) -> dict[str, Any]:
     return run_json([python(), str(HERE / "gleaner_run.py"), base + "/", "--limit", str(limit), "--out", str(out)],
-                    out, gleaner_env(data_dir, shared), rss_also=str((data_dir / "pg").resolve()))
+                    out, gleaner_env(data_dir, shared), rss_also=str((data_dir / "pg").resolve()), spy=spy)
 
 
 def ceiling(root: Path, workers: int, out: Path) -> dict[str, Any]:
@@ -379,6 +428,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="200 pages, no real corpus, no memory run")
     parser.add_argument("--no-real", action="store_true", help="skip the real-documentation corpus")
     parser.add_argument("--no-cheap", action="store_true", help="skip the cheap-to-extract synthetic profile")
+    parser.add_argument("--memory-profile", choices=("standard", "cheap"), default="standard",
+                        help="the synthetic profile of the --memory-pages crawl (compared with that profile's run)")
     parser.add_argument("--real-limit", type=int, default=0, help="at most this many real pages (0: all)")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--mutate", type=float, default=5.0)
@@ -424,8 +475,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.memory_pages:
             root_m = work / "large"
             _, base_m = servers.add(root_m)
-            log(f"generating {args.memory_pages} synthetic pages for the memory check")
-            corpus.generate_synthetic(root_m, base_m, args.memory_pages, args.seed)
+            log(f"generating {args.memory_pages} {args.memory_profile} synthetic pages for the memory check")
+            corpus.generate_synthetic(root_m, base_m, args.memory_pages, args.seed, profile=args.memory_profile)
             corpora["large"] = (root_m, base_m, args.memory_pages)
         servers.start()
         report: dict[str, Any] = {
@@ -452,9 +503,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             log(f"[large] Gleaner first crawl of {pages} pages (memory growth)")
             large = gleaner_crawl(base, work / "large-gleaner", work / "large-first.json", pages * 2 + 100)
             large.pop("changed_paths", None)
-            small = report["corpora"]["synthetic"]["gleaner_first"]
+            small_corpus = "cheap" if args.memory_profile == "cheap" and "cheap" in report["corpora"] else "synthetic"
+            small = report["corpora"][small_corpus]["gleaner_first"]
+            small_rate = report["corpora"][small_corpus]["median_pages_per_second"].get(
+                "gleaner_first", small["pages_per_second"])
             report["memory"] = {
-                "small_pages": args.pages, "large_pages": pages, "small_rss_mb": small["peak_rss_mb"],
+                "profile": small_corpus, "small_pages": args.pages, "large_pages": pages,
+                "small_pages_per_second": small_rate,
+                "pages_per_second_ratio": ratio(large["pages_per_second"], small_rate),
+                "small_rss_mb": small["peak_rss_mb"],
                 "large_rss_mb": large["peak_rss_mb"], "growth": ratio(large["peak_rss_mb"], small["peak_rss_mb"]),
                 "small_pg_mb": small.get("peak_rss_postgres_mb"), "large_pg_mb": large.get("peak_rss_postgres_mb"),
                 "large_pages_per_second": large["pages_per_second"], "large_run": large,

@@ -32,6 +32,31 @@ def count_blobs(root: Path) -> dict[str, int]:
     return counts
 
 
+def cpu_now(pg_dir: Path) -> dict[str, float]:
+    """User + system CPU seconds so far: this process, its live descendants, the embedded PostgreSQL's live
+    processes (the server found by its data dir, and its backends). Differences around the crawl leave
+    start-up out (initdb, migrations)."""
+    import psutil
+
+    def seconds(p: psutil.Process) -> float:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            return 0.0
+        return float(t.user + t.system)
+
+    me = psutil.Process()
+    marker = str(pg_dir)
+    database: list[psutil.Process] = []
+    for server in (p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or ())):
+        try:
+            database += [server, *server.children(recursive=True)]  # its backends name no data dir
+        except psutil.Error:
+            continue
+    return {"main": seconds(me), "children": sum(seconds(c) for c in me.children(recursive=True)),
+            "postgres": sum(seconds(p) for p in database)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
@@ -92,9 +117,12 @@ def main() -> None:
 
     request = new_request(args.url, site_domain=args.site_domain, limit=args.limit, triggered_by="api",
                           mode="manual")
+    pg_dir = (settings.data_dir / "pg").resolve()
+    cpu_before = cpu_now(pg_dir)
     t0 = time.monotonic()
     summary = crawl(deps, request)
     t1 = time.monotonic()
+    cpu_after = cpu_now(pg_dir)
     busy["map"] = (first_dispatch[0] if first_dispatch else t1) - t0
     calls["map"] = 1
 
@@ -117,6 +145,8 @@ def main() -> None:
         "pages_per_second": summary["fetched"] / crawl_seconds if crawl_seconds else 0.0,
         "not_modified": summary.get("not_modified", 0),
         "outcomes": outcomes,
+        # CPU seconds spent between the call of runner.crawl and its return (processes alive at the end).
+        "cpu_during_crawl": {k: round(cpu_after[k] - cpu_before.get(k, 0.0), 3) for k in cpu_after},
         "startup_seconds": {"imports": t_imported - T_PROCESS, "database_and_counts": t_ready - t_imported},
         "snapshot_rows_written": rows_after - rows_before,
         "blobs_written": {k: blobs_after[k] - blobs_before[k] for k in blobs_after},

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
+import threading
 from pathlib import Path
 
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
@@ -12,6 +13,37 @@ from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        # Directories this store made or found: a crawl writes thousands of blobs into few directories,
+        # and a mkdir per blob was most of a write's cost. A directory removed behind its back is made again.
+        self._dirs: set[Path] = set()
+        self._tmp_names = itertools.count()
+        self._lock = threading.Lock()
+
+    def _parent(self, path: Path) -> Path:
+        parent = path.parent
+        if parent not in self._dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(parent)
+        return parent
+
+    def _tmp(self, parent: Path) -> tuple[int, str]:
+        """A new temporary file beside the key, named by process, store and a counter (mkstemp's random
+        names cost more than the write); a name left by a crashed process is skipped, a directory removed
+        behind the store's back made again."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            with self._lock:
+                n = next(self._tmp_names)
+            tmp = os.path.join(parent, f".tmp-{os.getpid()}-{id(self):x}-{n}")
+            try:
+                return os.open(tmp, flags, 0o600), tmp
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                self._dirs.discard(parent)
+                parent.mkdir(parents=True, exist_ok=True)
+                self._dirs.add(parent)
+        raise FileExistsError(f"no free temporary name in {parent}")
 
     def _path(self, key: str) -> Path:
         if not key or key.startswith("/") or ".." in key.split("/") or "\\" in key or "\x00" in key:
@@ -21,12 +53,10 @@ class LocalBlobStore:
     def put(self, key: str, data: bytes, content_type: str = "text/markdown; charset=utf-8") -> bool:
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists():
-                return self._same(path, key, data)
-            # Write to a temporary file, then link it into place: link fails if the key appeared
+            parent = self._parent(path)
+            # Write to a temporary file, then link it into place: link fails if the key exists or appeared
             # meanwhile, so two racing writers cannot both "create" and no reader sees half a file.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            fd, tmp = self._tmp(parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
@@ -44,13 +74,18 @@ class LocalBlobStore:
         """A hard link: no bytes are read or written, and the target stays create-only."""
         src, dst = self._path(source), self._path(target)
         try:
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            self._parent(dst)
             try:
                 os.link(src, dst)
             except FileExistsError:
                 return self._same(dst, target, src.read_bytes())
             except FileNotFoundError:
-                raise KeyError(source) from None
+                if not src.exists():
+                    raise KeyError(source) from None
+                # The target's directory went away after this store made it: make it again, once.
+                self._dirs.discard(dst.parent)
+                self._parent(dst)
+                os.link(src, dst)
         except OSError as exc:
             raise RetryableError(f"cannot copy blob {source} to {target}: {exc}") from exc
         return True
