@@ -1,7 +1,7 @@
 """Site-bound caller tokens: a bearer that acts for one tenant (the back office's per-site credential).
 
 Revision ID: 0012
-Revises: 0008
+Revises: 0013
 Create Date: 2026-11-30
 
 - caller_tokens.site_domain: a token bound to one site (``gleaner tokens add --site-domain SITE``);
@@ -17,7 +17,7 @@ from alembic import op
 from gleaner.store.rls import tenant_isolation_sql
 
 revision = "0012"
-down_revision = "0008"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
