@@ -10,6 +10,7 @@ one function here, so envelope parsing and error mapping exist once::
     HTTP {"sweep": true} (map)   idle runs settled    -                         503 (Scheduler retries)
     Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
                                                                                  last attempt: record, 200
+    HTTP /v1/, /ui/ (backoffice) the back office      400/403/404/409           500 (the operator retries)
 
 A message arriving from the dead-letter topic (it carries Pub/Sub's
 ``CloudPubSubDeadLetterSource*`` attributes) is not run again: its failure is
@@ -428,13 +429,10 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
-    from gleaner.backoffice.wsgi import serves
     from gleaner.web import query_of
     from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
-    if serves(request.path):
-        return run_backoffice(request, deps)
     cap = deps.settings.webhook_max_bytes
     environ = request.environ
     reading: list[bool] = []
@@ -457,8 +455,16 @@ def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     return _json_response(answer, status)
 
 
-def run_backoffice(request: Any, deps: Deps) -> HttpResponse:
-    """The back office (``/v1/``, ``/ui/``) on ingest's HTTP trigger: behind IAM and the admin bearer."""
+def run_backoffice(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """The backoffice function's on_http: ``/v1/`` and ``/ui/`` behind IAM (its own invokers), then the
+    operator bearer or a site token (:mod:`gleaner.backoffice.wsgi`). Not a stage: it reads and steers."""
+    from gleaner import logs
+
+    with logs.delivery("backoffice", request.headers):
+        return _run_backoffice(request, deps if deps is not None else process_deps())
+
+
+def _run_backoffice(request: Any, deps: Deps) -> HttpResponse:
     from gleaner.backoffice.wsgi import BackofficeApp
 
     secret = deps.settings.webhook_secret

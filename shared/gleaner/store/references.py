@@ -87,6 +87,16 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+QUALITY_FLAGS = ("ssrf_rejected", "fetch_refused", "extraction_empty")  # the table's CHECK
+QUALITY_COLUMNS = "id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
+
+
+def quality_row(r: Any) -> dict[str, Any]:
+    """One ``ingestion_quality_log`` row (selected as QUALITY_COLUMNS) as the API shows it."""
+    return {"id": str(r[0]), "flag_type": r[1], "severity": r[2], "source_url": r[3], "reason": r[4],
+            "feed_article_ids": [str(i) for i in r[5]], "details": r[6], "created_at": _iso(r[7])}
+
+
 class ReferenceStore(SqlStore):
     # -- the ledger -----------------------------------------------------------------------------
 
@@ -235,14 +245,9 @@ class ReferenceStore(SqlStore):
 
     def quality_log(self, url: str | None = None) -> list[dict[str, Any]]:
         where = "WHERE source_url = :u" if url is not None else ""
-        rows = self._all(
-            "SELECT id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
-            f" FROM knowledge.ingestion_quality_log {where} ORDER BY created_at, id",
-            {"u": url},
-        )
-        return [{"id": str(r[0]), "flag_type": r[1], "severity": r[2], "source_url": r[3], "reason": r[4],
-                 "feed_article_ids": [str(i) for i in r[5]], "details": r[6], "created_at": _iso(r[7])}
-                for r in rows]
+        rows = self._all(f"SELECT {QUALITY_COLUMNS} FROM knowledge.ingestion_quality_log {where}"
+                         " ORDER BY created_at, id", {"u": url})
+        return [quality_row(r) for r in rows]
 
     # -- retrieval (seed WP-B: two steps) ----------------------------------------------------------
 

@@ -103,10 +103,11 @@ class RunControlStore(CounterStore):
 
     def claim_run(self, run_id: str, worker: str, status: RunStatus, *, seen_status: RunStatus,
                   seen_worker: str | None) -> bool:
-        """Hand the run to ``worker`` in ``status`` if nobody changed it since it was read (resume)."""
+        """Hand the run to ``worker`` in ``status`` if nobody changed it since it was read (resume); the
+        error of how it stopped goes: the run ends again with its own."""
         row = self._write_first(
             "UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status), worker = :w,"
-            " heartbeat_at = now(), finished_at = NULL"
+            " heartbeat_at = now(), finished_at = NULL, error = NULL"
             " WHERE id = :r AND status::text = :seen AND worker IS NOT DISTINCT FROM :seen_w RETURNING id",
             {"st": str(status), "w": worker, "r": run_id, "seen": str(seen_status), "seen_w": seen_worker},
         )
