@@ -336,3 +336,47 @@ def test_an_auto_site_skips_urls_whose_sitemap_lastmod_is_not_after_their_last_f
                       " ON d.id = c.document_id WHERE c.run_id = :r AND d.path = '/docs/c'", r=second)[0][0] == REASON
     assert deps.metadata.run_summary(second)["snapshots"]["changed"] == 1
 
+
+
+def test_an_operators_exclusion_holds_whatever_its_reason_says(deps):
+    with demo_site() as site:
+        run(deps, site)
+        decide(deps, site.url + "/docs/install", "exclude", reason="rule: legal asked us to stop")
+        before = len(site.log)
+        run(deps, site)
+        fetched = site.paths()[before:]
+    assert "/docs/install" not in fetched
+    assert doc(deps, "/docs/install")["scrape_policy"] == "skip"
+    assert scalar(deps, "SELECT skip_by_decider FROM knowledge.documents WHERE path = '/docs/install'") is False
+
+
+class ChangingDecider(RuleDecider):
+    """The rule decider, but /about is excluded while ``exclude_about`` is set (a decider changing its mind)."""
+
+    exclude_about = True
+
+    def decide(self, facts: PageFacts, exclude: tuple[str, ...] = ()) -> PageDecision:
+        if facts.path == "/about" and self.exclude_about:
+            return PageDecision("exclude", "about pages say nothing", 0.9, "system")
+        return super().decide(facts, exclude)
+
+
+def test_a_decider_exclusion_is_decided_again_and_lifted_when_the_decider_includes_it(make_deps):
+    base = make_deps()
+    decider = ChangingDecider()
+    deps = Deps(base.settings, bus_override=LocalBus(backoff_seconds=0.01), decider_override=decider)
+    try:
+        with demo_site() as site:
+            run(deps, site)
+            assert doc(deps, "/about")["scrape_policy"] == "skip"
+            assert doc(deps, "/about")["skip_reason"] == "rule: about pages say nothing"
+            assert scalar(deps, "SELECT skip_by_decider FROM knowledge.documents WHERE path = '/about'") is True
+            decider.exclude_about = False
+            before = len(site.log)
+            run(deps, site)
+            fetched = site.paths()[before:]
+        assert "/about" in fetched
+        assert doc(deps, "/about")["scrape_policy"] == "scrape"
+        assert scalar(deps, "SELECT skip_by_decider FROM knowledge.documents WHERE path = '/about'") is False
+    finally:
+        deps.close()

@@ -89,11 +89,12 @@ def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision])
                 " UPDATE knowledge.documents d"
                 " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
                 "   AS knowledge.scrape_policy),"
-                " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END, updated_at = now()"
+                " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END,"
+                " skip_by_decider = (t.dec = 'exclude'), updated_at = now()"
                 " FROM t WHERE d.id = t.d AND ("
-                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR starts_with(d.skip_reason, :rp))"
+                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_by_decider)"
                 "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
-                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND starts_with(d.skip_reason, :rp)))"
+                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_by_decider))"
             ),
             {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX},
         )

@@ -137,7 +137,8 @@ class ErasureStore(SqlStore):
                                  cause=f"erasure:{erasure_id}")
             conn.execute(
                 sa.text("UPDATE knowledge.documents SET is_deleted = true, scrape_policy = 'skip',"
-                        " skip_reason = 'erased', title = NULL, http_etag = NULL, http_last_modified = NULL,"
+                        " skip_reason = 'erased', skip_by_decider = false, title = NULL, http_etag = NULL,"
+                        " http_last_modified = NULL,"
                         " updated_at = now() WHERE id = :d"),
                 {"d": document_id},
             )

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 R = TypeVar("R")
 
-# How the decisions statement marks a skip it materialised from an exclude decision.
+# How the decisions statement words a skip it materialised from an exclude decision (for people:
+# documents.skip_by_decider is what tells it from a person's skip).
 DECIDER_SKIP_PREFIX = "rule: "
 
 
@@ -67,12 +68,13 @@ class RunPage:
     byte_size: int | None = None
     operator_decision: str | None = None  # `gleaner review decide`: include | exclude
     prefetched: dict[str, Any] | None = None  # what map or sample already got for it this run (fetchonce.py)
+    skip_by_decider: bool = False  # the skip is a decider's exclude, re-decided each run (store/decisions.py)
 
     @property
     def skipped_by_operator(self) -> bool:
-        """``scrape_policy=skip`` set by a person, not carried over from a decider's exclude: those the
-        decisions statement writes with a ``rule: `` reason (store/decisions.py), and re-decides each run."""
-        return self.scrape_policy == "skip" and not (self.skip_reason or "").startswith(DECIDER_SKIP_PREFIX)
+        """``scrape_policy=skip`` set by a person (a rule, a review, an erasure), not carried over from a
+        decider's exclude, which the next run decides again."""
+        return self.scrape_policy == "skip" and not self.skip_by_decider
 
     @property
     def fetch_url(self) -> str:

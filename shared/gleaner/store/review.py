@@ -51,7 +51,7 @@ class ReviewStore(SqlStore):
                     "UPDATE knowledge.documents SET operator_decision = CAST(:dec AS knowledge.page_decision),"
                     " operator_reason = :why, operator_decided_at = now(),"
                     " scrape_policy = CAST(:pol AS knowledge.scrape_policy), skip_reason = :skr,"
-                    " skip_rule_id = NULL, updated_at = now() WHERE id = :d"
+                    " skip_by_decider = false, skip_rule_id = NULL, updated_at = now() WHERE id = :d"
                 ),
                 {"dec": str(decision), "why": reason, "pol": "skip" if exclude else "scrape",
                  "skr": why if exclude else None, "d": doc_id},

@@ -83,6 +83,7 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
                 " scrape_policy = CASE t.skip WHEN 'set' THEN 'skip' WHEN 'lift' THEN 'scrape'"
                 "   ELSE d.scrape_policy::text END::knowledge.scrape_policy,"
                 " skip_reason = CASE t.skip WHEN 'set' THEN t.skr WHEN 'lift' THEN NULL ELSE d.skip_reason END,"
+                " skip_by_decider = CASE WHEN t.skip IN ('set', 'lift') THEN false ELSE d.skip_by_decider END,"
                 " skip_rule_id = CASE t.skip WHEN 'set' THEN t.sk WHEN 'lift' THEN NULL ELSE d.skip_rule_id END,"
                 " status = CASE t.block WHEN 'set' THEN 'blocked' WHEN 'lift' THEN"
                 "   (CASE WHEN d.current_snapshot_id IS NULL THEN 'discovered' ELSE 'active' END)"

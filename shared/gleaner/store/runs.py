@@ -138,7 +138,7 @@ class RunStore(SqlStore):
         "d.id, d.canonical_url, d.url_hash, d.path, c.depth, c.discovered_via, d.scrape_policy::text,"
         " d.skip_reason, c.decision::text, d.http_etag, d.http_last_modified, s.content_hash, c.fetch_outcome::text,"
         " d.source_url, c.snapshot_outcome::text, c.fetched_content_hash, c.fetched_raw_hash, c.extractor,"
-        " c.fetch_status, c.fetch_time_ms, c.byte_size, d.operator_decision::text, c.prefetched"
+        " c.fetch_status, c.fetch_time_ms, c.byte_size, d.operator_decision::text, c.prefetched, d.skip_by_decider"
     )
 
     def run_pages(self, run_id: str, document_ids: Sequence[str] | None = None) -> list[RunPage]:
