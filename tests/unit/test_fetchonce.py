@@ -27,3 +27,14 @@ def test_a_304_stands_only_for_a_page_with_a_current_snapshot_and_a_spent_budget
     assert replay_for(blobs, not_modified.to_dict(), "http://a.test/", None, has_snapshot=False) is None
     assert replay_for(blobs, not_modified.to_dict(), "http://a.test/", None, has_snapshot=True) is not None
     assert kept(blobs, "a.test", "r", "p", FetchResult("http://a.test/", FetchOutcome.EXHAUSTED), "map") is None
+
+
+def test_a_kept_refusal_by_the_address_policy_is_still_a_refusal_when_replayed(tmp_path):
+    blobs = LocalBlobStore(tmp_path)
+    for flags in ({"non_public_address": True}, {"url_refused": True}, {}):
+        refused = FetchResult("http://a.test/x", FetchOutcome.UNAVAILABLE, "why", **flags)
+        answer = kept(blobs, "a.test", "r", "p", refused, "sample")
+        assert answer is not None
+        again = replay_for(blobs, Prefetched.from_dict(answer.to_dict()).to_dict(), "http://a.test/x", None,
+                           has_snapshot=False)
+        assert again is not None and again.refused_by_policy is bool(flags)

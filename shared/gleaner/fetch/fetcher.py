@@ -185,7 +185,8 @@ class Fetcher:
         try:
             url = fetchable(request.url)  # as the site spells it; the canonical URL is only identity
         except InvalidInput as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}", key=request.key)
+            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}", key=request.key,
+                               url_refused=True)
         if not bounded:
             return await self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
         if self._in_flight is None:
@@ -312,7 +313,7 @@ class Fetcher:
                 await loop.in_thread(self._book.pin, checked.host, checked.port)
         except UrlRefused as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
-                               key=request.key)
+                               key=request.key, url_refused=True)
         except AddressRefused as exc:
             return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key,
                                non_public_address=exc.non_public)

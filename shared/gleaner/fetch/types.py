@@ -42,14 +42,6 @@ REFUSED_OUTCOMES = frozenset({FetchOutcome.ROBOTS_DENIED, FetchOutcome.ROBOTS_UN
                               FetchOutcome.REFUSED_SIZE, FetchOutcome.REFUSED_CONTENT, FetchOutcome.REFUSED_ERASED})
 # Left by a limit or budget (the summary's "limited", with the URLs discovery found past the run's limit).
 LIMITED_OUTCOMES = frozenset({FetchOutcome.EXHAUSTED})
-# The address policy's refusals travel as ``unavailable`` (DESIGN.md's fetcher contract) with these reasons
-# (fetcher.py writes them); the summary counts them as refused.
-REFUSED_REASON_PREFIXES = ("non-public address", "refused-url:")
-
-
-def refused_reason_sql(column: str) -> str:
-    """A SQL condition: ``column`` (a fetch reason) is one of the address policy's refusals."""
-    return "(" + " OR ".join(f"{column} LIKE '{prefix}%'" for prefix in REFUSED_REASON_PREFIXES) + ")"
 
 
 class ContentKind(StrEnum):
@@ -91,6 +83,14 @@ class FetchResult:
     redirects: tuple[int, ...] = ()
     # The address policy refused the host (outcome unavailable): permanent, unlike a timeout or a lookup.
     non_public_address: bool = False
+    # The URL itself is not one Gleaner fetches (a scheme, credentials, a port): outcome unavailable too.
+    url_refused: bool = False
+
+    @property
+    def refused_by_policy(self) -> bool:
+        """Unavailable because Gleaner's own policy refused to ask, not because the site failed: the
+        address policy's refusals travel as ``unavailable`` (DESIGN.md), the summary counts them refused."""
+        return self.non_public_address or self.url_refused
 
     @property
     def ok(self) -> bool:

@@ -45,6 +45,8 @@ class Prefetched:
     body_key: str | None = None
     by: str = ""  # the stage that asked: map or sample
     redirects: tuple[int, ...] = ()  # the statuses of the redirects followed (a permanent move supersedes)
+    non_public_address: bool = False  # FetchResult's flags: refused by Gleaner's policy, not by the site
+    url_refused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, "", ())}
@@ -70,7 +72,7 @@ def kept(blobs: BlobStore, site: str, run_id: str, page_id: str, result: FetchRe
             blobs.put(key, result.body, result.content_type or "application/octet-stream")
     return Prefetched(str(result.outcome), result.reason, result.status, result.final_url, result.content_type,
                       result.charset, str(result.kind) if result.kind else None, result.etag, result.last_modified,
-                      result.elapsed_ms, key, by, result.redirects)
+                      result.elapsed_ms, key, by, result.redirects, result.non_public_address, result.url_refused)
 
 
 def replayable(prefetched: dict[str, Any] | None, has_snapshot: bool) -> bool:
@@ -102,4 +104,5 @@ def replayed(blobs: BlobStore, prefetched: Prefetched, url: str, key: str | None
                        status=prefetched.status, content_type=prefetched.content_type, charset=prefetched.charset,
                        kind=ContentKind(prefetched.kind) if prefetched.kind else None, body=body,
                        etag=prefetched.etag, last_modified=prefetched.last_modified,
-                       elapsed_ms=prefetched.elapsed_ms, key=key, redirects=prefetched.redirects)
+                       elapsed_ms=prefetched.elapsed_ms, key=key, redirects=prefetched.redirects,
+                       non_public_address=prefetched.non_public_address, url_refused=prefetched.url_refused)

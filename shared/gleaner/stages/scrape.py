@@ -218,7 +218,7 @@ def _record(page: RunPage, result: FetchResult, title: str | None, handed: Fetch
                        result.elapsed_ms,
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
-                       handed.extractor if handed else None, superseded_by)
+                       handed.extractor if handed else None, superseded_by, result.refused_by_policy)
 
 
 PERMANENT_REDIRECTS = frozenset({301, 308})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.fetch.types import LIMITED_OUTCOMES, REFUSED_OUTCOMES, refused_reason_sql
+from gleaner.fetch.types import LIMITED_OUTCOMES, REFUSED_OUTCOMES
 from gleaner.store.sqlstore import SqlStore
 
 # The status of a run some of whose pages could not be stored: partial if it stored any page, else failed.
@@ -20,9 +20,9 @@ UNSTORED_STATUS = (
     " ELSE 'failed'::knowledge.crawl_status END"
 )
 # A ledger row the site failed to serve or that policy refused (DESIGN.md "Document lifecycle"): the
-# fetcher records a non-public address as unavailable, so its reason tells the two apart.
+# fetcher records the address policy's refusals as unavailable, with fetch_refused set.
 _REFUSED = (f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in REFUSED_OUTCOMES)})"
-            f" OR (fetch_outcome = 'unavailable' AND {refused_reason_sql('fetch_reason')}))")
+            " OR (fetch_outcome = 'unavailable' AND fetch_refused))")
 # A page Gleaner fetched but could not store (store-failed) counts as failed too: it was not kept, and
 # the run's error says why; it is never refused (policy) nor limited.
 _FAILED = f"(fetch_outcome IN ('unavailable', 'denied', 'store-failed') AND NOT {_REFUSED})"

@@ -33,13 +33,13 @@ class FetchStore(SqlStore):
         if not records:
             return
         cols: dict[str, list[Any]] = {
-            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex", "sup")
+            k: [] for k in ("d", "o", "why", "st", "ms", "sz", "et", "lm", "ti", "ch", "rh", "ex", "sup", "ref")
         }
         for r in records:
             for key, value in zip(
                 cols,
                 (r.document_id, r.outcome, r.reason, r.status, r.time_ms, r.byte_size, r.etag, r.last_modified,
-                 r.title, r.content_hash, r.raw_hash, r.extractor, r.superseded_by),
+                 r.title, r.content_hash, r.raw_hash, r.extractor, r.superseded_by, r.refused),
                 strict=True,
             ):
                 cols[key].append(value)
@@ -47,7 +47,8 @@ class FetchStore(SqlStore):
             updated = conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
-                    " fetch_reason = t.why, fetch_status = t.st, fetch_time_ms = t.ms, byte_size = t.sz,"
+                    " fetch_reason = t.why, fetch_refused = t.ref, fetch_status = t.st, fetch_time_ms = t.ms,"
+                    " byte_size = t.sz,"
                     " fetched_at = now(), fetched_content_hash = t.ch, fetched_raw_hash = t.rh, extractor = t.ex,"
                     " fetched_etag = t.et, fetched_last_modified = t.lm,"
                     " snapshot_outcome = CASE WHEN t.o = 'not-modified' OR t.sup IS NOT NULL"
@@ -55,7 +56,8 @@ class FetchStore(SqlStore):
                     " FROM unnest(CAST(:d AS uuid[]), CAST(:o AS text[]), CAST(:why AS text[]), CAST(:st AS int[]),"
                     " CAST(:ms AS int[]), CAST(:sz AS int[]), CAST(:et AS text[]), CAST(:lm AS text[]),"
                     " CAST(:ti AS text[]), CAST(:ch AS text[]), CAST(:rh AS text[]), CAST(:ex AS text[]),"
-                    " CAST(:sup AS text[])) AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex, sup)"
+                    " CAST(:sup AS text[]), CAST(:ref AS boolean[]))"
+                    " AS t(d, o, why, st, ms, sz, et, lm, ti, ch, rh, ex, sup, ref)"
                     " WHERE c.run_id = :r AND c.document_id = t.d AND c.fetch_outcome IS NULL"
                     " RETURNING c.document_id"
                 ),

@@ -111,6 +111,7 @@ class FetchRecord:
     # The known document this page permanently redirects to (its canonical URL): it is superseded,
     # and what the redirect served is that document's content, not a version of this one.
     superseded_by: str | None = None
+    refused: bool = False  # unavailable because Gleaner's policy refused to ask (FetchResult.refused_by_policy)
 
 
 @dataclass(frozen=True, slots=True)
