@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.decide.port import PageFacts
+from gleaner.decide.port import PageFacts, Verdict
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
 from gleaner.discover.sitemaps import SitemapStream
@@ -195,7 +195,7 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
     """Walk only into pages the decider would not exclude by URL alone: login, cart, search, tag and
     pagination pages are crawler traps, and a site owner does not expect them fetched."""
     facts = PageFacts(url=url, path=path_of(url))
-    return deps.decider.decide(facts, exclude).decision != "exclude"
+    return deps.decider.decide(facts, exclude).decision != Verdict.EXCLUDE
 
 
 class WalkKeeper:

@@ -25,7 +25,7 @@ from itertools import chain, islice
 from typing import Any
 
 from gleaner.app import Deps
-from gleaner.decide.port import PageDecision, PageFacts
+from gleaner.decide.port import PageDecision, PageFacts, Verdict
 from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.html import extract_html
 from gleaner.extract.page import PDF, extract_document
@@ -72,12 +72,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                                                    {"content_kind": "reviewed", "evidence": []})
             continue
         if page.skipped_by_operator:
-            decisions[page.document_id] = Decision(page.document_id, "exclude", "operator",
+            decisions[page.document_id] = Decision(page.document_id, Verdict.EXCLUDE, "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
                                                    {"content_kind": "skipped", "evidence": []})
             continue
         verdict = deps.decider.decide(PageFacts(url=page.canonical_url, path=page.path), exclude)
-        if verdict.decision == "exclude":
+        if verdict.decision == Verdict.EXCLUDE:
             decisions[page.document_id] = _decision(page, verdict)
         else:
             sections.setdefault(section_of(page.path), []).append(page)
@@ -99,7 +99,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                     decisions[page.document_id] = _decision(page, inherited)
     meta.record_prefetched(run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
-    included = [p for p in pages if decisions[p.document_id].decision == "include"]
+    included = [p for p in pages if decisions[p.document_id].decision == Verdict.INCLUDE]
     include = [p.document_id for p in included]
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
@@ -268,7 +268,8 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
-            verdict = PageDecision("include", f"sample not fetched ({result.reason}); the fetcher decides per URL",
+            verdict = PageDecision(Verdict.INCLUDE,
+                                   f"sample not fetched ({result.reason}); the fetcher decides per URL",
                                    0.5, content_kind="unsampled")
             return SampleOutcome(None, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is FetchOutcome.FETCHED and result.content_type == PDF:
@@ -314,4 +315,4 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
     reason = ("no sample allowed by robots.txt" if not allowed else
               "no sample could be fetched (" + "; ".join(errors) + ")")
     # Without a sample the URL rules stand: include, and let each URL's fetch record what happens.
-    return SampleOutcome(None, PageDecision("include", reason, 0.5, content_kind="unsampled"))
+    return SampleOutcome(None, PageDecision(Verdict.INCLUDE, reason, 0.5, content_kind="unsampled"))
