@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -225,3 +225,23 @@ def is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+Item = TypeVar("Item")
+
+
+def _plain(item: Any) -> Any:
+    to_dict = getattr(item, "to_dict", None)
+    return to_dict() if callable(to_dict) else item
+
+
+def echo_listing(items: Sequence[Item], as_json: bool, line: Callable[[Item], str], empty: str | None = None) -> None:
+    """A listing: one JSON array (values by their ``to_dict``, rows as they are), or a line each for a
+    person, with ``empty`` on stderr when there is nothing."""
+    if as_json:
+        click.echo(json.dumps([_plain(item) for item in items], default=str))
+        return
+    if not items and empty:
+        click.echo(empty, err=True)
+    for item in items:
+        click.echo(line(item))

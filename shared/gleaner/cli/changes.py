@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, fail, guard, is_uuid, load_settings, main, open_deps
+
+if TYPE_CHECKING:
+    from gleaner.changes.events import ChangeEvent
 
 
 @main.command("changes")
@@ -32,16 +35,14 @@ def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) 
         if since_run is not None and deps.metadata.run_summary(since_run) is None:
             fail(f"no run {since_run}")
         events = deps.metadata.list_events(site=site, since=since_time, since_run=since_run, limit=limit)
-    if as_json:
-        click.echo(json.dumps([e.to_dict() for e in events]))
-        return
-    if not events:
-        click.echo("no changes" + (f" for {site}" if site else ""), err=True)
-    for e in events:
+
+    def line(e: ChangeEvent) -> str:
         version = f"v{e.version}" if e.version is not None else "-"
         if e.previous_version is not None:
             version = f"v{e.previous_version}->{version}"
-        click.echo(f"{e.occurred_at[:19]}  {e.type:<19} {version:<8} {e.url}")
+        return f"{e.occurred_at[:19]}  {e.type:<19} {version:<8} {e.url}"
+
+    echo_listing(events, as_json, line, "no changes" + (f" for {site}" if site else ""))
 
 
 @main.group("notify")
@@ -74,13 +75,9 @@ def notify_list(as_json: bool) -> None:
     """Subscriptions (without their secrets)."""
     with open_deps(load_settings()) as deps:
         subs = [s.public() for s in deps.metadata.active_subscriptions()]
-    if as_json:
-        click.echo(json.dumps(subs))
-        return
-    if not subs:
-        click.echo("no subscriptions: try `gleaner notify add URL`", err=True)
-    for s in subs:
-        click.echo(f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}")
+    echo_listing(subs, as_json,
+                 lambda s: f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}",
+                 "no subscriptions: try `gleaner notify add URL`")
 
 
 @notify.command("remove")
@@ -118,15 +115,13 @@ def notify_deliveries(subscription_id: str | None, limit: int, as_json: bool) ->
     """The delivery log, newest first: each delivery's state and every attempt."""
     with open_deps(load_settings()) as deps:
         rows = deps.metadata.delivery_log(subscription_id, limit)
-    if as_json:
-        click.echo(json.dumps(rows))
-        return
-    if not rows:
-        click.echo("no deliveries yet", err=True)
-    for d in rows:
+
+    def line(d: dict[str, Any]) -> str:
         tries = " ".join(str(a["status"] or "error") for a in d["log"])
-        click.echo(f"{d['created_at'][:19]}  {d['state']:<9} {d['type']:<18} {d['url'] or ''}"
-                   f"  webhook-id {d['event_id']}  attempts: {tries or '-'}")
+        return (f"{d['created_at'][:19]}  {d['state']:<9} {d['type']:<18} {d['url'] or ''}"
+                f"  webhook-id {d['event_id']}  attempts: {tries or '-'}")
+
+    echo_listing(rows, as_json, line, "no deliveries yet")
 
 
 @main.command("deliver")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.cli.base import guard, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps
 
 if TYPE_CHECKING:
     from gleaner.operator.rules import Applied, Rule
@@ -43,17 +42,6 @@ V = TypeVar("V", bound=_Value)
 def _show(value: V, as_json: bool, line: str) -> None:
     """One result: its JSON, or one line for a person."""
     click.echo(json.dumps(value.to_dict(), default=str) if as_json else line)
-
-
-def _show_all(values: Sequence[V], as_json: bool, line: Callable[[V], str], empty: str | None = None) -> None:
-    """A listing: a JSON array, or a line each (``empty`` on stderr when there is nothing)."""
-    if as_json:
-        _echo_json([v.to_dict() for v in values])
-        return
-    if not values and empty:
-        click.echo(empty, err=True)
-    for v in values:
-        click.echo(line(v))
 
 
 def _show_rule(rule: Rule, applied: Applied, as_json: bool, line: str) -> None:
@@ -110,7 +98,7 @@ def sites_list(as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         sites = list_sites(deps)
-    _show_all(sites, as_json, lambda s: f"{s.site_domain:<28} every {s.every:<8} next {s.next_run_at or '-':<34}"
+    echo_listing(sites, as_json, lambda s: f"{s.site_domain:<28} every {s.every:<8} next {s.next_run_at or '-':<34}"
               f" {s.target_url}", "no sites yet: try `gleaner sites add URL --every 1d`")
 
 
@@ -188,7 +176,7 @@ def rules_list(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         rules = list_rules(deps, site)
-    _show_all(rules, as_json, lambda r: f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
+    echo_listing(rules, as_json, lambda r: f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
 
 
 @rules_group.command("remove")
@@ -277,7 +265,7 @@ def review_list_cmd(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         items = review_list(deps, site)
-    _show_all(items, as_json, lambda i: f"{i.url}  {i.reason or ''}", f"nothing to review for {site}")
+    echo_listing(items, as_json, lambda i: f"{i.url}  {i.reason or ''}", f"nothing to review for {site}")
 
 
 @review_group.command("decide")
@@ -331,4 +319,4 @@ def composite_list(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         composites = list_composites(deps, site)
-    _show_all(composites, as_json, lambda c: f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")
+    echo_listing(composites, as_json, lambda c: f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, fail, guard, is_uuid, load_settings, main, open_deps
 
 
 @main.group("tokens")
@@ -58,13 +59,13 @@ def tokens_list(as_json: bool) -> None:
     """Every token (never the token itself): id, workspace or site, label, created, revoked."""
     with open_deps(load_settings()) as deps:
         rows = deps.tokens.list()
-    if as_json:
-        click.echo(json.dumps(rows))
-        return
-    for row in rows:
+
+    def line(row: dict[str, Any]) -> str:
         state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "live"
         bound = row["workspace_id"] if row["workspace_id"] is not None else f"site:{row['site_domain']}"
-        click.echo(f"{row['id']}  {bound:<24} {state:<40} {row['label']}")
+        return f"{row['id']}  {bound:<24} {state:<40} {row['label']}"
+
+    echo_listing(rows, as_json, line, "no tokens: `gleaner tokens add --workspace W` makes one")
 
 
 @tokens_group.command("revoke")
