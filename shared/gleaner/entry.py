@@ -421,7 +421,7 @@ def _task_attempt(headers: Mapping[str, str]) -> int | None:
 
 
 def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
-    """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.webhook`)."""
+    """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.references.webhook`)."""
     from gleaner import logs
 
     with logs.delivery("ingest", request.headers):
@@ -429,8 +429,8 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
+    from gleaner.references.webhook import WebhookRequest, handle
     from gleaner.web import query_of
-    from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
     cap = deps.settings.webhook_max_bytes

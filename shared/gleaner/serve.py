@@ -1,6 +1,6 @@
 """``gleaner serve``: the ingest function's HTTP surface and the back office, under waitress.
 
-The same :func:`gleaner.webhook.handle` as the deployed function answers the
+The same :func:`gleaner.references.webhook.handle` as the deployed function answers the
 webhook and ``/refs``; work the webhook publishes goes to the in-process bus,
 which a background thread drains, so a poller gets its 202 without waiting for
 the landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``;
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.errors import ConfigError
+from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.web import (
     Environ,
     ServerLimits,
@@ -30,7 +31,6 @@ from gleaner.web import (
     read_body,
     respond,
 )
-from gleaner.webhook import WebhookRequest, handle
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """``GET /v1/texts/{text_hash}?start=&end=``: a slice of stored canonical text, as ``(status, body)``.
 
-Framework-free like :func:`gleaner.webhook.handle`: any router (the webhook's,
+Framework-free like :func:`gleaner.references.webhook.handle`: any router (the webhook's,
 the back office's ``/v1``) passes the path's hash and the query.
 """
 

@@ -416,8 +416,8 @@ def test_the_articles_accepted_event_target_lands_rows_once_however_often_delive
     import base64
 
     from gleaner.messages import ArticlesAccepted, encode
+    from gleaner.references.webhook import parse_article
     from gleaner.store.references import ReferenceStore
-    from gleaner.webhook import parse_article
 
     make_client()  # sets the function's environment
     row = parse_article(article(site, "/articles/solar-cells"))

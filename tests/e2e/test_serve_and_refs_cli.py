@@ -86,7 +86,7 @@ def test_refs_cli_searches_and_shows_what_landed(env, site):
     runner = CliRunner()
     from gleaner.app import Deps
     from gleaner.config import Settings
-    from gleaner.webhook import WebhookRequest, handle
+    from gleaner.references.webhook import WebhookRequest, handle
 
     deps = Deps(Settings.from_env(env))
     try:

@@ -7,11 +7,11 @@ import json
 import sqlalchemy as sa
 
 from gleaner.provenance.verification import CitedSpan, VerifyState
+from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch, wire
 from gleaner.store.erasure import erase_document
 from gleaner.store.retention import prune
-from gleaner.webhook import WebhookRequest, handle
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish
 

@@ -473,7 +473,7 @@ def post_resume(deps: Deps, req: ApiRequest, run_id: str) -> Answer:
 
 
 def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
-    """Feed URLs the landing refused or could not use (``stages/landing.py``): the operator's, not a site's."""
+    """Feed URLs the landing refused or could not use (``references/landing.py``): the operator's, not a site's."""
     operator_only(req)
     kind = choice_arg(req.query, "kind", QUALITY_FLAGS)
     since = time_arg(req.query, "since")

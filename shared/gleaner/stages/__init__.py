@@ -21,8 +21,9 @@ from gleaner.messages import (
     ScrapeBatch,
     SnapshotsWritten,
 )
+from gleaner.references import landing
 from gleaner.references.identity import REFERENCES_SITE
-from gleaner.stages import ingest, landing, map, sample, scrape, snapshot
+from gleaner.stages import ingest, map, sample, scrape, snapshot
 from gleaner.tenancy import scope, site_for
 
 STAGES: dict[str, tuple[str, type[Message], Callable[[Any, Deps], Any]]] = {
