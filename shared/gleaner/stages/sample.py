@@ -225,12 +225,27 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
     replay = replay_for(deps.blobs, sample.prefetched, sample.fetch_url, None, sample.current_hash is not None)
     if replay is not None:
         return replay, same
+    if prev is not None and _vouched_by_walk(sample.prefetched, prev):
+        # A page with no snapshot (one this sample excluded before): the walk's 304 answered the validators
+        # it was last read with, and those are prev's, so prev's verdict stands without asking again.
+        return FetchResult(sample.fetch_url, FetchOutcome.NOT_MODIFIED, "304 not modified (map)", status=304,
+                           etag=prev.etag, last_modified=prev.last_modified), True
     result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS,
                                         etag=prev.etag if prev else None,
                                         last_modified=prev.last_modified if prev else None))
     if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
         _keep(deps, message, sample, result, answers)
     return result, prev is not None
+
+
+def _vouched_by_walk(prefetched: dict[str, Any] | None, prev: PreviousSample) -> bool:
+    """Whether map's walk got a 304 for validators that name the same body as ``prev``'s."""
+    if not prefetched or prefetched.get("outcome") != FetchOutcome.NOT_MODIFIED:
+        return False
+    etag, last_modified = prefetched.get("etag"), prefetched.get("last_modified")
+    if etag and prev.etag:
+        return bool(etag == prev.etag)
+    return bool(last_modified and last_modified == prev.last_modified)
 
 
 def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult,
