@@ -7,7 +7,7 @@
 # @functions_framework.cloud_event, so functions-framework turns each push into a CloudEvent.
 #
 # No function has a public invoker: Cloud Run admits only identities holding run.invoker (the
-# push, tasks and scheduler identities, var.operators, var.feed_pollers), so the code may trust
+# push, tasks and scheduler identities, var.operators, var.feed_pollers, var.backoffice_invokers), so the code may trust
 # an identity token that reached it (GLEANER_HTTP_AUTH=iam, gleaner/callers.py).
 
 locals {
@@ -18,6 +18,8 @@ locals {
     "scrape" = { stage = "scrape", entry_point = "on_http", external = false, timeout = 1800, max_instances = 10 }
     # The feed-poller webhook (articles and the walk nudge); bearer-checked by the code behind IAM.
     "ingest-webhook" = { stage = "ingest", entry_point = "on_http", external = true, timeout = 300, max_instances = 2 }
+    # The back office (/v1/, /ui/): not a stage; its own invokers (backoffice.tf), then bearer or site token.
+    "backoffice" = { stage = "backoffice", entry_point = "on_http", external = true, timeout = 60, max_instances = 2 }
   }
   event_functions = {
     "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 2 }
@@ -27,7 +29,7 @@ locals {
   }
   all_functions = merge(local.http_functions, local.event_functions)
   # Functions that read the bearer secret (callers that are not Google identities use it).
-  secret_functions = ["map-http", "ingest-webhook"]
+  secret_functions = ["map-http", "ingest-webhook", "backoffice"]
   # Every function reads or writes the metadata (map-http answers run status and ticks).
   db_functions = keys(local.all_functions)
 

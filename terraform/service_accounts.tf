@@ -11,10 +11,11 @@ locals {
     "snapshot"       = ["snapshots-written"]
     "ingest"         = ["snapshots-written"] # landing feed articles versions their bodies
     "ingest-webhook" = ["articles-accepted"]
+    "backoffice"     = [] # reads and steers; its change events leave through the stages' outbox flush
   }
   # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
   writes_blobs = ["map", "sample", "scrape", "snapshot", "ingest"]
-  reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook"]
+  reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook", "backoffice"]
   # Scrape batches that hit their soft deadline enqueue their remainder; sample enqueues the batches.
   enqueues_scrape = ["sample", "scrape"]
 }

@@ -15,11 +15,11 @@ variable "source_bucket" {
 }
 
 variable "archives" {
-  description = "Object name in source_bucket of each stage's archive (infra/package_functions.py writes them as functions/<stage>-<content hash>.zip and prints this map): an unchanged stage keeps its name, so its function is not redeployed."
+  description = "Object name in source_bucket of each functions/<dir>'s archive (infra/package_functions.py writes them as functions/<dir>-<content hash>.zip and prints this map): an unchanged one keeps its name, so its function is not redeployed."
   type        = map(string)
   validation {
-    condition     = alltrue([for stage in ["map", "sample", "scrape", "snapshot", "ingest"] : contains(keys(var.archives), stage)])
-    error_message = "archives needs an object for every stage: map, sample, scrape, snapshot, ingest."
+    condition     = alltrue([for dir in ["map", "sample", "scrape", "snapshot", "ingest", "backoffice"] : contains(keys(var.archives), dir)])
+    error_message = "archives needs an object for every function directory: map, sample, scrape, snapshot, ingest, backoffice."
   }
 }
 

@@ -2,8 +2,8 @@
 
 - ``on_event``: the push subscriptions of `snapshots-written` (canonical text and span ledger of
   new snapshots) and of `articles-accepted` (land accepted feed articles as reference items);
-- ``on_http``: the feed-poller webhook (POST /), reference retrieval (GET /refs, /refs/{id}) and the
-  back office (``/v1/`` JSON API, ``/ui/`` pages) behind IAM and the admin bearer.
+- ``on_http``: the feed-poller webhook (POST /), reference retrieval (GET /refs, /refs/{id}) and
+  canonical text slices (GET /v1/texts/). The back office is its own function (functions/backoffice).
 """
 
 import flask

@@ -41,18 +41,28 @@ class Caller:
     name: str
 
 
-def _bearer(value: str) -> str | None:
+def bearer_token(value: str) -> str | None:
+    """The token of an ``Authorization`` value ``Bearer <token>``; None for any other value.
+
+    Every HTTP surface reads the header through this and compares through :func:`secret_matches`,
+    so they agree on what a bearer is."""
     scheme, _, token = value.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
 
 
+def secret_matches(token: str, secret: str | None) -> bool:
+    """Constant-time comparison of a presented token with the configured secret (never with none)."""
+    if not secret:
+        return False
+    # surrogatepass: a header decoded with surrogateescape must be compared, not crash the handler.
+    return hmac.compare_digest(token.encode("utf-8", "surrogatepass"), secret.encode("utf-8"))
+
+
 def bearer_matches(headers: Mapping[str, str], secret: str | None) -> bool:
     """Constant-time comparison of the Authorization bearer with the configured secret."""
-    token = _bearer(headers.get("Authorization", "") or "")
-    if not secret or token is None:
-        return False
-    return hmac.compare_digest(token.encode("utf-8"), secret.encode("utf-8"))
+    token = bearer_token(headers.get("Authorization", "") or "")
+    return token is not None and secret_matches(token, secret)
 
 
 def identity_claims(token: str) -> dict[str, object] | None:
@@ -80,7 +90,7 @@ def admitted(headers: Mapping[str, str], settings: Settings) -> Caller | None:
     if settings.http_auth is not HttpAuth.IAM:
         return None
     for header in (SERVERLESS_AUTHORIZATION, "Authorization"):
-        token = _bearer(headers.get(header, "") or "")
+        token = bearer_token(headers.get(header, "") or "")
         claims = identity_claims(token) if token else None
         if claims is not None:
             return Caller("iam", str(claims.get("email") or claims.get("sub") or "?"))

@@ -4,10 +4,15 @@ Keys mirror the environment variables, in either spelling: ``host_delay = 0.5`` 
 ``GLEANER_HOST_DELAY = 0.5`` (the ``GLEANER_`` prefix may be left out; ``google_cloud_project``
 stands for ``GOOGLE_CLOUD_PROJECT``). Lists join with commas (``allow_networks = ["127.0.0.0/8"]``).
 
-Looked up in the current directory, then in ``GLEANER_HOME``. The environment wins over a file and
-the current directory's file over the home's, so a one-off ``GLEANER_HOST_DELAY=0 gleaner crawl …``
-still does what it says. A key no setting reads is an error naming the file, so a typo is never
-silently ignored.
+The same keys may instead sit in the ``[tool.gleaner]`` table of the current directory's
+``pyproject.toml``, for a project that keeps its tools' settings there.
+
+Precedence, highest first: the environment, ``./gleaner.toml``, ``./pyproject.toml``'s
+``[tool.gleaner]``, ``$GLEANER_HOME/gleaner.toml``, the defaults. So a one-off
+``GLEANER_HOST_DELAY=0 gleaner crawl …`` still does what it says, the directory you work in beats
+your home-wide file, and a dedicated file beats a shared one (as ruff.toml beats pyproject.toml).
+A key no setting reads is an error naming the file, so a typo is never silently ignored; a
+``pyproject.toml`` without a ``[tool.gleaner]`` table is none of Gleaner's business.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from gleaner.config import Settings, default_home
 from gleaner.errors import ConfigError
 
 FILE_NAME = "gleaner.toml"
+PYPROJECT = "pyproject.toml"
 
 
 class _RecordingEnv(Mapping[str, str]):
@@ -66,33 +72,56 @@ class Layered:
 
 
 def layered_env(environ: Mapping[str, str], cwd: Path) -> Layered:
-    """The home's file under the current directory's file under the environment."""
+    """The environment over ./gleaner.toml over ./pyproject.toml's [tool.gleaner] over the home's file."""
     names = setting_names()
-    local = _read(cwd / FILE_NAME, names)
-    home = default_home({**local, **environ})
-    files = [cwd / FILE_NAME] if (cwd / FILE_NAME).is_file() else []
-    home_file = home / FILE_NAME
+    local_path, project_path = cwd / FILE_NAME, cwd / PYPROJECT
+    local = _read(local_path, names)
+    project = _read_tool_table(project_path, names)
+    files = [path for path, found in ((local_path, local_path.is_file()), (project_path, project is not None))
+             if found]
+    home_path = default_home({**(project or {}), **local, **environ}) / FILE_NAME
     from_home: dict[str, str] = {}
-    if home_file.is_file() and home_file.resolve() != (cwd / FILE_NAME).resolve():
-        from_home = _read(home_file, names)
-        files.append(home_file)
-    return Layered({**from_home, **local, **environ}, tuple(files))
+    if home_path.is_file() and home_path.resolve() != local_path.resolve():
+        from_home = _read(home_path, names)
+        files.append(home_path)
+    return Layered({**from_home, **(project or {}), **local, **environ}, tuple(files))
 
 
 def _read(path: Path, names: frozenset[str]) -> dict[str, str]:
     if not path.is_file():
         return {}
+    return _settings_of(_load(path), str(path), names)
+
+
+def _read_tool_table(path: Path, names: frozenset[str]) -> dict[str, str] | None:
+    """The ``[tool.gleaner]`` table of a pyproject.toml; None where there is no such file or table."""
+    if not path.is_file():
+        return None
+    tool = _load(path).get("tool")
+    table = tool.get("gleaner") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    where = f"{path} [tool.gleaner]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table of settings")
+    return _settings_of(table, where, names)
+
+
+def _load(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable TOML file ({exc}); fix or remove it") from exc
+
+
+def _settings_of(data: Mapping[str, Any], where: str, names: frozenset[str]) -> dict[str, str]:
     env: dict[str, str] = {}
     for key, value in data.items():
         name = _env_name(key, names)
         if name is None:
-            raise ConfigError(f"{path}: unknown setting {key!r}; keys are the environment settings, "
+            raise ConfigError(f"{where}: unknown setting {key!r}; keys are the environment settings, "
                               "e.g. host_delay or GLEANER_HOST_DELAY")
-        env[name] = _as_text(value, path, key)
+        env[name] = _as_text(value, where, key)
     return env
 
 
@@ -104,11 +133,11 @@ def _env_name(key: str, names: frozenset[str]) -> str | None:
     return None
 
 
-def _as_text(value: Any, path: Path, key: str) -> str:
+def _as_text(value: Any, where: str, key: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str | int | float):
         return str(value)
     if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
         return ",".join(str(v) for v in value)
-    raise ConfigError(f"{path}: {key} must be a string, a number, a boolean or a list of those")
+    raise ConfigError(f"{where}: {key} must be a string, a number, a boolean or a list of those")

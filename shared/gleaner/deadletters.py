@@ -14,13 +14,16 @@ from __future__ import annotations
 import logging
 
 from gleaner.app import Deps
+from gleaner.decide.port import Verdict
+from gleaner.fetch.types import FetchOutcome
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, PagesFetched, ScrapeBatch, SnapshotsWritten
+from gleaner.runstate import RunStatus
 from gleaner.store.records import FetchRecord
 
 log = logging.getLogger(__name__)
 
 # Runs that have not reached scraping fail as a whole when a stage before scrape gives up.
-_BEFORE_SCRAPE = ("queued", "mapping", "mapped", "sampling")
+_BEFORE_SCRAPE = (RunStatus.QUEUED, RunStatus.MAPPING, RunStatus.MAPPED, RunStatus.SAMPLING)
 
 
 def record_failure(message: Message, deps: Deps, reason: str) -> None:
@@ -34,15 +37,16 @@ def _record(message: Message, deps: Deps, reason: str) -> None:
     meta = deps.metadata
     log.error("giving up on %s: %s", type(message).__name__, reason)
     if isinstance(message, CrawlRequested | CrawlMapped):
-        meta.set_run_status(message.run_id, "failed", only_from=_BEFORE_SCRAPE, error=reason)
+        meta.set_run_status(message.run_id, RunStatus.FAILED, only_from=_BEFORE_SCRAPE, error=reason)
     elif isinstance(message, ScrapeBatch):
         pending = [p for p in meta.run_pages(message.run_id, message.document_ids)
-                   if p.decision == "include" and p.fetch_outcome is None]
+                   if p.decision == Verdict.INCLUDE and p.fetch_outcome is None]
         meta.record_fetches(message.run_id, [
-            FetchRecord(p.document_id, "unavailable", reason[:500], None, 0, None, None, None) for p in pending])
+            FetchRecord(p.document_id, FetchOutcome.UNAVAILABLE, reason[:500], None, 0, None, None, None)
+            for p in pending])
         meta.try_finish_run(message.run_id)
     elif isinstance(message, PagesFetched):
-        meta.set_run_status(message.run_id, "partial", only_from=("scraping",),
+        meta.set_run_status(message.run_id, RunStatus.PARTIAL, only_from=(RunStatus.SCRAPING,),
                             error=f"snapshot of batch {message.batch_no}: {reason}")
     elif isinstance(message, SnapshotsWritten) and message.run_id is not None:
         meta.record_run_error(message.run_id, f"ingest: {reason}")

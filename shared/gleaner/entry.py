@@ -10,6 +10,7 @@ one function here, so envelope parsing and error mapping exist once::
     HTTP {"sweep": true} (map)   idle runs settled    -                         503 (Scheduler retries)
     Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
                                                                                  last attempt: record, 200
+    HTTP /v1/, /ui/ (backoffice) the back office      400/403/404/409           500 (the operator retries)
 
 A message arriving from the dead-letter topic (it carries Pub/Sub's
 ``CloudPubSubDeadLetterSource*`` attributes) is not run again: its failure is
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 from gleaner.app import Deps, process_deps
 from gleaner.errors import ConfigError, InvalidInput, PermanentError, RetryableError
 from gleaner.messages import CrawlRequested, Message, ScrapeBatch, decode
+from gleaner.web import BodyRefused, read_body
 
 log = logging.getLogger("gleaner.entry")
 
@@ -178,17 +180,10 @@ def _dispatch(message: Message, deps: Deps) -> str:
 
 
 def _read_body(request: Any, limit: int) -> bytes:
-    declared = request.content_length
-    if declared is not None and declared > limit:
-        raise _TooLarge(declared)
-    body: bytes = request.stream.read(limit + 1) if declared is None else request.get_data(cache=True)
-    if len(body) > limit:
-        raise _TooLarge(len(body))
-    return body
+    """The body through the one capped reader of every HTTP surface (:func:`gleaner.web.read_body`).
 
-
-class _TooLarge(Exception):
-    pass
+    Through werkzeug's stream, opened only once the reader decides to read; BodyRefused otherwise."""
+    return read_body(request.environ, limit, lambda: request.stream)
 
 
 def bearer_ok(request: Any, secret: str) -> bool:
@@ -277,13 +272,13 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
         return run_status(request.args.get("run_id", ""), deps)
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
-        if is_tick(body):
+        if is_scheduler_call(body, "tick"):
             return run_tick(deps)
-        if is_sweep(body):
+        if is_scheduler_call(body, "sweep"):
             return run_sweep(deps)
         message = crawl_request_from(body, request.headers)
-    except _TooLarge:
-        return _json_response({"error": f"body larger than {deps.settings.webhook_max_bytes} bytes"}, 413)
+    except BodyRefused as exc:
+        return _json_response({"error": exc.message}, exc.status)
     except InvalidInput as exc:
         return _json_response({"error": str(exc)}, 400)
     from gleaner import logs
@@ -323,22 +318,13 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
     return _json_response(summary, 200)
 
 
-def is_tick(body: bytes) -> bool:
-    """Cloud Scheduler's tick: exactly ``{"tick": true}``."""
+def is_scheduler_call(body: bytes, job: str) -> bool:
+    """Cloud Scheduler's ``job`` (tick, sweep): a body of exactly ``{"<job>": true}``."""
     try:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError):
         return False
-    return data == {"tick": True}
-
-
-def is_sweep(body: bytes) -> bool:
-    """Cloud Scheduler's sweep: exactly ``{"sweep": true}``."""
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return data == {"sweep": True}
+    return data == {job: True}
 
 
 def run_sweep(deps: Deps) -> HttpResponse:
@@ -418,8 +404,8 @@ def _task_message(request: Any, expect: type[M], deps: Deps) -> M | HttpResponse
     try:
         body = _read_body(request, deps.settings.webhook_max_bytes)
         message = decode(body, expect)
-    except _TooLarge:
-        return _json_response({"error": "task body too large"}, 413)
+    except BodyRefused as exc:
+        return _json_response({"error": "task body too large" if exc.status == 413 else exc.message}, exc.status)
     except InvalidInput as exc:
         log.error("rejecting malformed task: %s", exc)
         return _json_response({"error": str(exc)}, 400)
@@ -443,21 +429,17 @@ def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
 
 
 def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
-    from gleaner.backoffice.wsgi import serves
-    from gleaner.web import query_of, read_body
+    from gleaner.web import query_of
     from gleaner.webhook import WebhookRequest, handle
 
     deps = deps if deps is not None else process_deps()
-    if serves(request.path):
-        return run_backoffice(request, deps)
     cap = deps.settings.webhook_max_bytes
     environ = request.environ
     reading: list[bool] = []
 
     def body() -> bytes:
         reading.append(True)
-        # Through werkzeug's stream (opened only once read_body decides to read), which counts what was read.
-        return read_body(environ, cap, lambda: request.stream)
+        return _read_body(request, cap)
 
     status, answer = handle(WebhookRequest(
         method=request.method, path=request.path, headers={k.lower(): v for k, v in request.headers.items()},
@@ -473,8 +455,16 @@ def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     return _json_response(answer, status)
 
 
-def run_backoffice(request: Any, deps: Deps) -> HttpResponse:
-    """The back office (``/v1/``, ``/ui/``) on ingest's HTTP trigger: behind IAM and the admin bearer."""
+def run_backoffice(request: Any, deps: Deps | None = None) -> HttpResponse:
+    """The backoffice function's on_http: ``/v1/`` and ``/ui/`` behind IAM (its own invokers), then the
+    operator bearer or a site token (:mod:`gleaner.backoffice.wsgi`). Not a stage: it reads and steers."""
+    from gleaner import logs
+
+    with logs.delivery("backoffice", request.headers):
+        return _run_backoffice(request, deps if deps is not None else process_deps())
+
+
+def _run_backoffice(request: Any, deps: Deps) -> HttpResponse:
     from gleaner.backoffice.wsgi import BackofficeApp
 
     secret = deps.settings.webhook_secret

@@ -22,6 +22,7 @@ from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableE
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
 from gleaner.runstate import RunStatus, Worker
 from gleaner.stages import acting_for, dispatch
+from gleaner.store.runcontrol import RunControl
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,25 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dic
 
 def resume(deps: Deps, run_id: str, progress: Progress = None) -> dict[str, Any]:
     """Finish what a stopped run left: pages it fetched are not fetched again; returns the run summary."""
+    return drive_resumed(deps, claim_resume(deps, run_id), progress)
+
+
+def claim_resume(deps: Deps, run_id: str) -> RunControl:
+    """Take a stopped run over for this process (RunNotFound, RunNotResumable); drive_resumed goes on.
+
+    Split from the drive so that a server can answer the claim at once and drive in the background."""
     from gleaner.runcontrol import claim_for_resume
 
-    bus = _local_bus(deps)
+    _local_bus(deps)
     worker = Worker.current()
     deps.worker = str(worker)
-    run = claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
+    return claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
+
+
+def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dict[str, Any]:
+    """Drive a run claim_resume took over to its end; returns the run summary."""
+    bus = _local_bus(deps)
+    run_id = run.run_id
     log.info("resuming run %s from %s", run_id, run.status)
     with tenancy.scope(run.site_domain):
         with _driving(deps, bus, run_id):

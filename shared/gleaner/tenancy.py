@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
@@ -106,9 +106,7 @@ def current() -> Scope:
 
 
 @contextmanager
-def scope(site_domain: str) -> Iterator[Scope]:
-    """Transactions begun inside act for this tenant only (reserved names allowed: callers validate)."""
-    chosen = Scope(site_domain=validate_site_domain(site_domain, allow_reserved=True))
+def _acting_as(chosen: Scope) -> Iterator[Scope]:
     token = _current.set(chosen)
     try:
         yield chosen
@@ -116,24 +114,19 @@ def scope(site_domain: str) -> Iterator[Scope]:
         _current.reset(token)
 
 
-@contextmanager
-def no_tenant() -> Iterator[Scope]:
+def scope(site_domain: str) -> AbstractContextManager[Scope]:
+    """Transactions begun inside act for this tenant only (reserved names allowed: callers validate)."""
+    return _acting_as(Scope(site_domain=validate_site_domain(site_domain, allow_reserved=True)))
+
+
+def no_tenant() -> AbstractContextManager[Scope]:
     """Transactions begun inside see no tenant-scoped row (what code that chose no tenant gets)."""
-    token = _current.set(NO_TENANT)
-    try:
-        yield NO_TENANT
-    finally:
-        _current.reset(token)
+    return _acting_as(NO_TENANT)
 
 
-@contextmanager
-def all_tenants() -> Iterator[Scope]:
+def all_tenants() -> AbstractContextManager[Scope]:
     """Transactions begun inside see every tenant: operator commands only (listing, sweeping, ticking)."""
-    token = _current.set(Scope(all_tenants=True))
-    try:
-        yield current()
-    finally:
-        _current.reset(token)
+    return _acting_as(Scope(all_tenants=True))
 
 
 P = ParamSpec("P")

@@ -29,7 +29,6 @@ input itself (a data exception) is a 400, never "retry later".
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -40,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from gleaner.app import Deps
+from gleaner.callers import bearer_token, secret_matches
 from gleaner.errors import InvalidInput, RetryableError
 from gleaner.messages import ArticlesAccepted
 from gleaner.store.dberrors import DatabaseRefused, is_permanent
@@ -300,12 +300,10 @@ def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
         # Fail closed: an unconfigured webhook must not be an open one (500, like the map function's).
         log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every webhook request")
         return 500, {"error": "the webhook secret is not configured"}
-    value = headers.get("authorization", "")
-    scheme, _, token = value.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer_token(headers.get("authorization", ""))
+    if token is None:
         return 401, {"error": "missing bearer token"}
-    token = token.strip()
-    if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), secret.encode("utf-8")):
+    if secret_matches(token, secret):
         return ADMIN
     if token.startswith(TOKEN_PREFIX) and len(token) < 100:
         caller = deps.tokens.caller_for(token)

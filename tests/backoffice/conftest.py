@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
 
 from gleaner.app import Deps
-from gleaner.demo import demo_pages
+from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.demo import article, demo_pages
 from gleaner.runner import crawl, new_request
 from gleaner.serve import WebhookServer
-from gleaner.testsite import TestSite
+from gleaner.testsite import Page, TestSite
 
 SITE = "demo.test"
 CHANGED = "/docs/install"
@@ -51,6 +57,36 @@ class Kept:
         return crawl(self.deps, new_request(self.site.url + "/", site_domain=SITE))
 
 
+    def crawl_in_background(self) -> tuple[threading.Thread, str]:
+        """Start another crawl on a thread; (the thread, the new run's id) once the run exists."""
+        before = {r["run_id"] for r in self.deps.metadata.recent_runs(50)}
+        crawler = threading.Thread(target=lambda: crawl(self.deps, new_request(self.site.url + "/", site_domain=SITE)))
+        crawler.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            run_id = next((r["run_id"] for r in self.deps.metadata.recent_runs(50) if r["run_id"] not in before), None)
+            if run_id:
+                return crawler, run_id
+            time.sleep(0.1)
+        raise AssertionError("the crawl did not start")
+
+
+def held_page(release: threading.Event, title: str, seconds: float = 4) -> Page:
+    """A page that answers only once ``release`` is set (or after ``seconds``, under the tests' fetch
+    timeout): a run that reaches it stays going while the test looks."""
+
+    def handler(h: Any) -> None:
+        release.wait(seconds)
+        data = article(title, title + ":held").encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html; charset=utf-8")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    return Page("", handler=handler)
+
+
 @pytest.fixture
 def kept(make_deps: Any) -> Iterator[Kept]:
     # Deliveries to a dead target fail at once instead of retrying for the run's notification wait.
@@ -65,3 +101,33 @@ def kept(make_deps: Any) -> Iterator[Kept]:
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         with WebhookServer(deps, port=0) as server:
             yield Kept(deps, site, server, first, second)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(app: BackofficeApp, method: str, path: str, *, token: str | None = None, authorization: str | None = None,
+         query: Mapping[str, Any] | None = None, json_body: Any = None, form: bytes | None = None,
+         cookie: str | None = None) -> Answer:
+    """One request straight into the WSGI app, as a same-origin client sends it (JSON commands)."""
+    body = form if form is not None else (json.dumps(json_body).encode() if json_body is not None else b"")
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": urlencode(query or {}),
+        "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)), "HTTP_HOST": "backoffice.example",
+        "CONTENT_TYPE": "application/x-www-form-urlencoded" if form is not None else "application/json"}
+    if token is not None:
+        authorization = f"Bearer {token}"
+    if authorization is not None:
+        environ["HTTP_AUTHORIZATION"] = authorization
+    if cookie is not None:
+        environ["HTTP_COOKIE"] = cookie
+    seen: list[Any] = []
+    out = b"".join(app(environ, lambda status, headers, exc_info=None: seen.extend((status, headers))))
+    return Answer(int(seen[0].split()[0]), dict(seen[1]), out)

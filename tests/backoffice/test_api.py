@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import httpx
@@ -11,7 +10,7 @@ import pytest
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
 from gleaner.operator.sites import add_site
-from tests.backoffice.conftest import CHANGED, SITE, Kept
+from tests.backoffice.conftest import CHANGED, SITE, Kept, call
 
 
 def test_sites_lists_the_crawled_site_with_its_counts_and_latest_run(kept: Kept):
@@ -153,43 +152,28 @@ def test_commands_from_another_origin_or_not_json_are_refused(kept: Kept):
     assert httpx.post(target, json={}).status_code == 404
 
 
-def _call(app: BackofficeApp, path: str, authorization: str | None = None, *, method: str = "GET",
-          body: bytes = b"", cookie: str | None = None) -> tuple[int, dict[str, str], bytes]:
-    environ: dict[str, Any] = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
-                               "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
-                               "CONTENT_TYPE": "application/x-www-form-urlencoded",
-                               "HTTP_HOST": "backoffice.example"}
-    if authorization:
-        environ["HTTP_AUTHORIZATION"] = authorization
-    if cookie:
-        environ["HTTP_COOKIE"] = cookie
-    seen: list[Any] = []
-    out = b"".join(app(environ, lambda status, headers, exc_info=None: seen.extend((status, headers))))
-    return int(seen[0].split()[0]), dict(seen[1]), out
-
-
 def test_behind_a_bearer_every_api_route_needs_it(kept: Kept):
     app = BackofficeApp(kept.deps, bearer="cloud-token")
     for path in ("/v1/sites", f"/v1/runs/{kept.first['run_id']}", f"/v1/sites/{SITE}/tree"):
-        assert _call(app, path)[0] == 401
-        assert _call(app, path, "Bearer wrong")[0] == 401
-        assert _call(app, path, "Basic cloud-token")[0] == 401
-        assert _call(app, path, "Bearer cloud-token")[0] == 200
+        assert call(app, "GET", path).status == 401
+        assert call(app, "GET", path, token="wrong").status == 401
+        assert call(app, "GET", path, authorization="Basic cloud-token").status == 401
+        assert call(app, "GET", path, token="cloud-token").status == 200
 
 
 def test_behind_a_bearer_pages_send_the_browser_to_log_in_and_then_carry_a_session_cookie(kept: Kept):
     app = BackofficeApp(kept.deps, bearer="cloud-token")
-    status, headers, _ = _call(app, f"/ui/sites/{SITE}")
-    assert (status, headers["Location"]) == (303, "/ui/login")
-    assert _call(app, "/ui/login", method="POST", body=b"token=guess")[0] == 401
-    status, headers, _ = _call(app, "/ui/login", method="POST", body=b"token=cloud-token")
-    assert status == 303
-    cookie = headers["Set-Cookie"]
+    sent = call(app, "GET", f"/ui/sites/{SITE}")
+    assert (sent.status, sent.headers["Location"]) == (303, "/ui/login")
+    assert call(app, "POST", "/ui/login", form=b"token=guess").status == 401
+    logged_in = call(app, "POST", "/ui/login", form=b"token=cloud-token")
+    assert logged_in.status == 303
+    cookie = logged_in.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "cloud-token" not in cookie
     session = cookie.split(";", 1)[0]
-    assert _call(app, f"/ui/sites/{SITE}", cookie=session)[0] == 200
-    assert _call(app, "/v1/sites", cookie=session)[0] == 200
-    assert _call(app, f"/ui/sites/{SITE}", cookie=session.replace("=", "=0"))[0] == 303
+    assert call(app, "GET", f"/ui/sites/{SITE}", cookie=session).status == 200
+    assert call(app, "GET", "/v1/sites", cookie=session).status == 200
+    assert call(app, "GET", f"/ui/sites/{SITE}", cookie=session.replace("=", "=0")).status == 303
 
 
 def test_rules_are_added_listed_and_removed_and_apply_to_the_tree_at_once(kept: Kept):

@@ -10,18 +10,18 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
-from gleaner.demo import article
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page
-from tests.backoffice.conftest import CHANGED, SITE, Kept
+from gleaner.operator.sites import add_site
+from gleaner.serve import WebhookServer
+from gleaner.store.tokens import TokenStore
+from tests.backoffice.conftest import CHANGED, SITE, Kept, held_page
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -144,27 +144,9 @@ def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, brow
     from selenium.webdriver.support.ui import WebDriverWait
 
     release = threading.Event()
-
-    def held_back(handler: Any) -> None:
-        release.wait(4)  # under the fetch timeout: the page answers once the test has seen the run going
-        data = article("About us", "/about:held").encode()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html; charset=utf-8")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-
-    kept.site.pages["/about"] = Page("", handler=held_back)
-    before = {r["run_id"] for r in kept.deps.metadata.recent_runs(10)}
-    crawler = threading.Thread(target=lambda: crawl(kept.deps, new_request(kept.site.url + "/", site_domain=SITE)))
-    crawler.start()
+    kept.site.pages["/about"] = held_page(release, "About us")
+    crawler, run_id = kept.crawl_in_background()
     try:
-        deadline = time.monotonic() + 30
-        run_id = None
-        while run_id is None and time.monotonic() < deadline:
-            run_id = next((r["run_id"] for r in kept.deps.metadata.recent_runs(10) if r["run_id"] not in before), None)
-            time.sleep(0.1)
-        assert run_id, "the third crawl started"
         browser.get(f"{kept.url}/ui/runs/{run_id}")
         assert browser.find_element(By.ID, "run-status").text not in ("finished", "partial", "failed")
         shot(browser, tmp_path, "run-going")
@@ -174,6 +156,34 @@ def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, brow
     finally:
         release.set()
         crawler.join(timeout=60)
+
+
+def test_a_going_run_is_cancelled_and_then_resumed_from_its_page(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    release = threading.Event()
+    kept.site.pages["/about"] = held_page(release, "About us", seconds=20)
+    crawler, run_id = kept.crawl_in_background()
+    try:
+        browser.get(f"{kept.url}/ui/runs/{run_id}")
+        assert browser.find_elements(By.CSS_SELECTOR, "button.resume") == []
+        shot(browser, tmp_path, "run-cancellable")
+        browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+        WebDriverWait(browser, 30).until(lambda b: b.find_element(By.ID, "run-status").text == "cancelled")
+    finally:
+        release.set()
+        crawler.join(timeout=60)
+    browser.get(f"{kept.url}/ui/runs/{run_id}")
+    assert "cancelled by the operator" in browser.find_element(By.CSS_SELECTOR, "p.error").text
+    assert browser.find_elements(By.CSS_SELECTOR, "button.cancel") == []
+    shot(browser, tmp_path, "run-cancelled")
+    browser.find_element(By.CSS_SELECTOR, "button.resume").click()
+    # The click answers at once; the page follows the resumed run until it ends.
+    WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "run-status").text == "finished")
+    assert browser.find_elements(By.CSS_SELECTOR, "p.error") == []
+    assert browser.find_elements(By.CSS_SELECTOR, "button.resume") == []
+    shot(browser, tmp_path, "run-resumed")
 
 
 def test_a_skip_toggled_in_the_tree_is_respected_by_the_next_crawl(kept: Kept, browser: Any, tmp_path: Path):
@@ -200,6 +210,8 @@ def test_a_skip_toggled_in_the_tree_is_respected_by_the_next_crawl(kept: Kept, b
     browser.get(f"{kept.url}/ui/runs/{third['run_id']}")
     urls = browser.find_element(By.CSS_SELECTOR, "table.urls").text
     assert all(kept.site.url + p in urls for p in posts)
+
+
 def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
 
@@ -216,3 +228,62 @@ def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_pat
     shot(browser, tmp_path, "conflicts-resolved")
     browser.find_element(By.LINK_TEXT, "open").click()
     assert "no conflicts" in wait_for(browser, "table.conflicts").text
+
+
+def test_the_quality_log_filters_by_kind(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    refs = kept.deps.references
+    refs.log_quality("ssrf_rejected", "http://10.0.0.5/internal", "resolves to a private address", [])
+    refs.log_quality("fetch_refused", "https://feed.example/gone", "HTTP 410", [])
+    browser.get(kept.url + "/ui/")
+    browser.find_element(By.LINK_TEXT, "Quality log").click()
+    rows = wait_for(browser, "table.quality").find_elements(By.CSS_SELECTOR, "tr[data-id]")
+    assert len(rows) == 2
+    shot(browser, tmp_path, "quality")
+    Select(browser.find_element(By.NAME, "kind")).select_by_value("ssrf_rejected")
+    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    rows = wait_for(browser, "table.quality").find_elements(By.CSS_SELECTOR, "tr[data-id]")
+    assert [r.find_elements(By.CSS_SELECTOR, "td")[3].text for r in rows] == ["http://10.0.0.5/internal"]
+    shot(browser, tmp_path, "quality-ssrf")
+
+
+def test_every_other_page_renders_and_is_kept_as_a_screenshot(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    doc_id = kept.document_id(CHANGED)
+    pages = {
+        "documents": (f"/ui/sites/{SITE}/documents?status=active", "table"),
+        "version-content": (f"/ui/documents/{doc_id}/versions/2", "pre.body"),
+        "version-raw": (f"/ui/documents/{doc_id}/versions/1?raw=1", "pre.body"),
+        "review": (f"/ui/sites/{SITE}/review", "h1"),
+        "not-found": ("/ui/runs/00000000-0000-0000-0000-000000000000", "h1"),
+    }
+    for name, (path, css) in pages.items():
+        browser.get(kept.url + path)
+        assert wait_for(browser, css).text, name
+        shot(browser, tmp_path, name)
+    assert "404" in browser.find_element(By.TAG_NAME, "h1").text
+    assert sorted(p.stem for p in tmp_path.glob("*.png")) == sorted(pages)
+
+
+def test_behind_a_bearer_a_site_token_logs_in_and_sees_its_own_site_only(kept: Kept, browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    token = TokenStore(kept.deps.engine).add_site(SITE)["token"]
+    add_site(kept.deps, "http://127.0.0.1:9/", site_domain="later.test", every="6h")  # another tenant
+    guarded = BackofficeApp(kept.deps, bearer="operator-secret")  # as when bound beyond loopback
+    with WebhookServer(kept.deps, port=0, routes=[("/v1/", guarded), ("/ui/", guarded)]) as server:
+        browser.get(server.url + "/ui/")
+        wait_for(browser, 'input[name="token"]').send_keys("glt_wrong")
+        shot(browser, tmp_path, "login")
+        browser.find_element(By.CSS_SELECTOR, "form button").click()
+        assert "not the right one" in wait_for(browser, "p.error").text
+        wait_for(browser, 'input[name="token"]').send_keys(token)
+        browser.find_element(By.CSS_SELECTOR, "form button").click()
+        sites = wait_for(browser, "table").text
+        assert SITE in sites and "later.test" not in browser.page_source
+        shot(browser, tmp_path, "home-as-site")
+        browser.get(server.url + "/ui/sites/later.test")
+        assert "404" in wait_for(browser, "h1").text

@@ -1,18 +1,24 @@
-"""The back office on the ingest function's HTTP trigger, loaded as Cloud Functions loads it."""
+"""The back office as its own cloud function (functions/backoffice), loaded as Cloud Functions loads it."""
 
 from __future__ import annotations
 
+import base64
+import json
+import time
 from pathlib import Path
 
 import pytest
 from functions_framework import create_app
 
 from gleaner import app as gleaner_app
+from gleaner import tenancy
+from gleaner.store.tokens import TokenStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def ingest_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str, secret: str | None):
+def function_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str, secret: str | None,
+                    function: str = "backoffice"):
     monkeypatch.setenv("GLEANER_DATABASE_URL", database_url)
     monkeypatch.setenv("GLEANER_HOME", str(tmp_path / "gleaner"))
     if secret:
@@ -20,27 +26,61 @@ def ingest_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url:
     else:
         monkeypatch.delenv("GLEANER_WEBHOOK_SECRET", raising=False)
     gleaner_app.reset_process_deps()
-    return create_app(target="on_http", source=str(ROOT / "functions" / "ingest" / "main.py")).test_client()
+    return create_app(target="on_http", source=str(ROOT / "functions" / function / "main.py")).test_client()
 
 
-def test_the_ingest_function_serves_the_back_office_only_with_the_admin_bearer(monkeypatch, tmp_path, database_url):
-    client = ingest_client(monkeypatch, tmp_path, database_url, "fn-secret")
-    try:
-        assert client.get("/v1/sites").status_code == 401
-        assert client.get("/v1/runs", headers={"Authorization": "Bearer nope"}).status_code == 401
-        assert client.get("/ui/").headers["Location"].endswith("/ui/login")
-        answer = client.get("/v1/sites", headers={"Authorization": "Bearer fn-secret"})
-        assert answer.status_code == 200 and answer.get_json() == {"sites": []}
-        page = client.get("/ui/", headers={"Authorization": "Bearer fn-secret"})
-        assert page.status_code == 200 and b"nothing kept yet" in page.data
-        assert page.headers["Content-Type"].startswith("text/html")
-    finally:
-        gleaner_app.reset_process_deps()
+def identity_token(email: str) -> str:
+    """What Cloud Run leaves of a Google identity token it verified (the claims; the code never trusts them)."""
+    claims = {"iss": "https://accounts.google.com", "email": email, "exp": int(time.time()) + 600}
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"e30.{body}.sig"
 
 
-def test_without_a_configured_secret_the_function_refuses_the_back_office(monkeypatch, tmp_path, database_url):
-    client = ingest_client(monkeypatch, tmp_path, database_url, None)
-    try:
-        assert client.get("/v1/sites", headers={"Authorization": "Bearer anything"}).status_code == 500
-    finally:
-        gleaner_app.reset_process_deps()
+@pytest.fixture
+def reset_deps() -> object:
+    yield None
+    gleaner_app.reset_process_deps()
+
+
+def test_the_backoffice_function_serves_the_api_and_pages_only_with_the_operator_bearer(
+        monkeypatch, tmp_path, database_url, reset_deps):
+    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret")
+    assert client.get("/v1/sites").status_code == 401
+    assert client.get("/v1/runs", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert client.get("/ui/").headers["Location"].endswith("/ui/login")
+    answer = client.get("/v1/sites", headers={"Authorization": "Bearer fn-secret"})
+    assert answer.status_code == 200 and answer.get_json() == {"sites": []}
+    page = client.get("/ui/", headers={"Authorization": "Bearer fn-secret"})
+    assert page.status_code == 200 and b"nothing kept yet" in page.data
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert client.get("/", headers={"Authorization": "Bearer fn-secret"}).status_code == 404
+
+
+def test_an_identity_token_iam_admitted_is_no_credential_but_the_session_cookie_still_is(
+        monkeypatch, tmp_path, database_url, reset_deps):
+    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret")
+    with tenancy.all_tenants():
+        site_token = TokenStore(gleaner_app.process_deps().engine).add_site("shop.test")["token"]
+    iam = {"Authorization": f"Bearer {identity_token('someone@example.com')}"}
+    # Admitted by Cloud Run, yet not the operator: IAM alone opens nothing here.
+    assert client.get("/v1/sites", headers=iam).status_code == 401
+    # Through `gcloud run services proxy` the identity token rides along; the login cookie decides.
+    login = client.post("/ui/login", data={"token": site_token}, headers=iam)
+    assert login.status_code == 303
+    answer = client.get("/v1/sites", headers=iam)
+    assert answer.status_code == 200 and answer.get_json() == {"sites": []}  # shop.test has nothing yet
+    assert client.get("/v1/quality", headers=iam).status_code == 403  # a site token, not the operator
+
+
+def test_without_a_configured_secret_the_function_refuses_the_back_office(monkeypatch, tmp_path, database_url,
+                                                                          reset_deps):
+    client = function_client(monkeypatch, tmp_path, database_url, None)
+    assert client.get("/v1/sites", headers={"Authorization": "Bearer anything"}).status_code == 500
+
+
+def test_the_feed_webhook_function_no_longer_serves_the_back_office(monkeypatch, tmp_path, database_url,
+                                                                    reset_deps):
+    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret", function="ingest")
+    for path in ("/v1/sites", "/ui/"):
+        answer = client.get(path, headers={"Authorization": "Bearer fn-secret"})
+        assert answer.status_code == 404 and b"nothing kept yet" not in answer.data

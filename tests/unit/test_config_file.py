@@ -55,3 +55,38 @@ def test_info_masks_passwords_in_urls():
     assert mask_url("postgresql://app:s3cret@db.internal:5432/gleaner") == "postgresql://app:***@db.internal:5432/gleaner"
     assert mask_url("postgresql://app@db/g?password=s3cret&host=/run/pg") == "postgresql://app@db/g?password=***&host=/run/pg"
     assert mask_url("gs://bucket/prefix") == "gs://bucket/prefix"
+
+
+def test_pyproject_tool_gleaner_sits_between_the_directorys_gleaner_toml_and_the_homes(tmp_path):
+    cwd, home = tmp_path / "project", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    (home / "gleaner.toml").write_text("host_delay = 5\nfetch_timeout = 6\nmax_redirects = 1\nmax_retries = 4\n")
+    (cwd / "pyproject.toml").write_text(
+        '[project]\nname = "mine"\n\n[tool.ruff]\nline-length = 100\n\n'
+        f'[tool.gleaner]\nhome = "{home}"\nhost_delay = 3\nfetch_timeout = 4\nGLEANER_MAX_REDIRECTS = 2\n')
+    (cwd / "gleaner.toml").write_text("host_delay = 2\n")
+    layered = layered_env({"GLEANER_MAX_RETRIES": "0"}, cwd)
+    settings = Settings.from_env(layered.env)
+    assert layered.files == (cwd / "gleaner.toml", cwd / "pyproject.toml", home / "gleaner.toml")
+    assert settings.data_dir == home  # GLEANER_HOME may come from [tool.gleaner] too
+    assert settings.host_delay == 2.0  # ./gleaner.toml over [tool.gleaner]
+    assert settings.fetch_timeout == 4.0  # [tool.gleaner] over the home's file
+    assert settings.max_redirects == 2
+    assert settings.max_retries == 0  # the environment over every file
+
+
+def test_a_pyproject_without_a_tool_gleaner_table_is_ignored(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.black]\nline-length = 88\n')
+    layered = layered_env({"GLEANER_HOME": str(tmp_path / "home")}, tmp_path)
+    assert layered.files == ()
+    assert Settings.from_env(layered.env).host_delay == Settings().host_delay
+
+
+def test_an_unknown_key_in_tool_gleaner_is_an_error_naming_the_table(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.gleaner]\nhots_delay = 1\n")
+    with pytest.raises(ConfigError, match=r"pyproject\.toml \[tool\.gleaner\]: unknown setting 'hots_delay'"):
+        layered_env({}, tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool]\ngleaner = "fast"\n')
+    with pytest.raises(ConfigError, match=r"\[tool\.gleaner\]: must be a table"):
+        layered_env({}, tmp_path)

@@ -1,6 +1,6 @@
 import pytest
 
-from gleaner.decide.port import PageFacts
+from gleaner.decide.port import PageDecision, PageFacts, Verdict
 from gleaner.decide.rules import RuleDecider
 from gleaner.extract.html import extract_html
 from gleaner.provenance.canonical import canonical_text, slice_text, spans_of, text_hash
@@ -45,6 +45,13 @@ MARKDOWN = (
     "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n\r\n```\r\ncode\r\n\r\nmore code\r\n```\r\n\r\n"
     "Cafe\u0301 au lait \u2014 \u201cquoted\u201d.\r\n"
 )
+
+
+def test_a_decision_is_one_of_three_verdicts_and_anything_else_is_refused_at_once():
+    assert PageDecision("include", "read back from the ledger", 1.0).decision is Verdict.INCLUDE
+    assert RuleDecider().decide(PageFacts(url="https://a.test/cart", path="/cart")).decision is Verdict.EXCLUDE
+    with pytest.raises(ValueError):
+        PageDecision("maybe", "not a verdict", 0.5)
 
 
 def test_canonical_text_is_nfc_with_lf_line_endings():

@@ -172,7 +172,9 @@ def test_every_entry_point_in_functions_is_deployed_and_every_deployed_one_exist
     in_code = {(stage, entry) for stage, entries in emulators.entry_points().items() for entry in entries}
     deployed = {(f["stage"], f["entry_point"]) for f in _functions(tf).values()}
     assert deployed == in_code
-    assert {stage for stage, _ in in_code} == {"map", "sample", "scrape", "snapshot", "ingest"}
+    # The five pipeline stages, and the back office: a function of its own, but no stage (no topic).
+    assert {stage for stage, _ in in_code} == {"map", "sample", "scrape", "snapshot", "ingest", "backoffice"}
+    assert {stage for stage, _cls, _handler in STAGES.values()} == {"map", "sample", "scrape", "snapshot", "ingest"}
 
 
 def test_functions_are_built_from_the_archive_cloud_build_uploads(tf):
@@ -515,3 +517,17 @@ def test_every_function_reads_the_same_erasure_key_from_secret_manager(tf):
         assert "GLEANER_ERASURE_KEY" in keys, kind  # unset in the cloud, erasure refuses to run
     grants = tf["resource"]["google_secret_manager_secret_iam_member"]["erasure_key"]
     assert grants["for_each"] == "${toset(local.db_functions)}"
+
+
+def test_the_back_office_is_its_own_function_behind_its_own_invokers(tf):
+    backoffice = tf["locals"]["http_functions"]["backoffice"]
+    assert (backoffice["stage"], backoffice["entry_point"]) == ("backoffice", "on_http")
+    assert "backoffice" in tf["locals"]["secret_functions"] and tf["locals"]["publishes"]["backoffice"] == []
+    binding = tf["resource"]["google_cloud_run_service_iam_member"]["backoffice_invokers"]
+    assert binding["for_each"] == "${toset(var.backoffice_invokers)}"
+    assert binding["service"] == '${google_cloudfunctions2_function.http["backoffice"].name}'
+    assert tf["variable"]["backoffice_invokers"]["default"] == []
+    # Nobody else may invoke it: every other invoker binding names another function.
+    for name, other in tf["resource"]["google_cloud_run_service_iam_member"].items():
+        if name != "backoffice_invokers":
+            assert "backoffice" not in str(other.get("service", "")), name

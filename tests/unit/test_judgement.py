@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from gleaner.fetch.judgement import judge_status, kind_of, robots_rules_from
+from gleaner.fetch.judgement import (
+    Readable,
+    Refusal,
+    judge_headers,
+    judge_sniffed,
+    judge_status,
+    kind_of,
+    robots_rules_from,
+)
 from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 
@@ -32,3 +40,26 @@ def test_statuses_decide_before_the_body_is_read():
     assert judge_status(plain, 451, robots=False) == (FetchOutcome.DENIED, "HTTP 451")
     assert kind_of("application/xhtml+xml", "http://site.test/a", (ContentKind.HTML,)) is ContentKind.HTML
     assert kind_of("application/pdf", "http://site.test/a", (ContentKind.HTML,)) is None
+
+
+def test_headers_refuse_an_oversized_or_unwanted_body_before_it_is_read():
+    page = FetchRequest("http://site.test/a")  # accepts HTML
+    url = page.url
+    assert judge_headers(page, {"content-length": "11"}, url, limit=10, robots=False) == Refusal(
+        FetchOutcome.REFUSED_SIZE, "Content-Length 11 exceeds 10 bytes")
+    pdf = judge_headers(page, {"content-type": "application/pdf"}, url, limit=10, robots=False)
+    assert isinstance(pdf, Refusal) and pdf.outcome is FetchOutcome.REFUSED_CONTENT
+    assert pdf.content_type == "application/pdf"
+    assert judge_headers(page, {"content-type": "text/html; charset=latin-1", "content-length": "10"}, url,
+                         limit=10, robots=False) == Readable("text/html", "latin-1", ContentKind.HTML)
+    # robots.txt is read whatever it says it is
+    assert judge_headers(page, {"content-type": "image/png"}, url, limit=10, robots=True).kind is ContentKind.ANY
+
+
+def test_a_body_without_a_content_type_is_html_only_if_it_looks_like_html():
+    page = FetchRequest("http://site.test/a")
+    untyped = judge_headers(page, {}, page.url, limit=100, robots=False)
+    assert untyped == Readable(None, None, None)  # the body decides
+    assert judge_sniffed(b"  <!DOCTYPE html><title>t</title>") == Readable("text/html", None, ContentKind.HTML)
+    assert judge_sniffed(b"%PDF-1.7") == Refusal(FetchOutcome.REFUSED_CONTENT,
+                                                 "content type missing and the body is not HTML")

@@ -8,6 +8,8 @@ Routes (GET unless marked)::
     /v1/runs?site&limit&offset                     newest first, with counters
     /v1/runs/{run}                                 counters and the per-outcome breakdown (live while running)
     /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
+    POST /v1/runs/{run}/cancel                     cancel an active or interrupted run
+    POST /v1/runs/{run}/resume                     202: take a stopped run over and finish it in the background
     /v1/documents/{doc}                            the document, its fetch facts, versions and citations
     /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
     /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
@@ -22,25 +24,34 @@ Routes (GET unless marked)::
     POST /v1/sites/{site}/review                   {"url", "decision": "include"|"exclude", "reason"?}
     /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
     POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
+    /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.textsapi``), not this module's.
 
 Errors are ``{"error": ...}``: 400 bad input (every query value is checked),
-404 unknown path or object, 405 wrong method. Authentication is the WSGI
-layer's (``wsgi.py``), so this module never sees a request it may not answer.
+403 an operator-only route asked with a site token, 404 unknown path or object
+(or another tenant's: the same answer, so a site token learns nothing of the
+others), 405 wrong method, 409 a run that cannot be cancelled or resumed now.
+Authentication is the WSGI layer's (``wsgi.py``): it runs each request under
+the caller's tenant scope, so row-level security hides other tenants' rows
+from every read here; ``ApiRequest.access`` names the caller for the few
+checks that are not about rows.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from gleaner import runcontrol
 from gleaner.app import Deps
 from gleaner.changes import delivery
 from gleaner.changes.diff import diff_versions, previous_version
@@ -49,6 +60,9 @@ from gleaner.operator import review, rules
 from gleaner.operator import sites as operator_sites
 from gleaner.provenance.conflicts import ConflictStatus
 from gleaner.store import browse
+from gleaner.store.references import QUALITY_FLAGS
+
+log = logging.getLogger(__name__)
 
 Answer = tuple[int, dict[str, Any]]
 
@@ -72,11 +86,31 @@ class HttpError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Access:
+    """Who a request acts for: the operator (every tenant) or one site (a site-bound token)."""
+
+    site_domain: str | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.site_domain is None
+
+
+OPERATOR = Access()
+
+
+@dataclass(frozen=True, slots=True)
 class ApiRequest:
     method: str
     path: str
     query: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    access: Access = OPERATOR
+
+
+def operator_only(req: ApiRequest) -> None:
+    if not req.access.is_operator:
+        raise HttpError(403, "only the operator may read this; a site token sees its own site")
 
 
 # -- query values -------------------------------------------------------------------------------
@@ -108,6 +142,15 @@ def choice_arg(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) ->
     if value is not None and value not in allowed:
         raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
     return value
+
+
+def time_arg(query: Mapping[str, str], name: str) -> datetime | None:
+    if not query.get(name):
+        return None
+    try:
+        return datetime.fromisoformat(query[name])
+    except ValueError:
+        raise HttpError(400, f"{name} must be an ISO 8601 time") from None
 
 
 def prefix_arg(query: Mapping[str, str]) -> str:
@@ -278,12 +321,7 @@ def get_changes(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     site = req.query.get("site") or None
     if site is not None and not valid_site_domain(site):
         raise HttpError(400, "site must be a site domain")
-    since: datetime | None = None
-    if req.query.get("since"):
-        try:
-            since = datetime.fromisoformat(req.query["since"])
-        except ValueError:
-            raise HttpError(400, "since must be an ISO 8601 time") from None
+    since = time_arg(req.query, "since")
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
     events = deps.metadata.list_events(site=site, since=since, limit=limit)
@@ -300,12 +338,21 @@ def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
         sub = check_uuid(sub, "subscription")
     limit = int_arg(req.query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     assert limit is not None
-    return {"deliveries": deps.metadata.delivery_log(sub, limit)}
+    if req.access.is_operator:
+        return {"deliveries": deps.metadata.delivery_log(sub, limit)}
+    # Deliveries carry no site: a site sees those of its own subscriptions (row-level security on those).
+    own = {s.id for s in deps.metadata.active_subscriptions()}
+    if sub is not None and sub not in own:
+        raise HttpError(404, f"no subscription {sub}")
+    found = [d for s in ([sub] if sub else sorted(own)) for d in deps.metadata.delivery_log(s, limit)]
+    found.sort(key=lambda d: (d["created_at"], d["id"]), reverse=True)
+    return {"deliveries": found[:limit]}
 
 
 def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     delivery_id = check_uuid(delivery_id, "delivery")
-    if not deps.metadata.requeue_delivery(delivery_id):
+    visible = browse.delivery_subscription(deps.engine, delivery_id) is not None
+    if not visible or not deps.metadata.requeue_delivery(delivery_id):
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
     return {"delivery_id": delivery_id, "result": result.value}
@@ -330,6 +377,13 @@ def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str
     return value
 
 
+def choice_field(body: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    value = body.get(name)
+    if value not in allowed:
+        raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
+    return str(value)
+
+
 def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps, site)]}
@@ -338,10 +392,8 @@ def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
-    glob, action = text_field(body, "glob"), text_field(body, "action")
-    if action not in ("skip", "block"):
-        raise HttpError(400, "action must be skip or block")
-    rule, applied = rules.add_rule(deps, site, str(glob), action, text_field(body, "reason", False))
+    rule, applied = rules.add_rule(deps, site, str(text_field(body, "glob")),
+                                   choice_field(body, "action", ("skip", "block")), text_field(body, "reason", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 
@@ -362,10 +414,8 @@ def get_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
-    url, decision = text_field(body, "url"), text_field(body, "decision")
-    if decision not in ("include", "exclude"):
-        raise HttpError(400, "decision must be include or exclude")
-    decided = review.decide(deps, str(url), str(decision), site_domain=site, reason=text_field(body, "reason", False))
+    decided = review.decide(deps, str(text_field(body, "url")), choice_field(body, "decision", ("include", "exclude")),
+                            site_domain=site, reason=text_field(body, "reason", False))
     return {"decided": decided.to_dict()}
 
 
@@ -379,52 +429,106 @@ def get_conflicts(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
 def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> dict[str, Any]:
     site = check_site(deps, site)
     conflict_id = check_uuid(conflict_id, "conflict")
-    status = text_field(json_body(req), "status")
     settled = tuple(s.value for s in ConflictStatus if s is not ConflictStatus.OPEN)
-    if status not in settled:
-        raise HttpError(400, f"status must be one of {', '.join(settled)}")
+    status = choice_field(json_body(req), "status", settled)
     if conflict_id not in {c["id"] for c in deps.provenance.list_conflicts(site)}:
         raise HttpError(404, f"no conflict {conflict_id} on {site}")
     deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
     return {"conflict_id": conflict_id, "status": status}
 
 
-Handler = Callable[..., dict[str, Any]]
-_SEG = r"([^/]+)"
-ROUTES: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
-    (re.compile(r"/v1/sites/?"), {"GET": get_sites}),
-    (re.compile(rf"/v1/sites/{_SEG}/tree"), {"GET": get_tree}),
-    (re.compile(rf"/v1/sites/{_SEG}/documents"), {"GET": get_documents}),
-    (re.compile(r"/v1/runs/?"), {"GET": get_runs}),
-    (re.compile(rf"/v1/runs/{_SEG}"), {"GET": get_run}),
-    (re.compile(rf"/v1/runs/{_SEG}/urls"), {"GET": get_run_urls}),
-    (re.compile(rf"/v1/documents/{_SEG}"), {"GET": get_document}),
-    (re.compile(rf"/v1/documents/{_SEG}/versions/{_SEG}"), {"GET": get_version}),
-    (re.compile(rf"/v1/documents/{_SEG}/diff"), {"GET": get_diff}),
-    (re.compile(r"/v1/changes/?"), {"GET": get_changes}),
-    (re.compile(r"/v1/notify/subscriptions/?"), {"GET": get_subscriptions}),
-    (re.compile(r"/v1/notify/deliveries/?"), {"GET": get_deliveries}),
-    (re.compile(rf"/v1/notify/deliveries/{_SEG}/retry"), {"POST": post_retry}),
-    (re.compile(rf"/v1/sites/{_SEG}/rules/?"), {"GET": get_rules, "POST": post_rule}),
-    (re.compile(rf"/v1/sites/{_SEG}/rules/{_SEG}"), {"DELETE": delete_rule}),
-    (re.compile(rf"/v1/sites/{_SEG}/review/?"), {"GET": get_review, "POST": post_review}),
+def post_cancel(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
+    """Cancel a run; cancelling a cancelled run again is no error (the click may come twice)."""
+    summary = _run(deps, run_id)
+    moved, status = runcontrol.cancel(deps.metadata, summary["run_id"])
+    if not moved and status != "cancelled":
+        raise HttpError(409, f"run {summary['run_id']} already ended {status}; nothing to cancel")
+    return {"run_id": summary["run_id"], "status": str(status), "cancelled": moved}
 
 
-    (re.compile(rf"/v1/sites/{_SEG}/conflicts/?"), {"GET": get_conflicts}),
-    (re.compile(rf"/v1/sites/{_SEG}/conflicts/{_SEG}"), {"POST": post_conflict}),
-]
+def post_resume(deps: Deps, req: ApiRequest, run_id: str) -> Answer:
+    """Take the run over now (so a refusal is this answer's) and drive it to its end on a background
+    thread: the request answers 202 at once and the run page follows the run."""
+    from gleaner.runner import claim_resume, drive_resumed
+
+    summary = _run(deps, run_id)
+    if deps.local_bus is None:
+        raise HttpError(409, "resuming drives the run on this machine's in-process bus; here the stages run "
+                             "on the cloud bus: use `gleaner runs resume RUN_ID` where GLEANER_BUS is unset")
+    try:
+        run = claim_resume(deps, summary["run_id"])
+    except runcontrol.RunNotResumable as exc:
+        raise HttpError(409, str(exc)) from None
+    except runcontrol.RunNotFound:
+        raise HttpError(404, f"no run {run_id}") from None
+
+    def drive() -> None:
+        try:
+            drive_resumed(deps, run)
+        except Exception:  # the run itself records how it ended; the server must go on
+            log.exception("resuming run %s failed", run.run_id)
+
+    threading.Thread(target=drive, name=f"gleaner-resume-{run.run_id[:8]}", daemon=True).start()
+    return 202, {"run_id": run.run_id, "status": str(run.status), "resumed": True}
 
 
-def route(path: str) -> tuple[dict[str, Handler], tuple[str, ...]] | None:
-    for pattern, methods in ROUTES:
+def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    """Feed URLs the landing refused or could not use (``stages/landing.py``): the operator's, not a site's."""
+    operator_only(req)
+    kind = choice_arg(req.query, "kind", QUALITY_FLAGS)
+    since = time_arg(req.query, "since")
+    limit, offset = page_args(req.query)
+    rows, total = browse.quality_log(deps.engine, kind, since, limit, offset)
+    return {"entries": rows, "total": total, "limit": limit, "offset": offset}
+
+
+H = TypeVar("H")
+Handler = Callable[..., dict[str, Any] | Answer]
+
+
+def compile_routes(table: Mapping[str, dict[str, H]]) -> list[tuple[re.Pattern[str], dict[str, H]]]:
+    """``{"/v1/runs/{run}": {"GET": fn}}`` as patterns: each ``{name}`` is one path segment (pages use it too)."""
+    return [(re.compile(re.sub(r"\{[a-z_]+\}", "([^/]+)", path)), methods) for path, methods in table.items()]
+
+
+def find_route(routes: list[tuple[re.Pattern[str], dict[str, H]]], path: str
+               ) -> tuple[dict[str, H], tuple[str, ...]] | None:
+    """The methods of the first route matching the whole path, and the path's segments it names."""
+    for pattern, methods in routes:
         match = pattern.fullmatch(path)
         if match:
             return methods, match.groups()
     return None
 
 
+_API: dict[str, dict[str, Handler]] = {
+    "/v1/sites/?": {"GET": get_sites},
+    "/v1/sites/{site}/tree": {"GET": get_tree},
+    "/v1/sites/{site}/documents": {"GET": get_documents},
+    "/v1/runs/?": {"GET": get_runs},
+    "/v1/runs/{run}": {"GET": get_run},
+    "/v1/runs/{run}/urls": {"GET": get_run_urls},
+    "/v1/runs/{run}/cancel": {"POST": post_cancel},
+    "/v1/runs/{run}/resume": {"POST": post_resume},
+    "/v1/documents/{document}": {"GET": get_document},
+    "/v1/documents/{document}/versions/{version}": {"GET": get_version},
+    "/v1/documents/{document}/diff": {"GET": get_diff},
+    "/v1/changes/?": {"GET": get_changes},
+    "/v1/notify/subscriptions/?": {"GET": get_subscriptions},
+    "/v1/notify/deliveries/?": {"GET": get_deliveries},
+    "/v1/notify/deliveries/{delivery}/retry": {"POST": post_retry},
+    "/v1/sites/{site}/rules/?": {"GET": get_rules, "POST": post_rule},
+    "/v1/sites/{site}/rules/{rule}": {"DELETE": delete_rule},
+    "/v1/sites/{site}/review/?": {"GET": get_review, "POST": post_review},
+    "/v1/sites/{site}/conflicts/?": {"GET": get_conflicts},
+    "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
+    "/v1/quality/?": {"GET": get_quality},
+}
+ROUTES = compile_routes(_API)
+
+
 def handle(req: ApiRequest, deps: Deps) -> Answer:
-    found = route(req.path)
+    found = find_route(ROUTES, req.path)
     if found is None:
         return 404, {"error": f"no such endpoint {req.path[:200]}"}
     methods, args = found
@@ -433,7 +537,8 @@ def handle(req: ApiRequest, deps: Deps) -> Answer:
     if fn is None:
         return 405, {"error": f"use {' or '.join(methods)}"}
     try:
-        return 200, fn(deps, req, *args)
+        answer = fn(deps, req, *args)
+        return answer if isinstance(answer, tuple) else (200, answer)
     except HttpError as exc:
         return exc.status, {"error": exc.message}
     except InvalidInput as exc:  # the operator functions' own checks (a glob, a URL not in the site)

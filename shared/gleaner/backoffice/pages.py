@@ -8,7 +8,6 @@ folder expansion and the run page's refresh while a run is going.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -17,11 +16,13 @@ from urllib.parse import urlencode
 
 import jinja2
 
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api
-from gleaner.backoffice.api import ApiRequest, HttpError
+from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
 from gleaner.errors import InvalidInput
 from gleaner.store import browse
+from gleaner.store.references import QUALITY_FLAGS
 
 # Run statuses after which nothing changes: the run page stops refreshing.
 TERMINAL_RUN_STATUSES = frozenset({"finished", "partial", "failed", "cancelled", "interrupted"})
@@ -41,6 +42,7 @@ class PageRequest:
     path: str
     query: Mapping[str, str] = field(default_factory=dict)
     form: Mapping[str, str] = field(default_factory=dict)
+    access: Access = OPERATOR
 
 
 @cache
@@ -50,6 +52,8 @@ def environment() -> jinja2.Environment:
                              lstrip_blocks=True)
     env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     env.globals["terminal"] = TERMINAL_RUN_STATUSES
+    # The operator's pages (the quality log) are linked only where the request sees every tenant.
+    env.globals["every_tenant"] = lambda: tenancy.current().all_tenants
     return env
 
 
@@ -58,7 +62,7 @@ def render(template: str, code: int = 200, **context: Any) -> Page:
 
 
 def _api(req: PageRequest, path: str, **query: str) -> ApiRequest:
-    return ApiRequest("GET", path, {**req.query, **query})
+    return ApiRequest("GET", path, {**req.query, **query}, access=req.access)
 
 
 def home(deps: Deps, req: PageRequest) -> Page:
@@ -78,7 +82,7 @@ def site_page(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
-    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode())
+    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode(), req.access)
 
 
 def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
@@ -88,7 +92,7 @@ def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def remove_rule(deps: Deps, req: PageRequest, site: str, rule_id: str) -> Page:
-    api.delete_rule(deps, ApiRequest("DELETE", ""), site, rule_id)
+    api.delete_rule(deps, _command(req), site, rule_id)
     return Page(303, location=f"/ui/sites/{site}")
 
 
@@ -141,48 +145,65 @@ def conflicts_page(deps: Deps, req: PageRequest, site: str) -> Page:
 
 
 def settle_conflict(deps: Deps, req: PageRequest, site: str, conflict_id: str) -> Page:
-    body = json.dumps({"status": req.form.get("status", "")}).encode()
-    api.post_conflict(deps, ApiRequest("POST", "", {}, body), site, conflict_id)
+    api.post_conflict(deps, _command(req, status=req.form.get("status", "")), site, conflict_id)
     return Page(303, location=f"/ui/sites/{site}/conflicts")
 
 
 def retry_delivery(deps: Deps, req: PageRequest, delivery_id: str) -> Page:
-    api.post_retry(deps, ApiRequest("POST", ""), delivery_id)
+    api.post_retry(deps, _command(req), delivery_id)
     return Page(303, location="/ui/changes")
 
 
+def cancel_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    api.post_cancel(deps, _command(req), run_id)
+    return Page(303, location=f"/ui/runs/{run_id}")
+
+
+def resume_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    api.post_resume(deps, _command(req), run_id)
+    return Page(303, location=f"/ui/runs/{run_id}")
+
+
+def quality_page(deps: Deps, req: PageRequest) -> Page:
+    listing = api.get_quality(deps, _api(req, ""))
+    return render("quality.html", listing=listing, kinds=QUALITY_FLAGS, kind=req.query.get("kind", ""),
+                  since=req.query.get("since", ""))
+
+
 PageHandler = Callable[..., Page]
-_SEG = r"([^/]+)"
-PAGES: list[tuple[re.Pattern[str], dict[str, PageHandler]]] = [
-    (re.compile(r"/ui/?"), {"GET": home}),
-    (re.compile(rf"/ui/runs/{_SEG}"), {"GET": run_page}),
-    (re.compile(rf"/ui/sites/{_SEG}"), {"GET": site_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/tree"), {"GET": tree_fragment}),
-    (re.compile(rf"/ui/sites/{_SEG}/documents"), {"GET": documents_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/rules"), {"POST": add_rule}),
-    (re.compile(rf"/ui/sites/{_SEG}/rules/{_SEG}/remove"), {"POST": remove_rule}),
-    (re.compile(rf"/ui/sites/{_SEG}/review"), {"GET": review_page, "POST": decide_review}),
-    (re.compile(rf"/ui/sites/{_SEG}/conflicts"), {"GET": conflicts_page}),
-    (re.compile(rf"/ui/sites/{_SEG}/conflicts/{_SEG}"), {"POST": settle_conflict}),
-    (re.compile(rf"/ui/documents/{_SEG}"), {"GET": document_page}),
-    (re.compile(rf"/ui/documents/{_SEG}/versions/{_SEG}"), {"GET": version_page}),
-    (re.compile(r"/ui/changes/?"), {"GET": changes_page}),
-    (re.compile(rf"/ui/deliveries/{_SEG}/retry"), {"POST": retry_delivery}),
-]
+_PAGES: dict[str, dict[str, PageHandler]] = {
+    "/ui/?": {"GET": home},
+    "/ui/runs/{run}": {"GET": run_page},
+    "/ui/runs/{run}/cancel": {"POST": cancel_run},
+    "/ui/runs/{run}/resume": {"POST": resume_run},
+    "/ui/sites/{site}": {"GET": site_page},
+    "/ui/sites/{site}/tree": {"GET": tree_fragment},
+    "/ui/sites/{site}/documents": {"GET": documents_page},
+    "/ui/sites/{site}/rules": {"POST": add_rule},
+    "/ui/sites/{site}/rules/{rule}/remove": {"POST": remove_rule},
+    "/ui/sites/{site}/review": {"GET": review_page, "POST": decide_review},
+    "/ui/sites/{site}/conflicts": {"GET": conflicts_page},
+    "/ui/sites/{site}/conflicts/{conflict}": {"POST": settle_conflict},
+    "/ui/documents/{document}": {"GET": document_page},
+    "/ui/documents/{document}/versions/{version}": {"GET": version_page},
+    "/ui/changes/?": {"GET": changes_page},
+    "/ui/deliveries/{delivery}/retry": {"POST": retry_delivery},
+    "/ui/quality/?": {"GET": quality_page},
+}
+PAGES = api.compile_routes(_PAGES)
 
 
 def handle(req: PageRequest, deps: Deps) -> Page:
-    for pattern, methods in PAGES:
-        match = pattern.fullmatch(req.path)
-        if match is None:
-            continue
-        fn = methods.get("GET" if req.method == "HEAD" else req.method)
-        if fn is None:
-            return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
-        try:
-            return fn(deps, req, *match.groups())
-        except HttpError as exc:
-            return render("error.html", exc.status, status=exc.status, message=exc.message)
-        except InvalidInput as exc:
-            return render("error.html", 400, status=400, message=str(exc))
-    return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
+    found = api.find_route(PAGES, req.path)
+    if found is None:
+        return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
+    methods, args = found
+    fn = methods.get("GET" if req.method == "HEAD" else req.method)
+    if fn is None:
+        return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
+    try:
+        return fn(deps, req, *args)
+    except HttpError as exc:
+        return render("error.html", exc.status, status=exc.status, message=exc.message)
+    except InvalidInput as exc:
+        return render("error.html", 400, status=400, message=str(exc))

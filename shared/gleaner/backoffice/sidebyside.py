@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 
@@ -23,8 +23,7 @@ class Row:
     new: str | None
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind.value, "old_no": self.old_no, "old": self.old, "new_no": self.new_no,
-                "new": self.new}
+        return {**asdict(self), "kind": self.kind.value}
 
 
 def side_by_side(old: str, new: str, context: int | None = 3) -> list[Row]:

@@ -1,12 +1,22 @@
 """The back office as one WSGI callable: ``/v1/`` (JSON) and ``/ui/`` (pages), behind an optional bearer.
 
 ``gleaner serve`` mounts it beside the ingest webhook; any WSGI host (a cloud
-function, waitress) can serve it as is. Locally on 127.0.0.1 it runs without a
-bearer (DESIGN.md); given one, every request must carry
-``Authorization: Bearer <token>`` (compared in constant time) or gets 401. A
-browser cannot add that header, so ``/ui/login`` takes the token once and sets
-a cookie holding an HMAC of it (HttpOnly, Secure, SameSite=Strict), which the
-pages then carry; the token itself never sits in the browser.
+function, waitress) can serve it as is. Two credentials, each an
+``Authorization: Bearer <token>`` (compared in constant time):
+
+- the operator bearer (``GLEANER_WEBHOOK_SECRET``): every tenant, under ``tenancy.all_tenants()``;
+- a site token (``gleaner tokens add --site-domain SITE``): that site only, under
+  ``tenancy.scope(SITE)``, so row-level security hides every other tenant's rows and
+  another site's ids answer 404, exactly like ids that do not exist.
+
+Locally on 127.0.0.1 it runs without the operator bearer (DESIGN.md): a request
+without a credential is the operator's, one with a site token acts for that
+site, one with a wrong token gets 401. Given the bearer, every request needs a
+credential or gets 401. A browser cannot add that header, so ``/ui/login``
+takes the token once and sets a cookie holding an HMAC keyed by the operator
+bearer (of a constant for the operator, of the token's id and digest for a site
+token: revoking the token ends the session), HttpOnly, Secure, SameSite=Strict,
+which the pages then carry; the token itself never sits in the browser.
 
 A browser on the operator's machine also runs other sites' pages, which can
 send it requests: state-changing requests (anything but GET and HEAD) are refused with 403 unless
@@ -20,7 +30,8 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -28,6 +39,9 @@ from urllib.parse import parse_qsl, urlsplit
 from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
+from gleaner.backoffice.api import OPERATOR, Access
+from gleaner.callers import identity_claims
+from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +68,8 @@ class BackofficeApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            # The operator's console: it reads and steers every tenant (docs/security.md).
-            with tenancy.all_tenants():
+            # No tenant until the credential names one: _answer enters the caller's scope (docs/security.md).
+            with tenancy.no_tenant():
                 status, headers, body = self._answer(environ)
         except Exception:  # one failing request must not take the server down; the log has the traceback
             log.exception("back office request failed")
@@ -77,22 +91,29 @@ class BackofficeApp:
                 return _json(403, {"error": refused})
         if self.bearer is not None and path == LOGIN_PATH:
             return self._login(environ, method)
-        if self.bearer is not None and not self._authorized(environ):
-            if not is_api and method == "GET":
+        access = self._access(environ)
+        if access is None:
+            if not is_api and method == "GET" and self.bearer is not None:
                 return 303, [("Location", LOGIN_PATH), ("Content-Type", "text/plain")], b"log in first"
             status, headers, body = _json(401, {"error": "send Authorization: Bearer <token>"})
             headers.append(("WWW-Authenticate", 'Bearer realm="gleaner"'))
             return status, headers, body
+        with _acting_for(access):
+            return self._dispatch(environ, path, method, access)
+
+    def _dispatch(self, environ: dict[str, Any], path: str, method: str, access: Access
+                  ) -> tuple[int, list[tuple[str, str]], bytes]:
+        is_api = path.startswith("/v1/")
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         read = _read_body(environ)
         if read is None:
             return _json(413, {"error": f"bodies are limited to {MAX_BODY_BYTES} bytes"})
         body = read
         if is_api:
-            status, answer = api.handle(api.ApiRequest(method, path, query, body), self.deps)
+            status, answer = api.handle(api.ApiRequest(method, path, query, body, access), self.deps)
             return _json(status, answer)
         form = dict(parse_qsl(body.decode("utf-8", errors="replace"))) if body else {}
-        page = pages.handle(pages.PageRequest(method, path, query, form), self.deps)
+        page = pages.handle(pages.PageRequest(method, path, query, form, access), self.deps)
         headers = [("Content-Type", page.content_type), ("Cache-Control", "no-store"),
                    ("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline';"
                                                " script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")]
@@ -100,23 +121,48 @@ class BackofficeApp:
             headers.append(("Location", page.location))
         return page.status, headers, page.body.encode("utf-8")
 
-    def _authorized(self, environ: dict[str, Any]) -> bool:
-        assert self.bearer is not None
+    def _access(self, environ: dict[str, Any]) -> Access | None:
+        """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
+        without an operator bearer, on loopback) the operator."""
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
         scheme, _, token = header.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.bearer.encode()):
-            return True
-        cookie = SimpleCookie()
-        try:
-            cookie.load(str(environ.get("HTTP_COOKIE", "")))
-        except CookieError:
-            return False
-        session = cookie.get(COOKIE)
-        return session is not None and hmac.compare_digest(session.value.encode(), self._session().encode())
+        # A Google identity token there is Cloud Run's gate (IAM admitted the caller, e.g. through
+        # `gcloud run services proxy`), never the back office's credential: the cookie still decides.
+        if header and not (scheme.lower() == "bearer" and identity_claims(token.strip()) is not None):
+            return self._token_access(token.strip()) if scheme.lower() == "bearer" else None
+        session = _cookie(environ)
+        if session is not None and self.bearer is not None:
+            return self._session_access(session)
+        return OPERATOR if self.bearer is None else None
 
-    def _session(self) -> str:
+    def _token_access(self, token: str) -> Access | None:
+        if self.bearer is not None and hmac.compare_digest(token.encode(), self.bearer.encode()):
+            return OPERATOR
+        site = self._site_token(token)
+        return Access(site.site_domain) if site is not None else None
+
+    def _site_token(self, token: str) -> SiteToken | None:
+        if not token.startswith(TOKEN_PREFIX) or len(token) >= 100:
+            return None
+        return self.deps.tokens.site_token(token)
+
+    def _session_access(self, session: str) -> Access | None:
+        if hmac.compare_digest(session.encode(), self._session(None).encode()):
+            return OPERATOR
+        token_id, _, _mac = session.partition(".")
+        site = self.deps.tokens.site_token_by_id(token_id)
+        if site is not None and hmac.compare_digest(session.encode(), self._session(site).encode()):
+            return Access(site.site_domain)
+        return None
+
+    def _session(self, site: SiteToken | None) -> str:
+        """The cookie value: for the operator an HMAC of a constant, for a site token its id and an HMAC
+        of its id and digest (so revoking the token ends its sessions); keyed by the operator bearer."""
         assert self.bearer is not None
-        return hmac.new(self.bearer.encode(), b"gleaner back office session", hashlib.sha256).hexdigest()
+        if site is None:
+            return hmac.new(self.bearer.encode(), b"gleaner back office session", hashlib.sha256).hexdigest()
+        mac = hmac.new(self.bearer.encode(), f"site session {site.id} ".encode() + site.token_sha256, hashlib.sha256)
+        return f"{site.id}.{mac.hexdigest()}"
 
     def _login(self, environ: dict[str, Any], method: str) -> tuple[int, list[tuple[str, str]], bytes]:
         html = [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")]
@@ -124,13 +170,35 @@ class BackofficeApp:
             body = _read_body(environ) or b""
             token = dict(parse_qsl(body.decode("utf-8", errors="replace"))).get("token", "")
             assert self.bearer is not None
-            if hmac.compare_digest(token.encode(), self.bearer.encode()):
-                cookie = f"{COOKIE}={self._session()}; Path=/; HttpOnly; Secure; SameSite=Strict"
+            site = None if hmac.compare_digest(token.encode(), self.bearer.encode()) else self._site_token(token)
+            if site is not None or hmac.compare_digest(token.encode(), self.bearer.encode()):
+                cookie = f"{COOKIE}={self._session(site)}; Path=/; HttpOnly; Secure; SameSite=Strict"
                 return 303, [("Location", "/ui/"), ("Set-Cookie", cookie), ("Content-Type", "text/plain")], b"ok"
             return 401, html, pages.render("login.html", failed=True).body.encode("utf-8")
         if method != "GET":
             return _json(405, {"error": "use GET or POST"})
         return 200, html, pages.render("login.html", failed=False).body.encode("utf-8")
+
+
+@contextmanager
+def _acting_for(access: Access) -> Iterator[object]:
+    """The operator's console reads and steers every tenant; a site token's, its own site only."""
+    if access.site_domain is None:
+        with tenancy.all_tenants() as chosen:
+            yield chosen
+    else:
+        with tenancy.scope(access.site_domain) as chosen:
+            yield chosen
+
+
+def _cookie(environ: dict[str, Any]) -> str | None:
+    cookie = SimpleCookie()
+    try:
+        cookie.load(str(environ.get("HTTP_COOKIE", "")))
+    except CookieError:
+        return None
+    session = cookie.get(COOKIE)
+    return session.value if session is not None else None
 
 
 def _json(status: int, answer: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -161,6 +229,7 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
     return None
 
 
-_REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-            404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error"}
+_REASONS = {200: "OK", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
+            500: "Internal Server Error"}
 

@@ -74,6 +74,8 @@ def _citation(deps: Any, citation_id: str) -> Any:
 @guard
 def citation_verify_cmd(citation_id: str, as_json: bool) -> None:
     """verified, rejected (the stored quote or offsets do not match the bytes) or unverifiable (bytes gone)."""
+    from gleaner.provenance.verification import VerifyState
+
     with open_deps(load_settings()) as deps:
         cited = _citation(deps, citation_id)
         verdict = deps.provenance.verify_citation(cited)
@@ -81,7 +83,7 @@ def citation_verify_cmd(citation_id: str, as_json: bool) -> None:
         click.echo(json.dumps({**cited.to_dict(), "state": str(verdict.state), "reason": verdict.reason or None}))
     else:
         click.echo(f"{verdict.state}" + (f": {verdict.reason}" if verdict.reason else ""))
-    sys.exit({"verified": 0, "rejected": 3}.get(str(verdict.state), 4))
+    sys.exit({VerifyState.VERIFIED: 0, VerifyState.REJECTED: 3}.get(verdict.state, 4))
 
 
 @citation_group.command("drift")

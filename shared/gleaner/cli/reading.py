@@ -167,24 +167,17 @@ def verify_cmd(url: str, quote: str, site_domain: str | None, as_json: bool) -> 
     Exits 0 when the current version holds the quote, 3 when only an earlier version did (drift),
     4 when no stored version does.
     """
-    from gleaner.provenance.citations import locate
+    from gleaner.provenance.citations import locate_in_versions
 
     with open_deps(load_settings()) as deps:
         doc = find_document(deps, url, site_domain)
-        canonical = doc["canonical_url"]
-        answer: dict[str, Any] = {"url": canonical, "verified": False, "drifted": False}
-        # The current snapshot first: after a revert it is not the highest version.
-        texts = sorted(deps.metadata.texts_of_document(doc["id"]), key=lambda t: (not t[3], -t[0]))
-        for version, snapshot_id, text_hash, current in texts:
-            stored = deps.metadata.canonical_text(text_hash)
-            if stored is None:
-                continue
-            cite = locate(stored[0], quote, stored[1])
-            if cite is not None:
-                kind = stored[1][cite.span_ordinal][2] if cite.span_ordinal is not None else None
-                answer.update(verified=current, drifted=not current, version=version, snapshot_id=snapshot_id,
-                              text_hash=text_hash, start=cite.start, end=cite.end, span_kind=kind, text=cite.text)
-                break
+        found = locate_in_versions(deps.metadata.texts_of_document(doc["id"]), quote, deps.metadata.canonical_text)
+    answer: dict[str, Any] = {"url": doc["canonical_url"], "verified": bool(found and found.current),
+                              "drifted": bool(found and not found.current)}
+    if found is not None:
+        answer.update(version=found.version, snapshot_id=found.snapshot_id, text_hash=found.text_hash,
+                      start=found.citation.start, end=found.citation.end, span_kind=found.span_kind,
+                      text=found.citation.text)
     if as_json:
         click.echo(json.dumps(answer))
     elif answer["verified"] or answer["drifted"]:

@@ -24,6 +24,7 @@ from gleaner.cli.base import (
     open_deps,
     print_summary,
 )
+from gleaner.runstate import RunStatus
 
 
 class RunsGroup(click.Group):
@@ -66,7 +67,7 @@ def cancel_cmd(run_id: str) -> None:
         moved, status = cancel(deps.metadata, run_id)
     if moved:
         click.echo(f"run {run_id} cancelled")
-    elif status == "cancelled":
+    elif status == RunStatus.CANCELLED:
         click.echo(f"run {run_id} was already cancelled")
     else:
         fail(f"run {run_id} already ended {status}; nothing to cancel")

@@ -1,4 +1,4 @@
-"""Caller credentials: ``gleaner tokens add|list|revoke`` (bearer tokens bound to a workspace)."""
+"""Caller credentials: ``gleaner tokens add|list|revoke`` (bearer tokens bound to a workspace or a site)."""
 
 from __future__ import annotations
 
@@ -11,35 +11,51 @@ from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_dep
 
 @main.group("tokens")
 def tokens_group() -> None:
-    """Bearer tokens for HTTP callers: a request with one acts as its workspace only.
+    """Bearer tokens for HTTP callers: a request with one acts as its workspace (the feed webhook)
+    or its site (the back office) only.
 
-    GLEANER_WEBHOOK_SECRET stays the admin credential (every workspace).
+    GLEANER_WEBHOOK_SECRET stays the admin credential (every workspace and site).
     """
 
 
 @tokens_group.command("add")
-@click.option("--workspace", required=True, help="The workspace the token acts as.")
+@click.option("--workspace", default=None, help="The workspace the token acts as (the feed webhook).")
+@click.option("--site-domain", "site_domain", default=None,
+              help="The site the token acts for (the back office: that site's rows only).")
 @click.option("--label", default="", help="A note for `tokens list` (who holds it).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"token", "id", "workspace_id"} on stdout.')
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"token", "id", "workspace_id"} (or "site_domain") on stdout.')
 @guard
-def tokens_add(workspace: str, label: str, as_json: bool) -> None:
-    """Create a token for WORKSPACE and print it (it is stored hashed: this is the only time it is shown)."""
+def tokens_add(workspace: str | None, site_domain: str | None, label: str, as_json: bool) -> None:
+    """Create a token for a workspace or a site and print it (it is stored hashed: this is the only time
+    it is shown)."""
+    from gleaner.tenancy import InvalidTenant, validate_site_domain
+
+    if (workspace is None) == (site_domain is None):
+        fail("name exactly one of --workspace and --site-domain", 2)
+    if site_domain is not None:
+        try:
+            validate_site_domain(site_domain)
+        except InvalidTenant as exc:
+            fail(str(exc), 2)
     with open_deps(load_settings()) as deps:
-        created = deps.tokens.add(workspace, label)
+        store = deps.tokens
+        created = store.add(workspace, label) if workspace is not None else store.add_site(str(site_domain), label)
+    binding = "workspace_id" if workspace is not None else "site_domain"
     if as_json:
-        click.echo(json.dumps({"token": created["token"], "id": created["id"],
-                               "workspace_id": created["workspace_id"]}))
+        click.echo(json.dumps({"token": created["token"], "id": created["id"], binding: created[binding]}))
         return
     click.echo(created["token"])
-    click.echo(f"gleaner: token {created['id']} acts as workspace {created['workspace_id']!r}; "
-               "it is not stored and cannot be shown again", err=True)
+    acts = f"workspace {workspace!r}" if workspace is not None else f"site {site_domain} in the back office"
+    click.echo(f"gleaner: token {created['id']} acts as {acts}; it is not stored and cannot be shown again",
+               err=True)
 
 
 @tokens_group.command("list")
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def tokens_list(as_json: bool) -> None:
-    """Every token (never the token itself): id, workspace, label, created, revoked."""
+    """Every token (never the token itself): id, workspace or site, label, created, revoked."""
     with open_deps(load_settings()) as deps:
         rows = deps.tokens.list()
     if as_json:
@@ -47,7 +63,8 @@ def tokens_list(as_json: bool) -> None:
         return
     for row in rows:
         state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "live"
-        click.echo(f"{row['id']}  {row['workspace_id']:<24} {state:<40} {row['label']}")
+        bound = row["workspace_id"] if row["workspace_id"] is not None else f"site:{row['site_domain']}"
+        click.echo(f"{row['id']}  {bound:<24} {state:<40} {row['label']}")
 
 
 @tokens_group.command("revoke")

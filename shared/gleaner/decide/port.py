@@ -7,6 +7,7 @@ The rule-based decider ships; an LLM decider implements the same protocol later
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 
@@ -25,13 +26,25 @@ class PageFacts:
 
 @dataclass(frozen=True, slots=True)
 class PageDecision:
-    decision: str  # include | exclude | needs_review
+    # A Verdict (a plain string is accepted and checked: callers that read one back from the ledger).
+    decision: str
     reason: str
     confidence: float
     source: str = "rule"
     content_kind: str = "page"
     evidence: tuple[str, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decision", Verdict(self.decision))
+
 
 class Decider(Protocol):
     def decide(self, facts: PageFacts, exclude: tuple[str, ...] = ()) -> PageDecision: ...
+
+
+class Verdict(StrEnum):
+    """What the decider says of a page (``knowledge.crawl_page_decisions.decision``)."""
+
+    INCLUDE = "include"
+    EXCLUDE = "exclude"
+    NEEDS_REVIEW = "needs_review"

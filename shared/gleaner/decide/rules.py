@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from gleaner.decide.port import PageDecision, PageFacts
+from gleaner.decide.port import PageDecision, PageFacts, Verdict
+from gleaner.fetch.types import FetchOutcome
 from gleaner.urls import glob_matches
 
 # Below this many characters of main text a page is navigation, not knowledge.
@@ -31,24 +32,24 @@ class RuleDecider:
     def decide(self, facts: PageFacts, exclude: tuple[str, ...] = ()) -> PageDecision:
         for pattern in exclude:
             if glob_matches(facts.path, pattern):
-                return PageDecision("exclude", f"matches exclude glob {pattern}", 1.0, content_kind="excluded",
+                return PageDecision(Verdict.EXCLUDE, f"matches exclude glob {pattern}", 1.0, content_kind="excluded",
                                     evidence=(pattern,))
         target = facts.url.lower()
         path_and_query = target.split("://", 1)[-1]
         path_and_query = path_and_query[path_and_query.find("/"):] if "/" in path_and_query else "/"
         for kind, regex in _PATTERNS:
             if regex.search(path_and_query):
-                return PageDecision("exclude", f"{kind} page", 0.9, content_kind=kind,
+                return PageDecision(Verdict.EXCLUDE, f"{kind} page", 0.9, content_kind=kind,
                                     evidence=(regex.pattern,))
         if facts.sampled:
-            if facts.fetch_outcome == "refused-content":
-                return PageDecision("exclude", f"not HTML ({facts.content_type or 'unknown type'})", 0.95,
+            if facts.fetch_outcome == FetchOutcome.REFUSED_CONTENT:
+                return PageDecision(Verdict.EXCLUDE, f"not HTML ({facts.content_type or 'unknown type'})", 0.95,
                                     content_kind="non_html")
-            if facts.fetch_outcome not in (None, "fetched", "not-modified"):
-                return PageDecision("needs_review", f"sample fetch failed: {facts.fetch_outcome}", 0.3,
+            if facts.fetch_outcome not in (None, FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED):
+                return PageDecision(Verdict.NEEDS_REVIEW, f"sample fetch failed: {facts.fetch_outcome}", 0.3,
                                     content_kind="unknown")
             if facts.main_text_chars is not None and facts.main_text_chars < MIN_MAIN_TEXT_CHARS:
-                return PageDecision("exclude", f"near-empty main text ({facts.main_text_chars} chars)", 0.8,
+                return PageDecision(Verdict.EXCLUDE, f"near-empty main text ({facts.main_text_chars} chars)", 0.8,
                                     content_kind="thin")
-            return PageDecision("include", "sample has main content", 0.8, content_kind="article")
-        return PageDecision("include", "no exclusion rule matched", 0.7, content_kind="page")
+            return PageDecision(Verdict.INCLUDE, "sample has main content", 0.8, content_kind="article")
+        return PageDecision(Verdict.INCLUDE, "no exclusion rule matched", 0.7, content_kind="page")

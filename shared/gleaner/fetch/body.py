@@ -1,8 +1,9 @@
 """Reading a response body under limits that refuse, never truncate.
 
-httpx would decode gzip/deflate/br transparently and without an output bound, so
-one small brotli or deflate chunk could expand to gigabytes in memory before any
-check ran. Gleaner reads the *raw* (wire) bytes instead and decodes them here,
+An HTTP client left to itself decodes gzip/deflate/br transparently and without an
+output bound, so one small brotli or deflate chunk could expand to gigabytes in
+memory before any check ran. The transport turns that off (``auto_decompress=False``,
+:mod:`gleaner.fetch.transport`); Gleaner reads the *raw* (wire) bytes and decodes them here,
 asking zlib for at most the bytes still allowed, so both caps hold exactly:
 
 * the wire cap (``max_body_bytes``): the declared Content-Length is refused before

@@ -53,11 +53,11 @@ from gleaner.fetch.budget import RunBudget, Spent
 from gleaner.fetch.judgement import (
     BACKOFF,
     REDIRECTS,
+    Refusal,
     accept_header,
+    judge_headers,
+    judge_sniffed,
     judge_status,
-    kind_of,
-    looks_like_html,
-    parse_content_type,
     retry_after,
     robots_rules_from,
 )
@@ -433,16 +433,9 @@ class Fetcher:
                     if outcome is not None:
                         return done(*outcome)
                     limit = max_bytes or self.settings.max_body_bytes
-                    declared = response_headers.get("content-length", "")
-                    if declared.strip().isdigit() and int(declared) > limit:
-                        return done(FetchOutcome.REFUSED_SIZE,
-                                    f"Content-Length {declared.strip()} exceeds {limit} bytes")
-                    content_type, charset = parse_content_type(response_headers.get("content-type", ""))
-                    kind = ContentKind.ANY if robots else kind_of(content_type, target.text, request.accept)
-                    sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
-                    if kind is None and not sniff:
-                        return done(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} "
-                                    f"not accepted (wanted {', '.join(request.accept)})", content_type=content_type)
+                    readable = judge_headers(request, response_headers, target.text, limit=limit, robots=robots)
+                    if isinstance(readable, Refusal):
+                        return done(readable.outcome, readable.reason, content_type=readable.content_type)
                     reader = BodyReader(coding=coding_of(response_headers.get("content-encoding")), max_wire=limit,
                                         max_decoded=limit if robots else self.settings.max_decompressed_bytes,
                                         on_wire=self._charge_bytes)
@@ -461,12 +454,13 @@ class Fetcher:
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             detail = "error while reading the body: " if where != "before the response" else ""
             return done(FetchOutcome.UNAVAILABLE, f"network: {detail}{describe(exc)}")
-        if sniff:
-            if not looks_like_html(body):
-                return done(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")
-            kind, content_type = ContentKind.HTML, "text/html"
-        return done(FetchOutcome.FETCHED, "", content_type=content_type, charset=charset, kind=kind, body=body,
-                    wire_bytes=wire)
+        if readable.kind is None:
+            sniffed = judge_sniffed(body)
+            if isinstance(sniffed, Refusal):
+                return done(sniffed.outcome, sniffed.reason)
+            readable = replace(sniffed, charset=readable.charset)
+        return done(FetchOutcome.FETCHED, "", content_type=readable.content_type, charset=readable.charset,
+                    kind=readable.kind, body=body, wire_bytes=wire)
 
     def _charge_bytes(self, count: int) -> None:
         reason = self.budget.add_bytes(count)

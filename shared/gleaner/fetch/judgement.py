@@ -9,7 +9,8 @@ without a network.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -52,6 +53,49 @@ def judge_status(request: FetchRequest, status: int, robots: bool) -> tuple[Fetc
     if status not in (200, 203):
         return FetchOutcome.UNAVAILABLE, f"HTTP {status}"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """Headers that let the body be read: its declared type, and the kind it will be taken as.
+
+    ``kind`` None: no type was declared and the request wants HTML, so the body's first bytes decide
+    (:func:`judge_sniffed`)."""
+
+    content_type: str | None
+    charset: str | None
+    kind: ContentKind | None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Headers that refuse the body before a byte of it is read."""
+
+    outcome: FetchOutcome
+    reason: str
+    content_type: str | None = None
+
+
+def judge_headers(request: FetchRequest, headers: Mapping[str, str], url: str, *, limit: int,
+                  robots: bool) -> Readable | Refusal:
+    """What a 2xx response's headers (lower-cased names) decide: read the body, or refuse it unread."""
+    declared = headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        return Refusal(FetchOutcome.REFUSED_SIZE, f"Content-Length {declared} exceeds {limit} bytes")
+    content_type, charset = parse_content_type(headers.get("content-type", ""))
+    kind = ContentKind.ANY if robots else kind_of(content_type, url, request.accept)
+    sniff = kind is None and content_type is None and ContentKind.HTML in request.accept
+    if kind is None and not sniff:
+        return Refusal(FetchOutcome.REFUSED_CONTENT, f"content type {content_type or 'missing'!r} not accepted "
+                       f"(wanted {', '.join(request.accept)})", content_type)
+    return Readable(content_type, charset, kind)
+
+
+def judge_sniffed(body: bytes) -> Readable | Refusal:
+    """A body that came without a content type, to a request that wants HTML: HTML if it looks it."""
+    if not looks_like_html(body):
+        return Refusal(FetchOutcome.REFUSED_CONTENT, "content type missing and the body is not HTML")
+    return Readable("text/html", None, ContentKind.HTML)
 
 
 def robots_rules_from(result: FetchResult) -> RobotsRules:

@@ -12,7 +12,7 @@ byte comparison (:func:`check_slice`).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gleaner.provenance.canonical import bytes_hash, is_invisible
@@ -75,6 +75,40 @@ def locate(canonical: str, quote: str, spans: Sequence[tuple[int, int, str]] = (
     """The first citable occurrence of quote in the canonical text, or None."""
     found = find(canonical, quote, spans)
     return found if isinstance(found, Citation) else None
+
+
+@dataclass(frozen=True, slots=True)
+class VersionCitation:
+    """A quote found in one stored version of a document."""
+
+    version: int
+    snapshot_id: str
+    text_hash: str
+    current: bool  # the document's current version (else the quote has drifted away)
+    citation: Citation
+    span_kind: str | None  # the kind of the span holding it; None when it crosses blocks
+
+
+# (version, snapshot id, text hash, is current) of each stored version; text hash -> (text, spans).
+StoredVersion = tuple[int, str, str, bool]
+TextLoader = Callable[[str], tuple[str, list[tuple[int, int, str]]] | None]
+
+
+def locate_in_versions(versions: Iterable[StoredVersion], quote: str,
+                       text_of: TextLoader) -> VersionCitation | None:
+    """The quote in a document's stored versions: the current one first, then the newest.
+
+    The current version first, not the highest: after a revert the current one is an older number."""
+    for version, snapshot_id, text_hash, current in sorted(versions, key=lambda v: (not v[3], -v[0])):
+        stored = text_of(text_hash)
+        if stored is None:
+            continue
+        text, spans = stored
+        cite = locate(text, quote, spans)
+        if cite is not None:
+            kind = spans[cite.span_ordinal][2] if cite.span_ordinal is not None else None
+            return VersionCitation(version, snapshot_id, text_hash, current, cite, kind)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

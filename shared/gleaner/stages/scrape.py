@@ -34,6 +34,7 @@ from itertools import chain
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
+from gleaner.decide.port import Verdict
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
@@ -71,7 +72,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         return PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                             pages=())
     stop_at = time.monotonic() + deps.settings.scrape_soft_deadline
-    batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == "include"]
+    batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == Verdict.INCLUDE]
     pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
     # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
     fetched: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch

@@ -8,10 +8,13 @@ Nothing here writes.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+from gleaner.store.references import QUALITY_COLUMNS, quality_row
 
 DOCUMENT_STATUSES = ("discovered", "active", "failed", "stale", "blocked", "superseded")
 SCRAPE_POLICIES = ("scrape", "skip")
@@ -121,24 +124,16 @@ def documents(engine: Engine, site: str, *, status: str | None = None, policy: s
     """One page of a site's documents by path, filtered; ``direct_only``: only those right under ``prefix``."""
     where = ["d.site_domain = :s", "NOT d.is_deleted"]
     params: dict[str, Any] = {"s": site, "n": limit, "o": offset}
-    if status:
-        where.append("d.status::text = :st")
-        params["st"] = status
-    if policy:
-        where.append("d.scrape_policy::text = :po")
-        params["po"] = policy
-    if origin:
-        where.append("d.origin::text = :og")
-        params["og"] = origin
-    if tag:
-        where.append(":tg = ANY(d.tags)")
-        params["tg"] = tag
-    if prefix:
-        where.append("d.path LIKE :pf")
-        params["pf"] = _like_prefix(prefix)
-        if direct_only:
-            where.append("position('/' in substr(d.path, :pn)) = 0")
-            params["pn"] = len(prefix) + 1
+    filters = (("st", status, "d.status::text = :st"), ("po", policy, "d.scrape_policy::text = :po"),
+               ("og", origin, "d.origin::text = :og"), ("tg", tag, ":tg = ANY(d.tags)"),
+               ("pf", _like_prefix(prefix) if prefix else None, "d.path LIKE :pf"))
+    for key, value, clause in filters:
+        if value:
+            where.append(clause)
+            params[key] = value
+    if prefix and direct_only:
+        where.append("position('/' in substr(d.path, :pn)) = 0")
+        params["pn"] = len(prefix) + 1
     clause = " AND ".join(where)
     with engine.connect() as conn:
         rows = conn.execute(sa.text(
@@ -175,3 +170,30 @@ def citations_of(engine: Engine, document_id: str) -> list[dict[str, Any]]:
             " FROM knowledge.citations WHERE document_id = :d ORDER BY created_at DESC, id"), {"d": document_id}).all()
     return [{"citation_id": str(r[0]), "version": r[1], "text_hash": r[2], "start": r[3], "end": r[4],
              "quote": r[5], "created_at": r[6].isoformat(), "erased": bool(r[7])} for r in rows]
+
+
+def quality_log(engine: Engine, kind: str | None, since: datetime | None, limit: int, offset: int
+                ) -> tuple[list[dict[str, Any]], int]:
+    """Newest first: one page of the ingestion quality log (of one flag type, from a time on) and the total."""
+    params = {"k": kind, "t": since, "n": limit, "o": offset}
+    where = ("(CAST(:k AS text) IS NULL OR flag_type = :k)"
+             " AND (CAST(:t AS timestamptz) IS NULL OR created_at >= CAST(:t AS timestamptz))")
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(f"SELECT {QUALITY_COLUMNS} FROM knowledge.ingestion_quality_log WHERE {where}"
+                                    " ORDER BY created_at DESC, id LIMIT :n OFFSET :o"), params).all()
+        total = conn.execute(sa.text(f"SELECT count(*) FROM knowledge.ingestion_quality_log WHERE {where}"),
+                             params).scalar()
+    return [quality_row(r) for r in rows], int(total or 0)
+
+
+def delivery_subscription(engine: Engine, delivery_id: str) -> str | None:
+    """The subscription of a delivery, if the transaction's tenant may see that subscription.
+
+    Deliveries carry no site_domain; the join through ``notify_subscriptions`` (row-level security)
+    is what keeps one site from another's deliveries."""
+    with engine.connect() as conn:
+        found = conn.execute(sa.text(
+            "SELECT d.subscription_id FROM knowledge.notify_deliveries d"
+            " JOIN knowledge.notify_subscriptions s ON s.id = d.subscription_id WHERE d.id = CAST(:i AS uuid)"),
+            {"i": delivery_id}).scalar()
+    return str(found) if found is not None else None

@@ -12,8 +12,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.errors import InvalidInput
 from gleaner.provenance.citations import Citation, find
 from gleaner.provenance.quotes import QuoteRefusal
@@ -52,13 +50,12 @@ class Refused:
 class CitationStore(SqlStore):
     def document_at(self, canonical_url: str, site_domain: str | None = None) -> dict[str, Any] | None:
         """The document at a URL (in the given site); AmbiguousUrl when several sites know it."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT id, site_domain, current_snapshot_id, is_deleted FROM knowledge.documents"
-                        " WHERE canonical_url = :u AND (CAST(:s AS text) IS NULL OR site_domain = :s)"
-                        " ORDER BY site_domain"),
-                {"u": canonical_url, "s": site_domain},
-            ).all()
+        rows = self._all(
+            "SELECT id, site_domain, current_snapshot_id, is_deleted FROM knowledge.documents"
+            " WHERE canonical_url = :u AND (CAST(:s AS text) IS NULL OR site_domain = :s)"
+            " ORDER BY site_domain",
+            {"u": canonical_url, "s": site_domain},
+        )
         if len(rows) > 1:
             raise AmbiguousUrl(canonical_url, [str(r[1]) for r in rows])
         if not rows:
@@ -69,15 +66,14 @@ class CitationStore(SqlStore):
 
     def current_text(self, document_id: str) -> CurrentText | None:
         """The canonical text of the document's current version, if ingest made it."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT s.id, s.version, t.text_hash, convert_to(c.body, 'UTF8')"
-                        " FROM knowledge.documents d"
-                        " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                        " JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
-                        " JOIN knowledge.canonical_texts c ON c.text_hash = t.text_hash WHERE d.id = :d"),
-                {"d": document_id},
-            ).first()
+        row = self._first(
+            "SELECT s.id, s.version, t.text_hash, convert_to(c.body, 'UTF8')"
+            " FROM knowledge.documents d"
+            " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
+            " JOIN knowledge.canonical_texts c ON c.text_hash = t.text_hash WHERE d.id = :d",
+            {"d": document_id},
+        )
         if row is None:
             return None
         return CurrentText(str(row[0]), int(row[1]), str(row[2]), bytes(row[3]))
@@ -91,14 +87,13 @@ class CitationStore(SqlStore):
         if not isinstance(found, Citation):
             return Refused(found)
         citation_id = str(uuid.uuid5(_CITATION_NAMESPACE, f"{current.snapshot_id}:{found.start}:{found.end}"))
-        with self._tx() as conn:
-            conn.execute(
-                sa.text("INSERT INTO knowledge.citations (id, site_domain, document_id, snapshot_id, version,"
-                        " text_hash, span_start, span_end, quote) VALUES (:i, :s, :d, :sn, :v, :h, :a, :b, :q)"
-                        " ON CONFLICT (id) DO NOTHING"),
-                {"i": citation_id, "s": document["site_domain"], "d": document["id"], "sn": current.snapshot_id,
-                 "v": current.version, "h": current.text_hash, "a": found.start, "b": found.end, "q": found.text},
-            )
+        self._run(
+            "INSERT INTO knowledge.citations (id, site_domain, document_id, snapshot_id, version,"
+            " text_hash, span_start, span_end, quote) VALUES (:i, :s, :d, :sn, :v, :h, :a, :b, :q)"
+            " ON CONFLICT (id) DO NOTHING",
+            {"i": citation_id, "s": document["site_domain"], "d": document["id"], "sn": current.snapshot_id,
+             "v": current.version, "h": current.text_hash, "a": found.start, "b": found.end, "q": found.text},
+        )
         stored = self.citation(citation_id)
         assert stored is not None
         return stored
@@ -108,44 +103,45 @@ class CitationStore(SqlStore):
             uuid.UUID(citation_id)
         except ValueError:
             return None
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.text(f"SELECT {_CITATION_COLUMNS} FROM knowledge.citations WHERE id = :i"),
-                               {"i": citation_id}).first()
+        row = self._first(
+            f"SELECT {_CITATION_COLUMNS} FROM knowledge.citations WHERE id = :i",
+            {"i": citation_id},
+        )
         if row is None:
             return None
         return CitedSpan(str(row[0]), row[1], str(row[2]), str(row[3]) if row[3] else None, int(row[4]), row[5],
                          int(row[6]), int(row[7]), row[8], bool(row[9]))
 
     def text_bytes(self, text_hash: str) -> bytes | None:
-        with self.engine.connect() as conn:
-            body = conn.execute(sa.text("SELECT convert_to(body, 'UTF8') FROM knowledge.canonical_texts"
-                                        " WHERE text_hash = :h"), {"h": text_hash}).scalar()
+        body = self._scalar(
+            "SELECT convert_to(body, 'UTF8') FROM knowledge.canonical_texts"
+            " WHERE text_hash = :h",
+            {"h": text_hash},
+        )
         return None if body is None else bytes(body)
 
     def verify_citation(self, cited: CitedSpan) -> Verdict:
         link = None
         if cited.snapshot_id is not None:
-            with self.engine.connect() as conn:
-                row = conn.execute(
-                    sa.text("SELECT s.document_id, t.text_hash FROM knowledge.document_snapshots s"
-                            " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id WHERE s.id = :s"),
-                    {"s": cited.snapshot_id},
-                ).first()
+            row = self._first(
+                "SELECT s.document_id, t.text_hash FROM knowledge.document_snapshots s"
+                " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id WHERE s.id = :s",
+                {"s": cited.snapshot_id},
+            )
             link = SnapshotLink(str(row[0]), row[1]) if row is not None else None
         body = self.text_bytes(cited.text_hash) if cited.text_hash else None
         return verify(cited, link, body)
 
     def drift_of(self, cited: CitedSpan) -> tuple[Verdict, Drift]:
         verdict = self.verify_citation(cited)
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text("SELECT d.is_deleted, d.status::text,"
-                        " (SELECT c.fetch_status FROM knowledge.crawl_page_decisions c"
-                        "   WHERE c.document_id = d.id AND c.fetch_outcome IS NOT NULL"
-                        "   AND c.fetch_outcome <> 'not-modified' ORDER BY c.fetched_at DESC NULLS LAST LIMIT 1)"
-                        " FROM knowledge.documents d WHERE d.id = :d"),
-                {"d": cited.document_id},
-            ).first()
+        row = self._first(
+            "SELECT d.is_deleted, d.status::text,"
+            " (SELECT c.fetch_status FROM knowledge.crawl_page_decisions c"
+            "   WHERE c.document_id = d.id AND c.fetch_outcome IS NOT NULL"
+            "   AND c.fetch_outcome <> 'not-modified' ORDER BY c.fetched_at DESC NULLS LAST LIMIT 1)"
+            " FROM knowledge.documents d WHERE d.id = :d",
+            {"d": cited.document_id},
+        )
         now = DocumentNow(bool(row[0]), str(row[1]), row[2]) if row is not None else None
         current = self.current_text(cited.document_id) if now is not None and not now.deleted else None
         return verdict, drift(cited, verdict, now, current)

@@ -29,15 +29,14 @@ class ConflictStore(SqlStore):
         """(site, fingerprint) of each document whose *current* version is one of these snapshots."""
         if not snapshot_ids:
             return []
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT d.site_domain, d.id, d.canonical_url, t.text_hash, c.simhash, d.created_at"
-                        " FROM knowledge.documents d"
-                        " JOIN knowledge.snapshot_texts t ON t.snapshot_id = d.current_snapshot_id"
-                        " JOIN knowledge.canonical_texts c ON c.text_hash = t.text_hash"
-                        " WHERE d.current_snapshot_id = ANY(CAST(:s AS uuid[])) AND NOT d.is_deleted ORDER BY d.id"),
-                {"s": list(snapshot_ids)},
-            ).all()
+        rows = self._all(
+            "SELECT d.site_domain, d.id, d.canonical_url, t.text_hash, c.simhash, d.created_at"
+            " FROM knowledge.documents d"
+            " JOIN knowledge.snapshot_texts t ON t.snapshot_id = d.current_snapshot_id"
+            " JOIN knowledge.canonical_texts c ON c.text_hash = t.text_hash"
+            " WHERE d.current_snapshot_id = ANY(CAST(:s AS uuid[])) AND NOT d.is_deleted ORDER BY d.id",
+            {"s": list(snapshot_ids)},
+        )
         return [(r[0], _fingerprint(r[1:])) for r in rows]
 
     def candidates(self, site: str, subjects: Sequence[TextFingerprint]) -> dict[str, list[TextFingerprint]]:
@@ -48,20 +47,17 @@ class ConflictStore(SqlStore):
         for s in subjects:
             b = bands(s.simhash) if s.simhash else (_NO_BAND,) * 4
             rows.append({"d": s.document_id, "h": s.text_hash, "b0": b[0], "b1": b[1], "b2": b[2], "b3": b[3]})
-        with self.engine.connect() as conn:
-            found = conn.execute(
-                sa.text(
-                    "SELECT q.d, d.id, d.canonical_url, c.text_hash, c.simhash, d.created_at"
-                    " FROM json_to_recordset(CAST(:rows AS json)) AS q(d uuid, h text, b0 int, b1 int, b2 int, b3 int)"
-                    " JOIN knowledge.canonical_texts c ON (c.text_hash = q.h OR c.simhash_b0 = q.b0"
-                    "   OR c.simhash_b1 = q.b1 OR c.simhash_b2 = q.b2 OR c.simhash_b3 = q.b3)"
-                    " JOIN knowledge.snapshot_texts t ON t.text_hash = c.text_hash"
-                    " JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
-                    " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
-                    " WHERE d.site_domain = :site AND d.id <> q.d AND NOT d.is_deleted"
-                ),
-                {"rows": json_rows(rows), "site": site},
-            ).all()
+        found = self._all(
+            "SELECT q.d, d.id, d.canonical_url, c.text_hash, c.simhash, d.created_at"
+            " FROM json_to_recordset(CAST(:rows AS json)) AS q(d uuid, h text, b0 int, b1 int, b2 int, b3 int)"
+            " JOIN knowledge.canonical_texts c ON (c.text_hash = q.h OR c.simhash_b0 = q.b0"
+            "   OR c.simhash_b1 = q.b1 OR c.simhash_b2 = q.b2 OR c.simhash_b3 = q.b3)"
+            " JOIN knowledge.snapshot_texts t ON t.text_hash = c.text_hash"
+            " JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
+            " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+            " WHERE d.site_domain = :site AND d.id <> q.d AND NOT d.is_deleted",
+            {"rows": json_rows(rows), "site": site},
+        )
         out: dict[str, list[TextFingerprint]] = {s.document_id: [] for s in subjects}
         for r in found:
             out[str(r[0])].append(_fingerprint(r[1:]))
@@ -100,20 +96,17 @@ class ConflictStore(SqlStore):
         return [str(i) for i, _a, _b in opened]
 
     def list_conflicts(self, site: str, status: ConflictStatus | None = None) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT c.id, c.conflict_type::text, c.status::text, c.severity::text, c.detected_by::text,"
-                    " c.detector_version, c.entity_a_id, da.canonical_url, c.entity_b_id, db.canonical_url,"
-                    " c.details, c.created_at, c.updated_at"
-                    " FROM knowledge.document_conflicts c"
-                    " LEFT JOIN knowledge.documents da ON da.id = c.entity_a_id"
-                    " LEFT JOIN knowledge.documents db ON db.id = c.entity_b_id"
-                    " WHERE c.site_domain = :s AND (CAST(:st AS text) IS NULL OR c.status::text = :st)"
-                    " ORDER BY c.created_at, c.id"
-                ),
-                {"s": site, "st": str(status) if status else None},
-            ).all()
+        rows = self._all(
+            "SELECT c.id, c.conflict_type::text, c.status::text, c.severity::text, c.detected_by::text,"
+            " c.detector_version, c.entity_a_id, da.canonical_url, c.entity_b_id, db.canonical_url,"
+            " c.details, c.created_at, c.updated_at"
+            " FROM knowledge.document_conflicts c"
+            " LEFT JOIN knowledge.documents da ON da.id = c.entity_a_id"
+            " LEFT JOIN knowledge.documents db ON db.id = c.entity_b_id"
+            " WHERE c.site_domain = :s AND (CAST(:st AS text) IS NULL OR c.status::text = :st)"
+            " ORDER BY c.created_at, c.id",
+            {"s": site, "st": str(status) if status else None},
+        )
         return [{"id": str(r[0]), "conflict_type": r[1], "status": r[2], "severity": r[3], "detected_by": r[4],
                  "detector_version": r[5], "a": {"document_id": str(r[6]) if r[6] else None, "url": r[7]},
                  "b": {"document_id": str(r[8]) if r[8] else None, "url": r[9]}, "details": r[10],
@@ -123,13 +116,12 @@ class ConflictStore(SqlStore):
         """Move a conflict to the operator's status; False if there is no such conflict."""
         if status is ConflictStatus.OPEN:
             raise InvalidInput("a conflict is set to acknowledged, resolved or false_positive")
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text("UPDATE knowledge.document_conflicts SET status = CAST(:st AS knowledge.conflict_status),"
-                        " updated_at = now(), resolved_at = CASE WHEN :st IN ('resolved', 'false_positive')"
-                        "   THEN now() ELSE NULL END WHERE id = CAST(:i AS uuid) RETURNING id"),
-                {"i": conflict_id, "st": str(status)},
-            ).first()
+        row = self._write_first(
+            "UPDATE knowledge.document_conflicts SET status = CAST(:st AS knowledge.conflict_status),"
+            " updated_at = now(), resolved_at = CASE WHEN :st IN ('resolved', 'false_positive')"
+            "   THEN now() ELSE NULL END WHERE id = CAST(:i AS uuid) RETURNING id",
+            {"i": conflict_id, "st": str(status)},
+        )
         return row is not None
 
 

@@ -32,19 +32,16 @@ _LIMITED = f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in LIMITED_O
 class CounterStore(SqlStore):
     def run_spent(self, run_id: str) -> tuple[int, int, float]:
         """What a run has used of its budget: (page fetches, body bytes, seconds since it started)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    # A page map or sample asked for (prefetched) was a request of this run even before
-                    # scrape settles it from that answer; it is counted once either way.
-                    "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
-                    "   AND (prefetched IS NOT NULL OR (fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'))),"
-                    " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
-                    " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
-                    " FROM knowledge.crawl_runs WHERE id = :r"
-                ),
-                {"r": run_id},
-            ).first()
+        row = self._first(
+            # A page map or sample asked for (prefetched) was a request of this run even before
+            # scrape settles it from that answer; it is counted once either way.
+            "SELECT (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r"
+            "   AND (prefetched IS NOT NULL OR (fetch_outcome IS NOT NULL AND fetch_outcome <> 'exhausted'))),"
+            " (SELECT COALESCE(sum(byte_size), 0) FROM knowledge.crawl_page_decisions WHERE run_id = :r),"
+            " EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
+            " FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return (int(row[0]), int(row[1]), float(row[2])) if row else (0, 0, 0.0)
 
     def refresh_counters(self, run_id: str) -> None:

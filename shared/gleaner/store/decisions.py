@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from gleaner.store.records import Decision
+from gleaner.store.records import DECIDER_SKIP_PREFIX, Decision
 from gleaner.store.sqlstore import json_rows
 
 
@@ -89,11 +89,11 @@ def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision])
                 " UPDATE knowledge.documents d"
                 " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
                 "   AS knowledge.scrape_policy),"
-                " skip_reason = CASE WHEN t.dec = 'exclude' THEN 'rule: ' || t.why END, updated_at = now()"
+                " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END, updated_at = now()"
                 " FROM t WHERE d.id = t.d AND ("
-                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_reason LIKE 'rule: %')"
-                "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = 'rule: ' || t.why))"
-                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_reason LIKE 'rule: %'))"
+                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR starts_with(d.skip_reason, :rp))"
+                "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
+                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND starts_with(d.skip_reason, :rp)))"
             ),
-            {"r": run_id, "rows": json_rows(rows)},
+            {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX},
         )

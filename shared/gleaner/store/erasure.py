@@ -58,20 +58,17 @@ class ErasureReport:
 
 class ErasureStore(SqlStore):
     def has_erasures(self, site: str) -> bool:
-        with self.engine.connect() as conn:
-            return bool(conn.execute(sa.text("SELECT EXISTS (SELECT 1 FROM knowledge.erased_digests"
-                                             " WHERE site_domain = :s)"), {"s": site}).scalar())
+        return bool(self._scalar("SELECT EXISTS (SELECT 1 FROM knowledge.erased_digests WHERE site_domain = :s)",
+                                 {"s": site}))
 
     def blocked_digests(self, site: str, digests: Sequence[str]) -> set[str]:
         if not digests:
             return set()
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT digest FROM knowledge.erased_digests WHERE site_domain = :s"
-                        " AND digest = ANY(CAST(:d AS text[]))"),
-                {"s": site, "d": list(digests)},
-            ).scalars().all()
-        return set(rows)
+        rows = self._all(
+            "SELECT digest FROM knowledge.erased_digests WHERE site_domain = :s AND digest = ANY(CAST(:d AS text[]))",
+            {"s": site, "d": list(digests)},
+        )
+        return {r[0] for r in rows}
 
     def settle_erased(self, run_id: str | None, document_ids: Sequence[str]) -> set[str]:
         """Of these documents, the ones erased since they were fetched; their ledger rows in the run are

@@ -60,28 +60,22 @@ class ReadStore(SqlStore):
 
     def run_urls(self, run_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """Each URL of a run with its status (the fetch outcome, else why it was not fetched) and reason."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT * FROM (SELECT d.canonical_url,"
-                    " COALESCE(c.fetch_outcome::text, CASE WHEN c.decision = 'include' THEN 'pending'"
-                    "   ELSE c.decision::text END) AS status,"
-                    " COALESCE(c.fetch_reason, CASE WHEN c.decision <> 'include' THEN c.decision_reason END),"
-                    " c.fetch_status, c.snapshot_outcome::text, c.decision::text"
-                    " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
-                    " WHERE c.run_id = :r) u WHERE CAST(:st AS text) IS NULL OR u.status = :st ORDER BY 2, 1"
-                ),
-                {"r": run_id, "st": status},
-            ).all()
+        rows = self._all(
+            "SELECT * FROM (SELECT d.canonical_url,"
+            " COALESCE(c.fetch_outcome::text, CASE WHEN c.decision = 'include' THEN 'pending'"
+            "   ELSE c.decision::text END) AS status,"
+            " COALESCE(c.fetch_reason, CASE WHEN c.decision <> 'include' THEN c.decision_reason END),"
+            " c.fetch_status, c.snapshot_outcome::text, c.decision::text"
+            " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
+            " WHERE c.run_id = :r) u WHERE CAST(:st AS text) IS NULL OR u.status = :st ORDER BY 2, 1",
+            {"r": run_id, "st": status},
+        )
         return [{"url": r[0], "status": r[1], "reason": r[2], "http_status": r[3], "snapshot": r[4],
                  "decision": r[5]} for r in rows]
 
     def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            ids = conn.execute(
-                sa.text("SELECT id FROM knowledge.crawl_runs ORDER BY created_at DESC LIMIT :n"), {"n": limit}
-            ).scalars().all()
-        return [s for s in (self.run_summary(str(i)) for i in ids) if s is not None]
+        rows = self._all("SELECT id FROM knowledge.crawl_runs ORDER BY created_at DESC LIMIT :n", {"n": limit})
+        return [s for s in (self.run_summary(str(r[0])) for r in rows) if s is not None]
 
     # -- documents, snapshots and their texts ---------------------------------------------------
 
@@ -114,15 +108,12 @@ class ReadStore(SqlStore):
 
     def documents_by_url(self, canonical_url: str, site: str | None = None) -> list[dict[str, Any]]:
         """Every document holding this URL (one per site), or the one of ``site``."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
-                    " current_snapshot_id, status_reason FROM knowledge.documents WHERE canonical_url = :u"
-                    " AND (CAST(:s AS text) IS NULL OR site_domain = :s) ORDER BY site_domain"
-                ),
-                {"u": canonical_url, "s": site},
-            ).all()
+        rows = self._all(
+            "SELECT id, site_domain, canonical_url, path, status::text, scrape_policy::text, title,"
+            " current_snapshot_id, status_reason FROM knowledge.documents WHERE canonical_url = :u"
+            " AND (CAST(:s AS text) IS NULL OR site_domain = :s) ORDER BY site_domain",
+            {"u": canonical_url, "s": site},
+        )
         keys = ("id", "site_domain", "canonical_url", "path", "status", "scrape_policy", "title",
                 "current_snapshot_id", "status_reason")
         return [dict(zip(keys, (str(r[0]), *r[1:7], str(r[7]) if r[7] else None, r[8]), strict=True))
@@ -130,27 +121,23 @@ class ReadStore(SqlStore):
 
     def document_ids_by_url(self, site: str, canonical_urls: list[str]) -> dict[str, str]:
         """canonical URL -> document id for the given URLs known under ``site``."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT canonical_url, id FROM knowledge.documents WHERE site_domain = :s"
-                        " AND canonical_url = ANY(CAST(:u AS text[]))"),
-                {"s": site, "u": canonical_urls},
-            ).all()
+        rows = self._all(
+            "SELECT canonical_url, id FROM knowledge.documents WHERE site_domain = :s"
+            " AND canonical_url = ANY(CAST(:u AS text[]))",
+            {"s": site, "u": canonical_urls},
+        )
         return {str(r[0]): str(r[1]) for r in rows}
 
     def current_versions(self, site: str) -> list[dict[str, Any]]:
         """The active documents of a site with their current snapshot (what ``export`` writes)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT d.canonical_url, s.version, s.content_hash, s.created_at, s.processed_markdown_ref,"
-                    " s.raw_markdown_ref FROM knowledge.documents d"
-                    " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                    " WHERE d.site_domain = :s AND d.status = 'active' AND NOT d.is_deleted"
-                    " AND d.canonical_url IS NOT NULL ORDER BY d.canonical_url"
-                ),
-                {"s": site},
-            ).all()
+        rows = self._all(
+            "SELECT d.canonical_url, s.version, s.content_hash, s.created_at, s.processed_markdown_ref,"
+            " s.raw_markdown_ref FROM knowledge.documents d"
+            " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " WHERE d.site_domain = :s AND d.status = 'active' AND NOT d.is_deleted"
+            " AND d.canonical_url IS NOT NULL ORDER BY d.canonical_url",
+            {"s": site},
+        )
         return [{"url": r[0], "version": r[1], "content_hash": r[2], "fetched_at": r[3].isoformat(),
                  "content_ref": r[4], "raw_ref": r[5]} for r in rows]
 

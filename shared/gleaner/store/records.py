@@ -83,7 +83,7 @@ class RunPage:
 @dataclass(frozen=True, slots=True)
 class Decision:
     document_id: str
-    decision: str  # include | exclude | needs_review
+    decision: str  # a decide.port.Verdict: include | exclude | needs_review
     source: str  # system | operator | rule
     reason: str
     confidence: float

@@ -87,6 +87,16 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+QUALITY_FLAGS = ("ssrf_rejected", "fetch_refused", "extraction_empty")  # the table's CHECK
+QUALITY_COLUMNS = "id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
+
+
+def quality_row(r: Any) -> dict[str, Any]:
+    """One ``ingestion_quality_log`` row (selected as QUALITY_COLUMNS) as the API shows it."""
+    return {"id": str(r[0]), "flag_type": r[1], "severity": r[2], "source_url": r[3], "reason": r[4],
+            "feed_article_ids": [str(i) for i in r[5]], "details": r[6], "created_at": _iso(r[7])}
+
+
 class ReferenceStore(SqlStore):
     # -- the ledger -----------------------------------------------------------------------------
 
@@ -98,22 +108,19 @@ class ReferenceStore(SqlStore):
         for index, row in enumerate(rows):
             first.setdefault((row.workspace_id, row.normalised_url), index)
         unique = [rows[i] for i in sorted(first.values())]
-        with self.engine.begin() as conn:
-            inserted = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.feed_articles (workspace_id, feed_source, external_url, normalised_url,"
-                    " title, summary, published_at, passed)"
-                    " SELECT w, fs, eu, nu, t, s, CAST(p AS timestamptz), true FROM unnest(CAST(:w AS text[]),"
-                    " CAST(:fs AS text[]), CAST(:eu AS text[]), CAST(:nu AS text[]), CAST(:t AS text[]),"
-                    " CAST(:s AS text[]), CAST(:p AS text[])) AS x(w, fs, eu, nu, t, s, p)"
-                    " ON CONFLICT (workspace_id, normalised_url) DO NOTHING"
-                    " RETURNING id, workspace_id, normalised_url"
-                ),
-                {"w": [r.workspace_id for r in unique], "fs": [r.feed_source for r in unique],
-                 "eu": [r.external_url for r in unique], "nu": [r.normalised_url for r in unique],
-                 "t": [r.title for r in unique], "s": [r.summary for r in unique],
-                 "p": [_iso(r.published_at) for r in unique]},
-            ).all()
+        inserted = self._write_all(
+            "INSERT INTO knowledge.feed_articles (workspace_id, feed_source, external_url, normalised_url,"
+            " title, summary, published_at, passed)"
+            " SELECT w, fs, eu, nu, t, s, CAST(p AS timestamptz), true FROM unnest(CAST(:w AS text[]),"
+            " CAST(:fs AS text[]), CAST(:eu AS text[]), CAST(:nu AS text[]), CAST(:t AS text[]),"
+            " CAST(:s AS text[]), CAST(:p AS text[])) AS x(w, fs, eu, nu, t, s, p)"
+            " ON CONFLICT (workspace_id, normalised_url) DO NOTHING"
+            " RETURNING id, workspace_id, normalised_url",
+            {"w": [r.workspace_id for r in unique], "fs": [r.feed_source for r in unique],
+             "eu": [r.external_url for r in unique], "nu": [r.normalised_url for r in unique],
+             "t": [r.title for r in unique], "s": [r.summary for r in unique],
+             "p": [_iso(r.published_at) for r in unique]},
+        )
         new_ids = {(str(r[1]), str(r[2])): str(r[0]) for r in inserted}
         out: list[str | None] = []
         for index, row in enumerate(rows):
@@ -128,30 +135,27 @@ class ReferenceStore(SqlStore):
         ``article_ids`` narrows to the URLs of those rows. Each item gathers every passed row of its URL,
         whichever workspace sent it: one reference per URL however many workspaces share it.
         """
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "WITH urls AS (SELECT DISTINCT normalised_url FROM knowledge.feed_articles"
-                    "   WHERE passed AND (:full OR reference_item_id IS NULL)"
-                    "   AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[]))))"
-                    " SELECT f.normalised_url, array_agg(f.id::text ORDER BY f.ingested_at, f.id),"
-                    "   array_agg(DISTINCT f.workspace_id),"
-                    "   (array_agg(f.title ORDER BY f.ingested_at DESC, f.id))[1],"
-                    "   (array_agg(f.summary ORDER BY f.ingested_at DESC, f.id)"
-                    "     FILTER (WHERE f.summary IS NOT NULL))[1],"
-                    "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at),"
-                    "   (array_agg(f.external_url ORDER BY f.external_url = f.normalised_url DESC,"
-                    "     f.ingested_at, f.id))[1]"
-                    " FROM knowledge.feed_articles f JOIN urls USING (normalised_url) WHERE f.passed"
-                    " GROUP BY f.normalised_url"
-                    " HAVING :full OR NOT EXISTS (SELECT 1 FROM knowledge.ingestion_quality_log q"
-                    "   WHERE q.source_url = f.normalised_url AND q.flag_type = ANY(CAST(:perm AS text[]))"
-                    "   AND q.feed_article_ids @> array_agg(f.id) AND q.feed_article_ids <@ array_agg(f.id))"
-                    " ORDER BY min(f.ingested_at), f.normalised_url"
-                ),
-                {"full": full_reprocess, "ids": list(article_ids) if article_ids is not None else None,
-                 "perm": list(PERMANENT_FLAGS)},
-            ).all()
+        rows = self._all(
+            "WITH urls AS (SELECT DISTINCT normalised_url FROM knowledge.feed_articles"
+            "   WHERE passed AND (:full OR reference_item_id IS NULL)"
+            "   AND (CAST(:ids AS uuid[]) IS NULL OR id = ANY(CAST(:ids AS uuid[]))))"
+            " SELECT f.normalised_url, array_agg(f.id::text ORDER BY f.ingested_at, f.id),"
+            "   array_agg(DISTINCT f.workspace_id),"
+            "   (array_agg(f.title ORDER BY f.ingested_at DESC, f.id))[1],"
+            "   (array_agg(f.summary ORDER BY f.ingested_at DESC, f.id)"
+            "     FILTER (WHERE f.summary IS NOT NULL))[1],"
+            "   min(f.published_at), bool_or(f.feed_source IS NOT NULL), max(f.ingested_at),"
+            "   (array_agg(f.external_url ORDER BY f.external_url = f.normalised_url DESC,"
+            "     f.ingested_at, f.id))[1]"
+            " FROM knowledge.feed_articles f JOIN urls USING (normalised_url) WHERE f.passed"
+            " GROUP BY f.normalised_url"
+            " HAVING :full OR NOT EXISTS (SELECT 1 FROM knowledge.ingestion_quality_log q"
+            "   WHERE q.source_url = f.normalised_url AND q.flag_type = ANY(CAST(:perm AS text[]))"
+            "   AND q.feed_article_ids @> array_agg(f.id) AND q.feed_article_ids <@ array_agg(f.id))"
+            " ORDER BY min(f.ingested_at), f.normalised_url",
+            {"full": full_reprocess, "ids": list(article_ids) if article_ids is not None else None,
+             "perm": list(PERMANENT_FLAGS)},
+        )
         return [
             LandingItem(url=r[0], fetch_url=_fetchable_or(r[8], r[0]), ledger_ids=tuple(r[1]),
                         workspace_ids=tuple(sorted(r[2])), title=r[3], summary=r[4], published_at=r[5],
@@ -173,19 +177,16 @@ class ReferenceStore(SqlStore):
 
     def upsert_document(self, url: str, title: str, kind: str) -> str:
         """The reference's source document (id = uuid5 "sd:" + url) under the ``_references`` site."""
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.documents (id, site_domain, kind, path, origin, source_url,"
-                    " canonical_url, url_hash, title, status)"
-                    " VALUES (:id, :s, CAST(:k AS knowledge.document_kind), :p, 'scrape', :u, :u, :h, :t,"
-                    " 'discovered')"
-                    " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
-                    " DO UPDATE SET title = EXCLUDED.title, kind = EXCLUDED.kind, updated_at = now() RETURNING id"
-                ),
-                {"id": source_document_id(url), "s": REFERENCES_SITE, "k": kind,
-                 "p": "/" + host_of(url) + path_of(url), "u": url, "h": url_hash(url), "t": title},
-            ).one()
+        row = self._write_first(
+            "INSERT INTO knowledge.documents (id, site_domain, kind, path, origin, source_url,"
+            " canonical_url, url_hash, title, status)"
+            " VALUES (:id, :s, CAST(:k AS knowledge.document_kind), :p, 'scrape', :u, :u, :h, :t,"
+            " 'discovered')"
+            " ON CONFLICT (site_domain, canonical_url) WHERE canonical_url IS NOT NULL"
+            " DO UPDATE SET title = EXCLUDED.title, kind = EXCLUDED.kind, updated_at = now() RETURNING id",
+            {"id": source_document_id(url), "s": REFERENCES_SITE, "k": kind,
+             "p": "/" + host_of(url) + path_of(url), "u": url, "h": url_hash(url), "t": title},
+        )
         return str(row[0])
 
     def land(self, item: ReferenceRow, ledger_ids: Sequence[str]) -> bool:
@@ -232,32 +233,21 @@ class ReferenceStore(SqlStore):
         """Record a finding once per (flag, URL, reason, ledger rows); True if this call wrote it."""
         ids = sorted(ledger_ids)
         key = hashlib.sha1("\x1f".join([flag, url, reason, *ids]).encode("utf-8")).hexdigest()
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.ingestion_quality_log (flag_type, severity, source_url, reason,"
-                    " feed_article_ids, details, dedup_key)"
-                    " VALUES (:f, :sev, :u, :why, CAST(:ids AS uuid[]), CAST(:d AS jsonb), :k)"
-                    " ON CONFLICT (dedup_key) DO NOTHING RETURNING id"
-                ),
-                {"f": flag, "sev": severity, "u": url, "why": reason, "ids": ids,
-                 "d": json.dumps(details or {}, default=str, sort_keys=True), "k": key},
-            ).first()
+        row = self._write_first(
+            "INSERT INTO knowledge.ingestion_quality_log (flag_type, severity, source_url, reason,"
+            " feed_article_ids, details, dedup_key)"
+            " VALUES (:f, :sev, :u, :why, CAST(:ids AS uuid[]), CAST(:d AS jsonb), :k)"
+            " ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+            {"f": flag, "sev": severity, "u": url, "why": reason, "ids": ids,
+             "d": json.dumps(details or {}, default=str, sort_keys=True), "k": key},
+        )
         return row is not None
 
     def quality_log(self, url: str | None = None) -> list[dict[str, Any]]:
         where = "WHERE source_url = :u" if url is not None else ""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT id, flag_type, severity, source_url, reason, feed_article_ids, details, created_at"
-                    f" FROM knowledge.ingestion_quality_log {where} ORDER BY created_at, id"
-                ),
-                {"u": url},
-            ).all()
-        return [{"id": str(r[0]), "flag_type": r[1], "severity": r[2], "source_url": r[3], "reason": r[4],
-                 "feed_article_ids": [str(i) for i in r[5]], "details": r[6], "created_at": _iso(r[7])}
-                for r in rows]
+        rows = self._all(f"SELECT {QUALITY_COLUMNS} FROM knowledge.ingestion_quality_log {where}"
+                         " ORDER BY created_at, id", {"u": url})
+        return [quality_row(r) for r in rows]
 
     # -- retrieval (seed WP-B: two steps) ----------------------------------------------------------
 
@@ -312,17 +302,14 @@ class ReferenceStore(SqlStore):
 
     def counts(self) -> dict[str, int]:
         """Row counts of the reference layer (for tests and the operator)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(
-                    "SELECT (SELECT count(*) FROM knowledge.feed_articles),"
-                    " (SELECT count(*) FROM knowledge.reference_items),"
-                    " (SELECT count(*) FROM knowledge.ingestion_quality_log),"
-                    " (SELECT count(*) FROM knowledge.documents WHERE site_domain = :s),"
-                    " (SELECT count(*) FROM knowledge.document_snapshots s JOIN knowledge.documents d"
-                    "   ON d.id = s.document_id WHERE d.site_domain = :s)"
-                ),
-                {"s": REFERENCES_SITE},
-            ).one()
+        row = self._first(
+            "SELECT (SELECT count(*) FROM knowledge.feed_articles),"
+            " (SELECT count(*) FROM knowledge.reference_items),"
+            " (SELECT count(*) FROM knowledge.ingestion_quality_log),"
+            " (SELECT count(*) FROM knowledge.documents WHERE site_domain = :s),"
+            " (SELECT count(*) FROM knowledge.document_snapshots s JOIN knowledge.documents d"
+            "   ON d.id = s.document_id WHERE d.site_domain = :s)",
+            {"s": REFERENCES_SITE},
+        )
         return dict(zip(("feed_articles", "reference_items", "quality_log", "documents", "snapshots"),
                         (int(v) for v in row), strict=True))

@@ -50,29 +50,26 @@ def _control(row: Any) -> RunControl:
 class RunControlStore(CounterStore):
     def touch_run(self, run_id: str) -> RunStatus | None:
         """Record that a stage works on the run now; the run's status (None if there is no such run)."""
-        with self._tx() as conn:
-            status = conn.execute(
-                sa.text("UPDATE knowledge.crawl_runs SET heartbeat_at = now() WHERE id = :r RETURNING status::text"),
-                {"r": run_id},
-            ).scalar()
+        status = self._write_scalar(
+            "UPDATE knowledge.crawl_runs SET heartbeat_at = now() WHERE id = :r RETURNING status::text",
+            {"r": run_id},
+        )
         return RunStatus(status) if status is not None else None
 
     def run_control(self, run_id: str) -> RunControl | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.text(f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs WHERE id = :r"),
-                               {"r": run_id}).first()
+        row = self._first(
+            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return _control(row) if row is not None else None
 
     def unsettled_runs(self) -> list[RunControl]:
         """Runs in an active status, the longest idle first."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs"
-                    " WHERE status IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping')"
-                    " ORDER BY COALESCE(heartbeat_at, started_at, created_at)"
-                )
-            ).all()
+        rows = self._all(
+            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs"
+            " WHERE status IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping')"
+            " ORDER BY COALESCE(heartbeat_at, started_at, created_at)",
+        )
         return [_control(r) for r in rows]
 
     def end_run(self, run_id: str, status: RunStatus, error: str | None,
@@ -106,39 +103,31 @@ class RunControlStore(CounterStore):
 
     def claim_run(self, run_id: str, worker: str, status: RunStatus, *, seen_status: RunStatus,
                   seen_worker: str | None) -> bool:
-        """Hand the run to ``worker`` in ``status`` if nobody changed it since it was read (resume)."""
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status), worker = :w,"
-                    " heartbeat_at = now(), finished_at = NULL"
-                    " WHERE id = :r AND status::text = :seen AND worker IS NOT DISTINCT FROM :seen_w RETURNING id"
-                ),
-                {"st": str(status), "w": worker, "r": run_id, "seen": str(seen_status), "seen_w": seen_worker},
-            ).first()
+        """Hand the run to ``worker`` in ``status`` if nobody changed it since it was read (resume); the
+        error of how it stopped goes: the run ends again with its own."""
+        row = self._write_first(
+            "UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status), worker = :w,"
+            " heartbeat_at = now(), finished_at = NULL, error = NULL"
+            " WHERE id = :r AND status::text = :seen AND worker IS NOT DISTINCT FROM :seen_w RETURNING id",
+            {"st": str(status), "w": worker, "r": run_id, "seen": str(seen_status), "seen_w": seen_worker},
+        )
         return row is not None
 
     def unsettled_pages(self, run_id: str) -> int:
         """Included pages of the run without a fetch outcome, or fetched and not yet versioned."""
-        with self.engine.connect() as conn:
-            return int(conn.execute(
-                sa.text(
-                    "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r AND decision = 'include'"
-                    " AND (fetch_outcome IS NULL OR (fetch_outcome = 'fetched' AND snapshot_outcome IS NULL))"
-                ),
-                {"r": run_id},
-            ).scalar_one())
+        return int(self._scalar(
+            "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r AND decision = 'include'"
+            " AND (fetch_outcome IS NULL OR (fetch_outcome = 'fetched' AND snapshot_outcome IS NULL))",
+            {"r": run_id},
+        ))
 
     def snapshots_without_text(self, site: str, limit: int = 1000) -> list[str]:
         """Current snapshots of the site's documents that have no canonical text (a crash before ingest)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT d.current_snapshot_id FROM knowledge.documents d"
-                    " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = d.current_snapshot_id"
-                    " WHERE d.site_domain = :s AND d.current_snapshot_id IS NOT NULL AND t.snapshot_id IS NULL"
-                    " AND NOT d.is_deleted AND d.status <> 'blocked' ORDER BY d.id LIMIT :n"
-                ),
-                {"s": site, "n": limit},
-            ).scalars().all()
-        return [str(r) for r in rows]
+        rows = self._all(
+            "SELECT d.current_snapshot_id FROM knowledge.documents d"
+            " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = d.current_snapshot_id"
+            " WHERE d.site_domain = :s AND d.current_snapshot_id IS NOT NULL AND t.snapshot_id IS NULL"
+            " AND NOT d.is_deleted AND d.status <> 'blocked' ORDER BY d.id LIMIT :n",
+            {"s": site, "n": limit},
+        )
+        return [str(r[0]) for r in rows]

@@ -31,14 +31,11 @@ class RunStore(SqlStore):
 
     def upsert_source_host(self, site: str, host: str, own_site: bool) -> str:
         kind = "own_site" if own_site else "external_reference"
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.source_hosts (site_domain, host, kind) VALUES (:s, :h, :k)"
-                    " ON CONFLICT (site_domain, host) DO UPDATE SET updated_at = now() RETURNING id"
-                ),
-                {"s": site, "h": host, "k": kind},
-            ).one()
+        row = self._write_first(
+            "INSERT INTO knowledge.source_hosts (site_domain, host, kind) VALUES (:s, :h, :k)"
+            " ON CONFLICT (site_domain, host) DO UPDATE SET updated_at = now() RETURNING id",
+            {"s": site, "h": host, "k": kind},
+        )
         return str(row[0])
 
     def host_politeness_for(self, host: str) -> tuple[float | None, int | None]:
@@ -58,14 +55,11 @@ class RunStore(SqlStore):
     def save_run_robots(self, run_id: str, origin: str, state: str, reason: str,
                         body: bytes | None) -> tuple[str, str, bytes | None]:
         """Store the run's decision for origin unless one exists; return the decision that stands."""
-        with self._tx() as conn:
-            conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.crawl_run_robots (run_id, origin, state, reason, body)"
-                    " VALUES (:r, :o, :s, :why, :b) ON CONFLICT (run_id, origin) DO NOTHING"
-                ),
-                {"r": run_id, "o": origin, "s": state, "why": reason, "b": body},
-            )
+        self._run(
+            "INSERT INTO knowledge.crawl_run_robots (run_id, origin, state, reason, body)"
+            " VALUES (:r, :o, :s, :why, :b) ON CONFLICT (run_id, origin) DO NOTHING",
+            {"r": run_id, "o": origin, "s": state, "why": reason, "b": body},
+        )
         stored = self.run_robots(run_id, origin)
         return stored if stored is not None else (state, reason, body)
 
@@ -74,53 +68,49 @@ class RunStore(SqlStore):
         """True if this call created the run; False if it existed (a redelivered request).
 
         ``worker`` names the local process that drives the run (run control's liveness check)."""
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text(
-                    "INSERT INTO knowledge.crawl_runs (id, site_domain, source_host_id, target_url, options, mode,"
-                    " triggered_by, status, started_at, heartbeat_at, worker)"
-                    " VALUES (:id, :s, :h, :t, CAST(:o AS jsonb),"
-                    " CAST(:m AS knowledge.crawl_mode), CAST(:tb AS knowledge.crawl_trigger), 'mapping', now(), now(),"
-                    " :w)"
-                    " ON CONFLICT (id) DO NOTHING RETURNING id"
-                ),
-                {"id": run_id, "s": site, "h": source_host_id, "t": target_url, "o": json_value(options), "m": mode,
-                 "tb": triggered_by, "w": worker},
-            ).first()
+        row = self._write_first(
+            "INSERT INTO knowledge.crawl_runs (id, site_domain, source_host_id, target_url, options, mode,"
+            " triggered_by, status, started_at, heartbeat_at, worker)"
+            " VALUES (:id, :s, :h, :t, CAST(:o AS jsonb),"
+            " CAST(:m AS knowledge.crawl_mode), CAST(:tb AS knowledge.crawl_trigger), 'mapping', now(), now(),"
+            " :w)"
+            " ON CONFLICT (id) DO NOTHING RETURNING id",
+            {"id": run_id, "s": site, "h": source_host_id, "t": target_url, "o": json_value(options), "m": mode,
+             "tb": triggered_by, "w": worker},
+        )
         return row is not None
 
     def run_budget(self, run_id: str) -> dict[str, float]:
         """The run's own budget (a site's --max-*), as recorded by map; empty: the global settings."""
-        with self.engine.connect() as conn:
-            budget = conn.execute(sa.text("SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r"),
-                                  {"r": run_id}).scalar()
+        budget = self._scalar(
+            "SELECT options -> 'budget' FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return dict(budget or {})
 
     def run_status(self, run_id: str) -> str | None:
-        with self.engine.connect() as conn:
-            return conn.execute(sa.text("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r"),
-                                {"r": run_id}).scalar()
+        status: str | None = self._scalar("SELECT status::text FROM knowledge.crawl_runs WHERE id = :r",
+                                          {"r": run_id})
+        return status
 
     def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = (),
                        error: str | None = None) -> bool:
         """Move a run to status (optionally only from the given statuses); True if it moved."""
         guard = " AND status::text = ANY(CAST(:from AS text[]))" if only_from else ""
         finished = ", finished_at = COALESCE(finished_at, now())" if RunStatus(status).terminal else ""
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.text(
-                    f"UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status),"
-                    f" error = COALESCE(:err, error){finished} WHERE id = :r{guard} RETURNING id"
-                ),
-                {"st": status, "err": error, "r": run_id, "from": list(only_from)},
-            ).first()
+        row = self._write_first(
+            f"UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status),"
+            f" error = COALESCE(:err, error){finished} WHERE id = :r{guard} RETURNING id",
+            {"st": status, "err": error, "r": run_id, "from": list(only_from)},
+        )
         return row is not None
 
     def record_run_error(self, run_id: str, error: str) -> None:
         """Note an error on a run without changing its status (e.g. ingest failed after it finished)."""
-        with self._tx() as conn:
-            conn.execute(sa.text("UPDATE knowledge.crawl_runs SET error = :e WHERE id = :r"),
-                         {"e": error, "r": run_id})
+        self._run(
+            "UPDATE knowledge.crawl_runs SET error = :e WHERE id = :r",
+            {"e": error, "r": run_id},
+        )
 
     def upsert_documents(self, site: str, source_host_id: str | None,
                          rows: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
@@ -135,15 +125,12 @@ class RunStore(SqlStore):
 
     def finish_map(self, run_id: str, raw_map_uri: str, beyond_limit: int = 0) -> None:
         """Mark the run mapped; ``beyond_limit`` URLs were discovered past its limit (the run ends partial)."""
-        with self._tx() as conn:
-            conn.execute(
-                sa.text(
-                    "UPDATE knowledge.crawl_runs SET raw_map_uri = :u, status = 'mapped', urls_beyond_limit = :b,"
-                    " urls_discovered = (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r)"
-                    " WHERE id = :r AND status IN ('queued', 'mapping')"
-                ),
-                {"u": raw_map_uri, "r": run_id, "b": beyond_limit},
-            )
+        self._run(
+            "UPDATE knowledge.crawl_runs SET raw_map_uri = :u, status = 'mapped', urls_beyond_limit = :b,"
+            " urls_discovered = (SELECT count(*) FROM knowledge.crawl_page_decisions WHERE run_id = :r)"
+            " WHERE id = :r AND status IN ('queued', 'mapping')",
+            {"u": raw_map_uri, "r": run_id, "b": beyond_limit},
+        )
 
     # -- sample ---------------------------------------------------------------------------------
 
@@ -160,16 +147,13 @@ class RunStore(SqlStore):
         if document_ids is not None:
             where += " AND c.document_id = ANY(CAST(:ids AS uuid[]))"
             params["ids"] = list(document_ids)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    f"SELECT {self._PAGE_COLUMNS} FROM knowledge.crawl_page_decisions c"
-                    " JOIN knowledge.documents d ON d.id = c.document_id"
-                    " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                    f" WHERE {where} ORDER BY c.depth, d.path"
-                ),
-                params,
-            ).all()
+        rows = self._all(
+            f"SELECT {self._PAGE_COLUMNS} FROM knowledge.crawl_page_decisions c"
+            " JOIN knowledge.documents d ON d.id = c.document_id"
+            " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            f" WHERE {where} ORDER BY c.depth, d.path",
+            params,
+        )
         return [RunPage(str(r[0]), *r[1:]) for r in rows]
 
     def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
@@ -194,9 +178,10 @@ class RunStore(SqlStore):
 
     def run_options(self, run_id: str) -> dict[str, Any]:
         """The options a run was requested with (limit, globs, feeds, …); empty for an unknown run."""
-        with self.engine.connect() as conn:
-            options = conn.execute(sa.text("SELECT options FROM knowledge.crawl_runs WHERE id = :r"),
-                                   {"r": run_id}).scalar()
+        options = self._scalar(
+            "SELECT options FROM knowledge.crawl_runs WHERE id = :r",
+            {"r": run_id},
+        )
         return dict(options or {})
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:

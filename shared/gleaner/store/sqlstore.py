@@ -47,7 +47,22 @@ class SqlStore:
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).first()
 
+    def _scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row of one read (None if there is none)."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).scalar()
+
     def _write_first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
-        """The first row one write returns (None if it touched none), in a transaction of its own."""
-        with self.engine.begin() as conn:
+        """One statement in a transaction of its own; the first row it returns (None if none)."""
+        with self._tx() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).first()
+
+    def _write_all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
+        """One statement in a transaction of its own; every row it returns."""
+        with self._tx() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).all()
+
+    def _write_scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """One statement in a transaction of its own; the first column of its first row (None if none)."""
+        with self._tx() as conn:
+            return conn.execute(sa.text(sql), dict(params or {})).scalar()
