@@ -87,16 +87,19 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         for section, members in sections.items():
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
             sample, verdict = outcome.sample, outcome.verdict
+            # One decision for the section's other members, its reason and metadata shared: a section may
+            # hold most of a large run's pages, and the run's decisions are held until they are written.
+            if sample is None:
+                shared = _decision(members[0], verdict, outcome.uri, outcome.error)
+            else:
+                shared = _decision(members[0], PageDecision(
+                    verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
+                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence))
             for page in members:
                 if page is sample:
                     decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error, outcome.seen)
-                elif sample is None:
-                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error)
                 else:
-                    inherited = PageDecision(
-                        verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
-                        round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
-                    decisions[page.document_id] = _decision(page, inherited)
+                    decisions[page.document_id] = replace(shared, document_id=page.document_id)
     meta.record_prefetched(run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     included = [p for p in pages if decisions[p.document_id].decision == "include"]
