@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.store.blobs import BlobStore
+    from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
     from gleaner.store.hostslots import HostSlots
     from gleaner.store.metadata import MetadataStore
@@ -138,6 +139,13 @@ class Deps:
             return secret[0]
 
         return Blocklist(self.provenance, load)
+
+    @_built_once
+    def browse(self) -> BrowseStore:
+        """The back office's paginated reads."""
+        from gleaner.store.browse import BrowseStore
+
+        return BrowseStore(self.engine)
 
     @_built_once
     def tokens(self) -> TokenStore:

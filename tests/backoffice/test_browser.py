@@ -63,6 +63,22 @@ def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
         expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
+def wait_for_run_status(driver: Any, status: str, timeout: float) -> None:
+    """Until the live run page shows ``status``. The page swaps its counters out while it updates, so an
+    element found a moment ago may be gone when read: that read is retried, not a failure."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def shows(b: Any) -> bool:
+        try:
+            return bool(b.find_element(By.ID, "run-status").text == status)
+        except WebDriverException:
+            return False
+
+    WebDriverWait(driver, timeout).until(shows)
+
+
 def test_the_home_page_leads_to_the_tree_whose_folders_open_lazily(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
 
@@ -141,7 +157,6 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
 
 def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     release = threading.Event()
     kept.site.pages["/about"] = held_page(release, "About us")
@@ -151,7 +166,7 @@ def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, brow
         assert browser.find_element(By.ID, "run-status").text not in ("finished", "partial", "failed")
         shot(browser, tmp_path, "run-going")
         release.set()
-        WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "run-status").text == "finished")
+        wait_for_run_status(browser, "finished", 60)
         shot(browser, tmp_path, "run-finished")
     finally:
         release.set()
@@ -160,7 +175,6 @@ def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, brow
 
 def test_a_going_run_is_cancelled_and_then_resumed_from_its_page(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     release = threading.Event()
     kept.site.pages["/about"] = held_page(release, "About us", seconds=20)
@@ -170,7 +184,7 @@ def test_a_going_run_is_cancelled_and_then_resumed_from_its_page(kept: Kept, bro
         assert browser.find_elements(By.CSS_SELECTOR, "button.resume") == []
         shot(browser, tmp_path, "run-cancellable")
         browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
-        WebDriverWait(browser, 30).until(lambda b: b.find_element(By.ID, "run-status").text == "cancelled")
+        wait_for_run_status(browser, "cancelled", 30)
     finally:
         release.set()
         crawler.join(timeout=60)
@@ -180,7 +194,7 @@ def test_a_going_run_is_cancelled_and_then_resumed_from_its_page(kept: Kept, bro
     shot(browser, tmp_path, "run-cancelled")
     browser.find_element(By.CSS_SELECTOR, "button.resume").click()
     # The click answers at once; the page follows the resumed run until it ends.
-    WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "run-status").text == "finished")
+    wait_for_run_status(browser, "finished", 60)
     assert browser.find_elements(By.CSS_SELECTOR, "p.error") == []
     assert browser.find_elements(By.CSS_SELECTOR, "button.resume") == []
     shot(browser, tmp_path, "run-resumed")

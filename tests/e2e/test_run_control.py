@@ -186,9 +186,17 @@ def test_a_crawl_killed_at_any_stage_is_settled_by_sweep_and_completed_by_one_mo
 def test_ctrl_c_marks_the_run_interrupted_and_resume_fetches_only_what_was_left(
         site: TestSite, env: dict[str, str], database_url: str, tmp_path: Path) -> None:
     since = len(site.log)
-    crawl = Crawl(env, site.url + "/")
-    wait_until(lambda: sum(page_requests(site, since).values()) >= 40)
-    crawl.proc.send_signal(signal.SIGINT)
+    original = site.pages["/p/40"]
+    gate = Gate(original)  # the crawl cannot finish before the signal, however fast the machine
+    site.pages["/p/40"] = type(original)("", handler=gate.handler)
+    try:
+        crawl = Crawl(env, site.url + "/")
+        assert gate.reached.wait(60)
+        crawl.proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+    finally:
+        gate.released.set()
+        site.pages["/p/40"] = original
     code, _ = crawl.finish()
     stderr = "".join(crawl.lines)
     run_id = only_run(database_url)

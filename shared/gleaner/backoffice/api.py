@@ -168,7 +168,7 @@ def check_uuid(value: str, what: str) -> str:
 
 
 def check_site(deps: Deps, site: str) -> str:
-    if not valid_site_domain(site) or not (browse.site_exists(deps.engine, site)
+    if not valid_site_domain(site) or not (deps.browse.site_exists(site)
                                            or operator_sites.find_site(deps, site) is not None):
         raise HttpError(404, f"no site {site[:80]}")
     return site
@@ -179,7 +179,7 @@ def check_site(deps: Deps, site: str) -> str:
 def get_sites(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     """Sites with documents or runs, and sites registered for scheduled crawls (``schedule``)."""
     registered = {s.site_domain: s for s in operator_sites.list_sites(deps)}
-    out = browse.sites(deps.engine)
+    out = deps.browse.sites()
     known = {s["site_domain"] for s in out}
     out += [{"site_domain": name, "documents": 0, "active": 0, "last_run": None}
             for name in registered if name not in known]
@@ -194,8 +194,8 @@ def get_tree(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     prefix = prefix_arg(req.query)
     limit, offset = page_args(req.query)
-    docs, total = browse.documents(deps.engine, site, prefix=prefix, direct_only=True, limit=limit, offset=offset)
-    return {"site_domain": site, "prefix": prefix, "folders": browse.tree_folders(deps.engine, site, prefix),
+    docs, total = deps.browse.documents(site, prefix=prefix, direct_only=True, limit=limit, offset=offset)
+    return {"site_domain": site, "prefix": prefix, "folders": deps.browse.tree_folders(site, prefix),
             "documents": docs, "total_documents": total, "limit": limit, "offset": offset}
 
 
@@ -207,7 +207,7 @@ def get_documents(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     policy = choice_arg(q, "policy", browse.SCRAPE_POLICIES)
     origin = choice_arg(q, "origin", browse.DOCUMENT_ORIGINS)
     prefix = prefix_arg(q) if q.get("prefix") else None
-    docs, total = browse.documents(deps.engine, site, status=status, policy=policy, origin=origin,
+    docs, total = deps.browse.documents(site, status=status, policy=policy, origin=origin,
                                    tag=q.get("tag") or None, prefix=prefix, limit=limit, offset=offset)
     return {"site_domain": site, "documents": docs, "total": total, "limit": limit, "offset": offset}
 
@@ -217,7 +217,7 @@ def get_runs(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     if site is not None and not valid_site_domain(site):
         raise HttpError(400, "site must be a site domain")
     limit, offset = page_args(req.query)
-    ids, total = browse.run_ids(deps.engine, site, limit, offset)
+    ids, total = deps.browse.run_ids(site, limit, offset)
     runs = [s for s in (deps.metadata.run_summary(i) for i in ids) if s is not None]
     return {"runs": runs, "total": total, "limit": limit, "offset": offset}
 
@@ -240,12 +240,12 @@ def get_run_urls(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
     status = req.query.get("status") or None
     if status is not None and not re.fullmatch(r"[a-z_-]{1,40}", status):
         raise HttpError(400, "status must be a URL status such as fetched, not-modified or exclude")
-    urls, total = browse.run_urls_page(deps.engine, summary["run_id"], status, limit, offset)
+    urls, total = deps.browse.run_urls_page(summary["run_id"], status, limit, offset)
     return {"run_id": summary["run_id"], "urls": urls, "total": total, "limit": limit, "offset": offset}
 
 
 def _document(deps: Deps, document_id: str) -> dict[str, Any]:
-    doc = browse.document(deps.engine, check_uuid(document_id, "document"))
+    doc = deps.browse.document(check_uuid(document_id, "document"))
     if doc is None:
         raise HttpError(404, f"no document {document_id}")
     return doc
@@ -256,7 +256,7 @@ def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any
     versions = deps.metadata.snapshots_of(doc["id"])
     for v in versions:
         v["current"] = v["id"] == doc["current_snapshot_id"]
-    return {"document": doc, "versions": versions, "citations": browse.citations_of(deps.engine, doc["id"])}
+    return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"])}
 
 
 def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:
@@ -351,7 +351,7 @@ def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
 
 def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     delivery_id = check_uuid(delivery_id, "delivery")
-    visible = browse.delivery_subscription(deps.engine, delivery_id) is not None
+    visible = deps.browse.delivery_subscription(delivery_id) is not None
     if not visible or not deps.metadata.requeue_delivery(delivery_id):
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
@@ -478,7 +478,7 @@ def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     kind = choice_arg(req.query, "kind", QUALITY_FLAGS)
     since = time_arg(req.query, "since")
     limit, offset = page_args(req.query)
-    rows, total = browse.quality_log(deps.engine, kind, since, limit, offset)
+    rows, total = deps.browse.quality_log(kind, since, limit, offset)
     return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 

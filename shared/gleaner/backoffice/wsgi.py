@@ -40,7 +40,7 @@ from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access
-from gleaner.callers import identity_claims
+from gleaner.callers import bearer_token, identity_claims, secret_matches
 from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
 
 log = logging.getLogger(__name__)
@@ -125,18 +125,18 @@ class BackofficeApp:
         """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
         without an operator bearer, on loopback) the operator."""
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
-        scheme, _, token = header.partition(" ")
+        token = bearer_token(header)
         # A Google identity token there is Cloud Run's gate (IAM admitted the caller, e.g. through
         # `gcloud run services proxy`), never the back office's credential: the cookie still decides.
-        if header and not (scheme.lower() == "bearer" and identity_claims(token.strip()) is not None):
-            return self._token_access(token.strip()) if scheme.lower() == "bearer" else None
+        if header and not (token is not None and identity_claims(token) is not None):
+            return self._token_access(token) if token is not None else None
         session = _cookie(environ)
         if session is not None and self.bearer is not None:
             return self._session_access(session)
         return OPERATOR if self.bearer is None else None
 
     def _token_access(self, token: str) -> Access | None:
-        if self.bearer is not None and hmac.compare_digest(token.encode(), self.bearer.encode()):
+        if secret_matches(token, self.bearer):
             return OPERATOR
         site = self._site_token(token)
         return Access(site.site_domain) if site is not None else None
@@ -169,9 +169,9 @@ class BackofficeApp:
         if method == "POST":
             body = _read_body(environ) or b""
             token = dict(parse_qsl(body.decode("utf-8", errors="replace"))).get("token", "")
-            assert self.bearer is not None
-            site = None if hmac.compare_digest(token.encode(), self.bearer.encode()) else self._site_token(token)
-            if site is not None or hmac.compare_digest(token.encode(), self.bearer.encode()):
+            operator = secret_matches(token, self.bearer)
+            site = None if operator else self._site_token(token)
+            if operator or site is not None:
                 cookie = f"{COOKIE}={self._session(site)}; Path=/; HttpOnly; Secure; SameSite=Strict"
                 return 303, [("Location", "/ui/"), ("Set-Cookie", cookie), ("Content-Type", "text/plain")], b"ok"
             return 401, html, pages.render("login.html", failed=True).body.encode("utf-8")
