@@ -60,6 +60,8 @@ class RssSampler:
         self.pid, self.also, self.interval = pid, also, interval
         self.peak_tree = 0
         self.peak_other = 0
+        self.peak_main = 0  # the harness's own process alone (the pipeline's stages run in it)
+        self.peak_children = 0  # its descendants summed (the extraction forkserver and workers)
         self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, user+system seconds when last sampled)
         self.cpu_system: dict[int, float] = {}  # pid -> system (kernel) seconds of that, for the tree's processes
         self._pg_first: dict[int, float] = {}  # database pid -> its CPU seconds when first seen
@@ -78,7 +80,10 @@ class RssSampler:
                 tree = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 break
-            self.peak_tree = max(self.peak_tree, _rss(tree))
+            main, children = _rss(tree[:1]), _rss(tree[1:])
+            self.peak_tree = max(self.peak_tree, main + children)
+            self.peak_main = max(self.peak_main, main)
+            self.peak_children = max(self.peak_children, children)
             for p in tree:
                 try:
                     t = p.cpu_times()
@@ -196,6 +201,8 @@ def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_a
     data["cpu_by_pid"] = {str(pid): round(c, 3) for pid, (_role, c) in rss.cpu.items()}
     data["cpu_system_by_pid"] = {str(pid): round(c, 3) for pid, c in rss.cpu_system.items()}
     data["peak_rss_mb"] = round(rss.peak_tree / 2**20, 1)
+    data["peak_rss_main_mb"] = round(rss.peak_main / 2**20, 1)
+    data["peak_rss_children_mb"] = round(rss.peak_children / 2**20, 1)
     # CPU seconds as last sampled (a child's last 50 ms may be missed): where the two cores went.
     data["cpu_seconds"] = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
                            for role in ("main", "children", "postgres")}

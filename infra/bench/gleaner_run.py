@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--site-domain", default="bench.local")
     args = parser.parse_args()
 
+    import psutil
     import sqlalchemy as sa
 
     from gleaner import tenancy
@@ -96,6 +97,9 @@ def main() -> None:
     first_dispatch: list[float] = []
     first_start: dict[str, float] = {}  # when each stage first started and last finished: the phases
     last_end: dict[str, float] = {}
+    rss_after: dict[str, int] = defaultdict(int)
+    map_rss: list[int] = []
+    me = psutil.Process()
     bus = deps.bus
     assert isinstance(bus, LocalBus)
     for topic, (name, _cls, _handler) in STAGES.items():
@@ -104,6 +108,7 @@ def main() -> None:
             with lock:
                 if not first_dispatch:
                     first_dispatch.append(started)
+                    map_rss.append(me.memory_info().rss)  # map runs in crawl() itself, before any dispatch
                 first_start.setdefault(_name, started)
             try:
                 dispatch(message, deps)
@@ -113,6 +118,8 @@ def main() -> None:
                     busy[_name] += ended - started
                     calls[_name] += 1
                     last_end[_name] = ended
+                    # Which stage the main process's memory grows in (its RSS as each call returns).
+                    rss_after[_name] = max(rss_after[_name], me.memory_info().rss)
         bus.subscribe(topic, timed)
 
     request = new_request(args.url, site_domain=args.site_domain, limit=args.limit, triggered_by="api",
@@ -123,6 +130,8 @@ def main() -> None:
     summary = crawl(deps, request)
     t1 = time.monotonic()
     cpu_after = cpu_now(pg_dir)
+    if map_rss:
+        rss_after["map"] = map_rss[0]
     busy["map"] = (first_dispatch[0] if first_dispatch else t1) - t0
     calls["map"] = 1
 
@@ -156,6 +165,7 @@ def main() -> None:
         # Seconds from the crawl's start: when each stage first ran and last finished (map runs first, directly).
         "stage_span": {k: [round(first_start[k] - t0, 3), round(last_end[k] - t0, 3)] for k in first_start},
         "stage_shares": {k: round(v / total_busy, 3) for k, v in busy.items()},
+        "main_rss_after_stage_mb": {k: round(v / 2**20, 1) for k, v in rss_after.items()},
         "settings": {k: os.environ[k] for k in sorted(os.environ) if k.startswith("GLEANER_")},
     }
     args.out.write_text(json.dumps(report, indent=1, default=str))

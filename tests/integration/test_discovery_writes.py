@@ -66,3 +66,26 @@ def test_a_large_discovery_leaves_the_planner_knowing_the_runs_ledger(deps):
     known = {name: float(scalar(deps, f"SELECT reltuples FROM pg_class WHERE oid = 'knowledge.{name}'::regclass"))
              for name in ("crawl_page_decisions", "documents")}
     assert known["crawl_page_decisions"] >= 1200 and known["documents"] >= 1200
+
+
+def test_a_discovery_larger_than_one_statement_lands_every_url_and_its_decision(deps, monkeypatch):
+    from gleaner.store import decisions, discovery
+    from gleaner.store.records import Decision
+
+    monkeypatch.setattr(discovery, "ROWS_PER_STATEMENT", 2)
+    monkeypatch.setattr(decisions, "ROWS_PER_STATEMENT", 2)
+    meta = deps.metadata
+    host = meta.upsert_source_host(SITE, "127.0.0.1", own_site=True)
+    run = "00000000-0000-0000-0000-00000000000b"
+    meta.create_run(run, SITE, host, "http://127.0.0.1:9/", {}, "manual", "api")
+    paths = ("/", "/a", "/b", "/c", "/d")
+    found = [(*row, 1, "sitemap") for row in _rows(*paths)]
+    assert record_discovery(meta.engine, run, SITE, host, found) == 5
+    ids = dict(rows(deps, "SELECT d.path, d.id::text FROM knowledge.crawl_page_decisions c"
+                          " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r", r=run))
+    assert sorted(ids) == sorted(paths)
+    meta.record_decisions(run, [Decision(ids[p], "exclude" if p == "/d" else "include", "rule", "why", 1.0,
+                                         {"content_kind": "page", "evidence": []}) for p in paths])
+    decided = dict(rows(deps, "SELECT d.path, c.decision::text FROM knowledge.crawl_page_decisions c"
+                              " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r", r=run))
+    assert decided == {p: "exclude" if p == "/d" else "include" for p in paths}

@@ -12,6 +12,7 @@ from collections import Counter
 from gleaner.runner import crawl, new_request
 from gleaner.testsite import Page, TestSite
 
+from .db_helpers import rows
 from .sites import demo_site
 
 SITE = "once.test"
@@ -71,3 +72,36 @@ def test_a_kept_body_that_expired_before_scrape_is_asked_for_again_not_lost(deps
     assert len(expired) >= 5
     assert summary["status"] == "finished" and summary["snapshots"]["new"] == summary["fetched"] >= 10
     assert "/" in asked_again  # the start page's kept body was gone: scrape asked for it rather than lose it
+
+
+
+HUB = ("<!doctype html><html><head><title>Demo Co</title></head><body><nav><a href=/docs/getting-started>Docs</a>"
+       " <a href=/blog>Blog</a> <a href=/about>About</a></nav><main><h1>Demo Co</h1></main></body></html>")
+
+
+def home_decision(deps, run_id):
+    """(decision, the run its verdict was decided in) of the start page in ``run_id``."""
+    [(decision, metadata)] = rows(
+        deps, "SELECT c.decision::text, c.decision_metadata FROM knowledge.crawl_page_decisions c"
+              " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r AND d.path = '/'", r=run_id)
+    return decision, metadata.get("sample", {}).get("decided_in_run")
+
+
+def test_an_unchanged_recrawl_asks_an_excluded_hub_page_only_conditionally_and_reuses_its_verdict(deps):
+    with demo_site(**{"/": Page(HUB)}) as site:
+        without_sitemaps(site)
+        first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        mark = len(site.log)
+        second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        second_requests = requests_of(site, mark)
+    assert first["status"] == second["status"] == "finished"
+    # The hub is excluded (near-empty main text), so it has no snapshot whose validators the walk could use.
+    assert home_decision(deps, first["run_id"]) == ("exclude", first["run_id"])
+    asked_home = [headers for path, headers in second_requests if path == "/"]
+    assert len(asked_home) == 1 and "if-none-match" in asked_home[0]
+    unconditional = [path for path, headers in second_requests if path != "/feed.xml"
+                     and "if-none-match" not in headers and "if-modified-since" not in headers]
+    assert unconditional == []
+    # Its 304 carries the first run's verdict over: the page is not extracted again.
+    assert home_decision(deps, second["run_id"]) == ("exclude", first["run_id"])
+    assert second["fetched"] == 0 and second["snapshots"] == {"new": 0, "changed": 0, "unchanged": first["fetched"]}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gleaner.errors import BlobConflict
-from gleaner.store.localblobs import LocalBlobStore
+from gleaner.store.localblobs import KNOWN_DIRS, LocalBlobStore
 
 
 def test_a_blob_is_written_once_and_never_overwritten(tmp_path: Path) -> None:
@@ -27,3 +27,13 @@ def test_a_directory_removed_behind_the_stores_back_is_made_again(tmp_path: Path
     shutil.rmtree(tmp_path / "domains")
     assert store.put("domains/s/a/two.md", b"2") is True
     assert store.get("domains/s/a/two.md") == b"2"
+
+
+def test_a_store_writing_a_new_directory_per_page_remembers_a_bounded_number_of_them(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    for n in range(KNOWN_DIRS + 200):  # one snapshot directory per page, as a crawl writes them
+        store.put(f"domains/s/document-snapshots/{n}/h/content.md", b"x")
+    assert len(store._dirs) == KNOWN_DIRS
+    shutil.rmtree(tmp_path / "domains/s/document-snapshots/0")  # forgotten, then removed: made again
+    store.put("domains/s/document-snapshots/0/h/raw.md", b"y")
+    assert store.get("domains/s/document-snapshots/0/h/raw.md") == b"y"

@@ -7,10 +7,12 @@ will fetch again; instead each keeps what the site answered as a
 and the body as a run artefact (``runs/{run}/bodies/{page_id}``), and scrape
 replays it (:func:`replayed`) as if it had fetched the page itself.
 
-A 304 is kept only when it answered the document's own stored validators for
-its current snapshot (the walk asks with exactly those): then it means to scrape
-what scrape's own conditional GET would have meant. A spent budget is never kept:
-it says nothing about the page.
+A 304 stands for scrape's fetch only when the page has a current snapshot (the
+walk then asked with exactly its validators): then it means to scrape what
+scrape's own conditional GET would have meant. The walk also asks pages without
+a snapshot conditionally (with the validators it last read them with); their 304
+is kept for the sample's verdict, and scrape asks for such a page itself. A
+spent budget is never kept: it says nothing about the page.
 """
 
 from __future__ import annotations

@@ -214,7 +214,12 @@ class WalkKeeper:
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
         return self._deps.metadata.known_links(self._site, urls)
 
-    def keep(self, canonical: str, result: FetchResult) -> None:
+    def keep(self, canonical: str, result: FetchResult, ask: KnownLinks | None = None) -> None:
+        if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
+            # A 304 need not repeat the validators: the page is still the one they name, and sample
+            # matches them against its previous sample's (stages/sample.py).
+            result = replace(result, etag=result.etag or ask.etag,
+                             last_modified=result.last_modified or ask.last_modified)
         try:
             answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
         except GleanerError as exc:
@@ -379,7 +384,7 @@ def _read_page(result: FetchResult, url: str, ask: KnownLinks | None, expand: bo
     """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
     canonical = canonicalize(url)
     if keeper is not None:
-        keeper.keep(canonical, result)
+        keeper.keep(canonical, result, ask)
     if not expand:
         return None
     if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:

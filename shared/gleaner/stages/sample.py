@@ -87,16 +87,19 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         for section, members in sections.items():
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
             sample, verdict = outcome.sample, outcome.verdict
+            # One decision for the section's other members, its reason and metadata shared: a section may
+            # hold most of a large run's pages, and the run's decisions are held until they are written.
+            if sample is None:
+                shared = _decision(members[0], verdict, outcome.uri, outcome.error)
+            else:
+                shared = _decision(members[0], PageDecision(
+                    verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
+                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence))
             for page in members:
                 if page is sample:
                     decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error, outcome.seen)
-                elif sample is None:
-                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error)
                 else:
-                    inherited = PageDecision(
-                        verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
-                        round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence)
-                    decisions[page.document_id] = _decision(page, inherited)
+                    decisions[page.document_id] = replace(shared, document_id=page.document_id)
     meta.record_prefetched(run_id, answers)
     meta.record_decisions(run_id, list(decisions.values()))
     included = [p for p in pages if decisions[p.document_id].decision == Verdict.INCLUDE]
@@ -225,12 +228,27 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
     replay = replay_for(deps.blobs, sample.prefetched, sample.fetch_url, None, sample.current_hash is not None)
     if replay is not None:
         return replay, same
+    if prev is not None and _vouched_by_walk(sample.prefetched, prev):
+        # A page with no snapshot (one this sample excluded before): the walk's 304 answered the validators
+        # it was last read with, and those are prev's, so prev's verdict stands without asking again.
+        return FetchResult(sample.fetch_url, FetchOutcome.NOT_MODIFIED, "304 not modified (map)", status=304,
+                           etag=prev.etag, last_modified=prev.last_modified), True
     result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS,
                                         etag=prev.etag if prev else None,
                                         last_modified=prev.last_modified if prev else None))
     if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
         _keep(deps, message, sample, result, answers)
     return result, prev is not None
+
+
+def _vouched_by_walk(prefetched: dict[str, Any] | None, prev: PreviousSample) -> bool:
+    """Whether map's walk got a 304 for validators that name the same body as ``prev``'s."""
+    if not prefetched or prefetched.get("outcome") != FetchOutcome.NOT_MODIFIED:
+        return False
+    etag, last_modified = prefetched.get("etag"), prefetched.get("last_modified")
+    if etag and prev.etag:
+        return bool(etag == prev.etag)
+    return bool(last_modified and last_modified == prev.last_modified)
 
 
 def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult,

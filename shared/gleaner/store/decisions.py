@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.records import DECIDER_SKIP_PREFIX, Decision
-from gleaner.store.sqlstore import json_rows
+from gleaner.store.sqlstore import ROWS_PER_STATEMENT, json_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,29 +72,34 @@ def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision])
     """
     if not decisions:
         return
+    with engine.begin() as conn:
+        for start in range(0, len(decisions), ROWS_PER_STATEMENT):
+            _record_decisions(conn, run_id, decisions[start:start + ROWS_PER_STATEMENT])
+
+
+def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decision]) -> None:
     rows = [{"d": d.document_id, "dec": d.decision, "src": d.source, "why": d.reason, "conf": d.confidence,
              "meta": d.metadata, "uri": d.sample_uri, "err": d.sample_error} for d in decisions]
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json))"
-                "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text)),"
-                " ledger AS (UPDATE knowledge.crawl_page_decisions c"
-                "   SET decision = CAST(t.dec AS knowledge.page_decision),"
-                "   decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
-                "   decision_confidence = t.conf, decision_metadata = t.meta,"
-                "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
-                "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
-                "   FROM t WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
-                " UPDATE knowledge.documents d"
-                " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
-                "   AS knowledge.scrape_policy),"
-                " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END,"
-                " skip_by_decider = (t.dec = 'exclude'), updated_at = now()"
-                " FROM t WHERE d.id = t.d AND ("
-                "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_by_decider)"
-                "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
-                "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_by_decider))"
-            ),
-            {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX},
-        )
+    conn.execute(
+        sa.text(
+            "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json))"
+            "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text)),"
+            " ledger AS (UPDATE knowledge.crawl_page_decisions c"
+            "   SET decision = CAST(t.dec AS knowledge.page_decision),"
+            "   decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
+            "   decision_confidence = t.conf, decision_metadata = t.meta,"
+            "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
+            "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
+            "   FROM t WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
+            " UPDATE knowledge.documents d"
+            " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
+            "   AS knowledge.scrape_policy),"
+            " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END,"
+            " skip_by_decider = (t.dec = 'exclude'), updated_at = now()"
+            " FROM t WHERE d.id = t.d AND ("
+            "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_by_decider)"
+            "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
+            "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_by_decider))"
+        ),
+        {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX},
+    )

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.rls import ADMIN_OPTION
-from gleaner.store.sqlstore import json_rows
+from gleaner.store.sqlstore import ROWS_PER_STATEMENT, json_rows
 
 # Documents of :s for the rows t(cu, uh, p, su): the known ones (a source host adopted where none was
 # set, as a feed-landed document may have none), then the new ones. A row another transaction inserts
@@ -78,21 +78,24 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
     ledger rows (existing ones kept) in one statement. Returns how many ledger rows were new."""
     if not rows:
         return 0
-    params = {"r": run_id, "s": site, "h": source_host_id,
-              "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
-                             for cu, uh, p, su, dp, v in rows])}
+    new = 0
     with engine.begin() as conn:
-        new = int(conn.execute(
-            sa.text(
-                "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
-                " su text, dp int, v text))," + _DOCUMENTS + ","
-                " ledger AS (INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth, discovered_via)"
-                "   SELECT :r, ids.id, t.dp, t.v FROM ids JOIN t ON t.cu = ids.canonical_url"
-                "   ON CONFLICT (run_id, document_id) DO NOTHING RETURNING 1)"
-                " SELECT count(*) FROM ledger"
-            ),
-            params,
-        ).scalar_one())
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            params = {"r": run_id, "s": site, "h": source_host_id,
+                      "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
+                                         for cu, uh, p, su, dp, v in rows[start:start + ROWS_PER_STATEMENT]])}
+            new += int(conn.execute(
+                sa.text(
+                    "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
+                    " su text, dp int, v text))," + _DOCUMENTS + ","
+                    " ledger AS (INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth,"
+                    "   discovered_via)"
+                    "   SELECT :r, ids.id, t.dp, t.v FROM ids JOIN t ON t.cu = ids.canonical_url"
+                    "   ON CONFLICT (run_id, document_id) DO NOTHING RETURNING 1)"
+                    " SELECT count(*) FROM ledger"
+                ),
+                params,
+            ).scalar_one())
     if new >= ANALYZE_AFTER_ROWS:
         # Fresh statistics for the tables this run just grew. Without them the planner keeps planning
         # scrape's ledger updates (one statement per 100 URLs) for the tables as they were, nearly empty,

@@ -5,9 +5,15 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
+
+# Directories remembered as made: a run writes into a few directories again and again (its artefacts)
+# and into one new directory per snapshot, which it never writes into again. The least recently used
+# are forgotten, so a long-lived process does not hold one entry per page it ever stored.
+KNOWN_DIRS = 1024
 
 
 class LocalBlobStore:
@@ -15,16 +21,31 @@ class LocalBlobStore:
         self.root = root.resolve()
         # Directories this store made or found: a crawl writes thousands of blobs into few directories,
         # and a mkdir per blob was most of a write's cost. A directory removed behind its back is made again.
-        self._dirs: set[Path] = set()
+        self._dirs: OrderedDict[Path, None] = OrderedDict()
         self._tmp_names = itertools.count()
         self._lock = threading.Lock()
 
     def _parent(self, path: Path) -> Path:
         parent = path.parent
-        if parent not in self._dirs:
+        with self._lock:
+            known = parent in self._dirs
+            if known:
+                self._dirs.move_to_end(parent)
+        if not known:
             parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(parent)
+            self._remember(parent)
         return parent
+
+    def _remember(self, directory: Path) -> None:
+        with self._lock:
+            self._dirs[directory] = None
+            self._dirs.move_to_end(directory)
+            while len(self._dirs) > KNOWN_DIRS:
+                self._dirs.popitem(last=False)
+
+    def _forget(self, directory: Path) -> None:
+        with self._lock:
+            self._dirs.pop(directory, None)
 
     def _tmp(self, parent: Path) -> tuple[int, str]:
         """A new temporary file beside the key, named by process, store and a counter (mkstemp's random
@@ -40,9 +61,9 @@ class LocalBlobStore:
             except FileExistsError:
                 continue
             except FileNotFoundError:
-                self._dirs.discard(parent)
+                self._forget(parent)
                 parent.mkdir(parents=True, exist_ok=True)
-                self._dirs.add(parent)
+                self._remember(parent)
         raise FileExistsError(f"no free temporary name in {parent}")
 
     def _path(self, key: str) -> Path:
@@ -83,7 +104,7 @@ class LocalBlobStore:
                 if not src.exists():
                     raise KeyError(source) from None
                 # The target's directory went away after this store made it: make it again, once.
-                self._dirs.discard(dst.parent)
+                self._forget(dst.parent)
                 self._parent(dst)
                 os.link(src, dst)
         except OSError as exc:

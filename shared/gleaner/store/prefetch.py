@@ -5,11 +5,13 @@ the run's ledger row (the first answer stands: a redelivery finds it set);
 scrape reads it back through ``RunPage.prefetched``.
 
 ``page_links`` holds the links and feeds of each walked page's body with the
-validators that body came with. A recrawl's walk asks a page conditionally only
-when those validators are also the document's own (the ones its current
-snapshot was fetched with), so a 304 both vouches for the stored links and
-settles the page as unchanged for scrape. A page whose body did not change
-writes nothing here.
+validators that body came with. A recrawl's walk asks every page it read before
+conditionally with those validators, so a 304 vouches for the stored links. The
+304 also settles the page as unchanged for scrape only when those validators are
+the document's own (the ones its current snapshot was fetched with): a page with
+no snapshot (one the decider excluded, a hub page) is still asked conditionally,
+and its 304 serves the walk and the sample's verdict, never scrape. A page whose
+body did not change writes nothing here.
 """
 
 from __future__ import annotations
@@ -50,7 +52,12 @@ class PrefetchStore(SqlStore):
                   {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])})
 
     def known_links(self, site: str, urls: Sequence[str]) -> dict[str, KnownLinks]:
-        """Canonical URL -> its stored links, for pages whose current snapshot came with the same validators."""
+        """Canonical URL -> its stored links, for pages with no current snapshot and for pages whose current
+        snapshot came with the same validators (only those a 304 settles for scrape).
+
+        A page with a snapshot fetched with other validators (the walk read a body scrape has not stored) is
+        left out: a 304 to the walk's validators would tell scrape the snapshot is current when it is not.
+        """
         if not urls:
             return {}
         rows = self._all(
@@ -58,9 +65,9 @@ class PrefetchStore(SqlStore):
             " FROM json_array_elements_text(CAST(:urls AS json)) AS t(cu)"
             " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
             " JOIN knowledge.page_links l ON l.document_id = d.id"
-            " WHERE d.current_snapshot_id IS NOT NULL AND (l.etag IS NOT NULL OR l.last_modified IS NOT NULL)"
-            " AND l.etag IS NOT DISTINCT FROM d.http_etag"
-            " AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified",
+            " WHERE (l.etag IS NOT NULL OR l.last_modified IS NOT NULL) AND (d.current_snapshot_id IS NULL"
+            "   OR (l.etag IS NOT DISTINCT FROM d.http_etag"
+            "       AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified))",
             {"s": site, "urls": json.dumps(list(urls))},
         )
         return {str(r[0]): KnownLinks(r[1], r[2], tuple(r[3]), tuple(r[4] or ())) for r in rows}

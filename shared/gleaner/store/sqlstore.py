@@ -18,6 +18,11 @@ def json_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
+# Rows per statement where a run's rows (one per URL) go in as one JSON parameter: the rows, their JSON
+# and the driver's copy of it are held at once, so a large run is written in slices (one transaction).
+ROWS_PER_STATEMENT = 5000
+
+
 def json_rows(rows: list[dict[str, Any]]) -> str:
     """Rows for ``json_to_recordset``: one parameter however many rows, encoded in C."""
     return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
