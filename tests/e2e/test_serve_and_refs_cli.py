@@ -77,6 +77,9 @@ def test_gleaner_serve_accepts_a_batch_over_http_and_lands_it_in_the_background(
         results = wait_for(lambda: client.get("/refs", params={"q": "perovskite"}, headers=auth).json()["results"])
         assert results[0]["source_url"] == site.url + "/articles/solar-cells"
         assert client.post("/", json=batch, headers=auth).json()["duplicates"] == 3
+        for path in ARTICLES:  # all three landed (in the background, in any order): a walk has nothing left
+            wait_for(lambda p=path: client.get(f"/refs/{reference_item_id(site.url + p)}", headers=auth)
+                     .status_code == 200)
         assert client.post("/", content=b"", headers=auth).json() == {"walk": True, "scheduled": 0}
         assert client.post("/", content=b"x" * (2 * 1024 * 1024), headers=auth).status_code == 413
         assert client.delete("/", headers=auth).status_code == 405
