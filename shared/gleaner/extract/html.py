@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from importlib.metadata import version
 
-import trafilatura
 from lxml import html as lxml_html
 from lxml.etree import ParserError
 
-EXTRACTOR = f"trafilatura-{trafilatura.__version__}"
+# trafilatura is imported where a page is extracted, not here: a process that extracts nothing (an
+# unchanged recrawl's main process) should not pay for its import. The extraction pool preloads it.
+EXTRACTOR = f"trafilatura-{version('trafilatura')}"
 
 _SKIP = {"script", "style", "noscript", "template", "svg", "iframe", "head", "form", "button", "select"}
 _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
@@ -116,6 +118,8 @@ def extract_html(html: str, url: str | None = None) -> Extracted:
     title_node = tree.find(".//title")
     title = _text(title_node) if title_node is not None else None
     raw_md = whole_page_markdown(tree)
+    import trafilatura
+
     content = trafilatura.extract(
         tree,
         url=url,

@@ -11,13 +11,12 @@ import io
 import logging
 import re
 from dataclasses import dataclass
-
-import pypdf
-from pypdf.errors import PyPdfError
+from importlib.metadata import version
 
 from gleaner.errors import InvalidInput
 
-EXTRACTION_METHOD = f"pypdf-{pypdf.__version__}"
+# pypdf is imported where a PDF is read (most crawls read none), as trafilatura is in extract/html.py.
+EXTRACTION_METHOD = f"pypdf-{version('pypdf')}"
 # A report is tens of pages; a thousand pages is a book and costs seconds of CPU per page range.
 MAX_PDF_PAGES = 1000
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -40,6 +39,9 @@ def extract_pdf(data: bytes) -> PdfText:
     """The text of every page, pages separated by blank lines."""
     if not is_pdf(data):
         raise InvalidInput("not a PDF (no %PDF- header)")
+    import pypdf
+    from pypdf.errors import PyPdfError
+
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about every sloppy xref
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)

@@ -24,10 +24,11 @@ class ExtractPool:
             import multiprocessing
 
             # forkserver: workers start from a clean process, not a copy of a threaded one. The server
-            # imports the extractor (trafilatura, lxml: a costly import) once, before it forks the workers,
-            # instead of every worker importing it again (ignored if this process started one already).
+            # imports the extractors (trafilatura, lxml, pypdf: costly imports, which extract/ itself
+            # defers) once, before it forks the workers, instead of every worker importing them again
+            # (ignored if this process started one already).
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["gleaner.extract.page"])
+            ctx.set_forkserver_preload(["gleaner.extract.page", "trafilatura", "pypdf"])
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         return self._executor
 
