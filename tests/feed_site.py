@@ -6,11 +6,13 @@ Everything is built from the site's own base URL, so links in feeds point back a
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 
 from fpdf import FPDF
 
-from gleaner.testsite import Page
+from gleaner.testsite import Page, TestSite
 
 ARTICLES = {
     "/articles/sea-ice": ("Arctic sea ice hits a record low",
@@ -143,3 +145,12 @@ def feed_pages(base: str) -> dict[str, Page]:
                                     f"{filler}</channel></rss>", content_type="application/rss+xml")
     pages["/feeds/not-a-feed.xml"] = Page("<html><body>Moved</body></html>", content_type="application/xml")
     return pages
+
+
+@contextmanager
+def feed_site(max_seconds: float = 120) -> Iterator[TestSite]:
+    """The feed articles' site on 127.0.0.1, its pages pointing at its own address."""
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=max_seconds) as site:
+        pages.update(feed_pages(site.url))
+        yield site

@@ -21,7 +21,7 @@ from gleaner.config import Settings
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
 from gleaner.store.db import create_engine
 from gleaner.testsite import Page, TestSite
-from tests.feed_site import ARTICLES, Flaky, article_html, feed_pages
+from tests.feed_site import ARTICLES, Flaky, article_html, feed_site
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret-token-for-tests"
@@ -30,9 +30,7 @@ AUTH = {"Authorization": f"Bearer {SECRET}"}
 
 @pytest.fixture
 def site() -> Iterator[TestSite]:
-    pages: dict[str, Page] = {}
-    with TestSite(pages, max_seconds=120) as test_site:
-        pages.update(feed_pages(test_site.url))
+    with feed_site() as test_site:
         yield test_site
 
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from gleaner.cli import main
 from gleaner.references.identity import reference_item_id
-from gleaner.testsite import Page, TestSite
-from tests.feed_site import ARTICLES, feed_pages
+from gleaner.testsite import TestSite
+from tests.feed_site import ARTICLES, feed_site
 
 from ..processes import announced_url
 
@@ -28,9 +28,7 @@ SECRET = "serve-secret"
 
 @pytest.fixture
 def site() -> Iterator[TestSite]:
-    pages: dict[str, Page] = {}
-    with TestSite(pages, max_seconds=120) as test_site:
-        pages.update(feed_pages(test_site.url))
+    with feed_site() as test_site:
         yield test_site
 
 

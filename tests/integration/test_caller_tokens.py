@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from gleaner.cli import main
 from gleaner.references.identity import reference_item_id
 from gleaner.serve import WebhookServer
-from gleaner.testsite import Page, TestSite
+from gleaner.testsite import TestSite
 from gleaner.urls import canonicalize
-from tests.feed_site import ARTICLES, feed_pages
+from tests.feed_site import ARTICLES, feed_site
 
 SECRET = "admin-secret"
 ADMIN = {"Authorization": f"Bearer {SECRET}"}
@@ -24,9 +24,7 @@ ADMIN = {"Authorization": f"Bearer {SECRET}"}
 
 @pytest.fixture
 def site() -> Iterator[TestSite]:
-    pages: dict[str, Page] = {}
-    with TestSite(pages, max_seconds=120) as test_site:
-        pages.update(feed_pages(test_site.url))
+    with feed_site() as test_site:
         yield test_site
 
 
