@@ -330,7 +330,7 @@ def test_a_postgresql_restart_mid_crawl_costs_a_pause_not_the_run(site: TestSite
         gate.released.set()
         site.pages["/p/40"] = original
     stderr = "".join(crawl.lines)
-    assert code == 0, stderr
+    assert code == 0, stderr + out
     summary = json.loads(out)
     assert summary["status"] == "finished" and summary["snapshots"]["new"] == PAGES
     assert "Traceback" not in stderr and not any(line.startswith("  File ") for line in crawl.lines)

@@ -128,6 +128,18 @@ class GleanerGroup(click.Group):
     """The ``main`` group: click's own errors (bad options, unknown commands) in Gleaner's one-line
     style, and no traceback for an unexpected failure unless asked for with ``-vv``."""
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            # click exits 1 in silence on any EPIPE, meaning "stdout was closed" (`gleaner runs | head`).
+            # A pipe that is not stdout (a socket) is a failure that must say what it was.
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise exc from None
+            raise RuntimeError(f"broken pipe: {exc}") from exc
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:

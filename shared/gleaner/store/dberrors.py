@@ -147,9 +147,18 @@ def guard_engine(engine: Engine, wait_seconds: float = 30.0) -> Engine:
 
     reached = threading.Event()
 
+    def connect(dialect: Any, cargs: Any, cparams: Any) -> Any:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except OSError as exc:
+            # pg8000 lets a socket error of its first write out unwrapped (a server going down between
+            # accept and startup answers EPIPE). SQLAlchemy translates only the driver's own errors at
+            # connect; anything else escaped the retries, and click ends a BrokenPipeError silently.
+            raise dialect.loaded_dbapi.InterfaceError(f"network error: {exc}") from exc
+
     @sa.event.listens_for(engine, "do_connect")
     def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        connection = patiently(lambda: dialect.connect(*cargs, **cparams), dialect.loaded_dbapi.Error,
+        connection = patiently(lambda: connect(dialect, cargs, cparams), dialect.loaded_dbapi.Error,
                                wait_seconds if reached.is_set() else 0.0)
         reached.set()
         return connection
