@@ -35,6 +35,23 @@ def export_shared(ref: str, into: Path) -> Path:
     return into / "shared"
 
 
+def shared_trees(ref: str, new: str | None, work: Path) -> dict[str, Path]:
+    """The two versions to compare: ref's shared/ tree, and new's (the working tree's without one)."""
+    work.chmod(0o755)
+    return {"ref": export_shared(ref, work / "ref"),
+            "new": export_shared(new, work / "new") if new else bench.REPO / "shared"}
+
+
+def serve_synthetic(work: Path, pages: int, profile: str = "standard") -> tuple[bench.Servers, str]:
+    """A synthetic corpus under work, served by nginx (started): the servers and the corpus's base URL."""
+    servers = bench.Servers("nginx", work)
+    root = work / "synthetic"
+    _, base = servers.add(root)
+    corpus.generate_synthetic(root, base, pages, profile=profile)
+    servers.start()
+    return servers, base
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", required=True)
@@ -45,14 +62,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gleaner-compare-"))
-    work.chmod(0o755)
-    variants = {"ref": export_shared(args.ref, work / "ref"),
-                "new": export_shared(args.new, work / "new") if args.new else bench.REPO / "shared"}
-    servers = bench.Servers("nginx", work)
-    root = work / "synthetic"
-    _, base = servers.add(root)
-    corpus.generate_synthetic(root, base, args.pages)
-    servers.start()
+    variants = shared_trees(args.ref, args.new, work)
+    servers, base = serve_synthetic(work, args.pages)
     rows: dict[str, dict[str, list[float]]] = {v: {"first": [], "recrawl": [], "rss": []} for v in variants}
     try:
         for r in range(args.rounds):

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 import corpus
-from compare import export_shared
+from compare import serve_synthetic, shared_trees
 
 
 def crawl_process(base: str, data_dir: Path, limit: int, shared: Path) -> dict[str, Any]:
@@ -60,14 +60,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gleaner-recrawl-"))
-    work.chmod(0o755)
-    variants = {"ref": export_shared(args.ref, work / "ref"),
-                "new": export_shared(args.new, work / "new") if args.new else bench.REPO / "shared"}
-    servers = bench.Servers("nginx", work)
-    root = work / "corpus"
-    _, base = servers.add(root)
-    corpus.generate_synthetic(root, base, args.pages, profile=args.profile)
-    servers.start()
+    variants = shared_trees(args.ref, args.new, work)
+    servers, base = serve_synthetic(work, args.pages, args.profile)
     limit = args.pages * 2 + 100
     rounds: list[dict[str, Any]] = []
     try:
