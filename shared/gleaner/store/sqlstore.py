@@ -7,7 +7,7 @@ per concern; each method opens its own short transaction through ``_tx``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -44,6 +44,12 @@ class SqlStore:
         """Every row of one read, on a connection of its own."""
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).all()
+
+    def _each(self, sql: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
+        """The rows of one read one at a time, on a connection of its own: a caller that turns each row
+        into something else does not hold every row and every result at once."""
+        with self.engine.connect() as conn:
+            yield from conn.execute(sa.text(sql), dict(params or {}))
 
     def _first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first row of one read (None if there is none), on a connection of its own.
