@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.records import DECIDER_SKIP_PREFIX, Decision
-from gleaner.store.sqlstore import ROWS_PER_STATEMENT, json_rows
+from gleaner.store.sqlstore import json_rows, statement_slices
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +72,13 @@ def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision])
     document already skipped for the same reason is not rewritten. ``decisions`` is read a statement's
     rows at a time, so a caller can make them as they are written.
     """
-    rows = iter(decisions)
-    chunk = list(islice(rows, ROWS_PER_STATEMENT))
-    if not chunk:
+    slices = statement_slices(decisions)
+    first = next(slices, None)
+    if first is None:
         return
     with engine.begin() as conn:
-        while chunk:
+        for chunk in chain((first,), slices):
             _record_decisions(conn, run_id, chunk)
-            chunk = list(islice(rows, ROWS_PER_STATEMENT))
 
 
 def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decision]) -> None:

@@ -175,7 +175,7 @@ class RunStore(SqlStore):
         store_decisions(self.engine, run_id, decisions)
 
     def record_discovery(self, run_id: str, site: str, source_host_id: str | None,
-                         rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+                         rows: Iterable[tuple[str, str, str, str, int, str]]) -> int:
         """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
         return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
 
