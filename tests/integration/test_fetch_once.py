@@ -75,6 +75,38 @@ def test_a_kept_body_that_expired_before_scrape_is_asked_for_again_not_lost(deps
 
 
 
+def test_a_page_whose_scrape_failed_is_asked_for_once_by_the_next_run_and_stored(deps):
+    from gleaner.stages import map as map_stage
+    from gleaner.stages import wire
+    from gleaner.urls import canonicalize, url_hash
+
+    with demo_site() as site:
+        without_sitemaps(site)
+        about, healthy = site.url + "/about", site.pages["/about"]
+        first = new_request(site.url + "/", site_domain=SITE)
+        wire(deps.bus, deps)
+        map_stage.handle(first, deps)  # the walk reads /about: its links and validators are kept
+        (deps.blobs.root / f"domains/{SITE}/runs/{first.run_id}/bodies/{url_hash(canonicalize(about))}").unlink()
+        site.pages["/about"] = Page("down", status=500)  # and scrape's own request for it fails
+        deps.bus.drain()
+        stored_first = stored(deps)
+        site.pages["/about"] = healthy
+        mark = len(site.log)
+        second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        asked = [headers for path, headers in requests_of(site, mark) if path == "/about"]
+    assert stored_first == [(False,)]
+    assert second["status"] == "finished"
+    # One request, unconditional: a 304 to the walk would leave scrape nothing to store.
+    assert len(asked) == 1 and "if-none-match" not in asked[0]
+    assert stored(deps) == [(True,)]
+
+
+def stored(deps) -> list[tuple[bool]]:
+    """Whether /about has a current snapshot."""
+    return [tuple(r) for r in rows(deps, "SELECT current_snapshot_id IS NOT NULL FROM knowledge.documents"
+                                         " WHERE site_domain = :s AND path = '/about'", s=SITE)]
+
+
 HUB = ("<!doctype html><html><head><title>Demo Co</title></head><body><nav><a href=/docs/getting-started>Docs</a>"
        " <a href=/blog>Blog</a> <a href=/about>About</a></nav><main><h1>Demo Co</h1></main></body></html>")
 

@@ -52,11 +52,13 @@ class PrefetchStore(SqlStore):
                   {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])})
 
     def known_links(self, site: str, urls: Sequence[str]) -> dict[str, KnownLinks]:
-        """Canonical URL -> its stored links, for pages with no current snapshot and for pages whose current
-        snapshot came with the same validators (only those a 304 settles for scrape).
+        """Canonical URL -> its stored links, for pages the rules skip that have no current snapshot and for
+        pages whose current snapshot came with the same validators (only those a 304 settles for scrape).
 
         A page with a snapshot fetched with other validators (the walk read a body scrape has not stored) is
         left out: a 304 to the walk's validators would tell scrape the snapshot is current when it is not.
+        So is a page scrape is to store but has no snapshot of (its last scrape failed): a 304 would leave
+        scrape nothing to store, and it would ask the site a second time.
         """
         if not urls:
             return {}
@@ -65,7 +67,8 @@ class PrefetchStore(SqlStore):
             " FROM json_array_elements_text(CAST(:urls AS json)) AS t(cu)"
             " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
             " JOIN knowledge.page_links l ON l.document_id = d.id"
-            " WHERE (l.etag IS NOT NULL OR l.last_modified IS NOT NULL) AND (d.current_snapshot_id IS NULL"
+            " WHERE (l.etag IS NOT NULL OR l.last_modified IS NOT NULL)"
+            "   AND ((d.current_snapshot_id IS NULL AND d.scrape_policy = 'skip')"
             "   OR (l.etag IS NOT DISTINCT FROM d.http_etag"
             "       AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified))",
             {"s": site, "urls": json.dumps(list(urls))},
