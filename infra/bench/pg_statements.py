@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 import compare
-import corpus
 import server
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -192,16 +190,8 @@ def main() -> None:
     args = parser.parse_args()
     if not (PG_BIN / "postgres").exists():
         raise SystemExit(f"pg_statements: PostgreSQL 15 is not installed under {PG_BIN}")
-    work = Path(tempfile.mkdtemp(prefix="gleaner-pgs-", dir=args.workdir_in))
-    work.chmod(0o755)
-    variants = {"new": bench.REPO / "shared"}
-    if args.ref:
-        variants = {"ref": compare.export_shared(args.ref, work / "ref"), **variants}
-    servers = bench.Servers("nginx", work)
-    root = work / "corpus"
-    _, base = servers.add(root)
-    corpus.generate_synthetic(root, base, args.pages, profile=args.profile)
-    servers.start()
+    work, variants, servers, base = compare.served_corpus("gleaner-pgs-", args.pages, args.profile, args.ref,
+                                                          args.workdir_in)
     results: dict[str, Any] = {}
     try:
         for name, shared in variants.items():
