@@ -35,21 +35,22 @@ def export_shared(ref: str, into: Path) -> Path:
     return into / "shared"
 
 
-def shared_trees(ref: str, new: str | None, work: Path) -> dict[str, Path]:
-    """The two versions to compare: ref's shared/ tree, and new's (the working tree's without one)."""
+def served_corpus(prefix: str, pages: int, profile: str, ref: str | None, workdir_in: Path | None = None,
+                  new: str | None = None) -> tuple[Path, dict[str, Path], bench.Servers, str]:
+    """A new work dir, the variants to crawl (``ref``'s shared/ first when given, then the working tree's, or
+    ``new``'s when given) and the synthetic corpus, generated there and served by nginx (started):
+    (work, variants, servers, base)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=workdir_in))
     work.chmod(0o755)
-    return {"ref": export_shared(ref, work / "ref"),
-            "new": export_shared(new, work / "new") if new else bench.REPO / "shared"}
-
-
-def serve_synthetic(work: Path, pages: int, profile: str = "standard") -> tuple[bench.Servers, str]:
-    """A synthetic corpus under work, served by nginx (started): the servers and the corpus's base URL."""
+    variants = {"new": export_shared(new, work / "new") if new else bench.REPO / "shared"}
+    if ref:
+        variants = {"ref": export_shared(ref, work / "ref"), **variants}
     servers = bench.Servers("nginx", work)
-    root = work / "synthetic"
+    root = work / "corpus"
     _, base = servers.add(root)
     corpus.generate_synthetic(root, base, pages, profile=profile)
     servers.start()
-    return servers, base
+    return work, variants, servers, base
 
 
 def main() -> None:
@@ -62,8 +63,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gleaner-compare-"))
-    variants = shared_trees(args.ref, args.new, work)
-    servers, base = serve_synthetic(work, args.pages)
+    work.chmod(0o755)
+    variants = {"ref": export_shared(args.ref, work / "ref"),
+                "new": export_shared(args.new, work / "new") if args.new else bench.REPO / "shared"}
+    servers = bench.Servers("nginx", work)
+    root = work / "synthetic"
+    _, base = servers.add(root)
+    corpus.generate_synthetic(root, base, args.pages)
+    servers.start()
     rows: dict[str, dict[str, list[float]]] = {v: {"first": [], "recrawl": [], "rss": []} for v in variants}
     try:
         for r in range(args.rounds):

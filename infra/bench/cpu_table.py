@@ -25,7 +25,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 import compare
-import corpus
 
 EXTRACTION = "trafilatura extraction (wrapped, not overhead)"
 # (component, pattern over one frame "function (file:line)"); the leaf-most matching frame decides.
@@ -174,16 +172,8 @@ def main() -> None:
     args = parser.parse_args()
     if not Path(sys.executable).with_name("py-spy").exists():
         raise SystemExit("cpu_table: py-spy is not installed in this venv (pip install py-spy)")
-    work = Path(tempfile.mkdtemp(prefix="gleaner-cpu-", dir=args.workdir_in))
-    work.chmod(0o755)
-    variants = {"new": bench.REPO / "shared"}
-    if args.ref:
-        variants = {"ref": compare.export_shared(args.ref, work / "ref"), **variants}
-    servers = bench.Servers("nginx", work)
-    root = work / "corpus"
-    _, base = servers.add(root)
-    corpus.generate_synthetic(root, base, args.pages, profile=args.profile)
-    servers.start()
+    work, variants, servers, base = compare.served_corpus("gleaner-cpu-", args.pages, args.profile, args.ref,
+                                                          args.workdir_in)
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     try:
         for r in range(args.rounds):

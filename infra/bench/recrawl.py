@@ -19,7 +19,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 import corpus
-from compare import serve_synthetic, shared_trees
+from compare import served_corpus
 
 
 def crawl_process(base: str, data_dir: Path, limit: int, shared: Path) -> dict[str, Any]:
@@ -59,9 +58,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="gleaner-recrawl-"))
-    variants = shared_trees(args.ref, args.new, work)
-    servers, base = serve_synthetic(work, args.pages, args.profile)
+    work, variants, servers, base = served_corpus("gleaner-recrawl-", args.pages, args.profile, args.ref,
+                                                  new=args.new)
     limit = args.pages * 2 + 100
     rounds: list[dict[str, Any]] = []
     try:

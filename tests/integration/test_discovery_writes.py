@@ -69,11 +69,10 @@ def test_a_large_discovery_leaves_the_planner_knowing_the_runs_ledger(deps):
 
 
 def test_a_discovery_larger_than_one_statement_lands_every_url_and_its_decision(deps, monkeypatch):
-    from gleaner.store import decisions, discovery
+    from gleaner.store import sqlstore
     from gleaner.store.records import Decision
 
-    monkeypatch.setattr(discovery, "ROWS_PER_STATEMENT", 2)
-    monkeypatch.setattr(decisions, "ROWS_PER_STATEMENT", 2)
+    monkeypatch.setattr(sqlstore, "ROWS_PER_STATEMENT", 2)
     meta = deps.metadata
     host = meta.upsert_source_host(SITE, "127.0.0.1", own_site=True)
     run = "00000000-0000-0000-0000-00000000000b"

@@ -101,7 +101,8 @@ class Discovery:
             if len(self.beyond) < MAX_BEYOND_COUNTED:
                 self.beyond.add(url)
             return False
-        self.urls[url] = (depth, via, source_url)
+        # Most URLs are spelt canonically already: hold one string for both then, not two equal ones.
+        self.urls[url] = (depth, via, url if source_url == url else source_url)
         if self.on_found is not None:
             self.on_found(len(self.urls))
         return True
@@ -159,8 +160,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
     meta.record_discovery(run_id, site, host_id,
-                     [(url, url_hash(url), path_of(url), source, depth, via)
-                      for url, (depth, via, source) in found.urls.items()])
+                          ((url, url_hash(url), path_of(url), source, depth, via)
+                           for url, (depth, via, source) in found.urls.items()))
     keeper.save()
     meta.apply_site_rules(site)  # rules reach the documents this run discovered for the first time
     meta.record_lastmods(run_id, site, parsed_lastmods(found.lastmod))

@@ -38,7 +38,7 @@ from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample
-from gleaner.store.records import Decision, FetchRecord, RunPage
+from gleaner.store.records import Decision, FetchRecord, RunPage, SamplePage
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +62,11 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
     meta.apply_site_rules(message.site_domain)  # a rule added since map holds for this run too
-    pages = meta.run_pages(run_id)
-    decisions: dict[str, Decision] = {}
-    sections: OrderedDict[str, list[RunPage]] = OrderedDict()
+    # A large run holds one record a URL here: slim ones, and no decision object a page for a section's
+    # members (they share their section's, made into rows only as they are written).
+    pages = meta.sample_pages(run_id)
+    decisions: dict[str, Decision] = {}  # pages decided one by one: the operator's, URL rules', the samples
+    sections: OrderedDict[str, list[SamplePage]] = OrderedDict()
     for page in pages:
         if page.operator_decision is not None:  # `gleaner review decide`: outranks rules and the decider
             decisions[page.document_id] = Decision(page.document_id, page.operator_decision, "operator",
@@ -78,31 +80,33 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             continue
         verdict = deps.decider.decide(PageFacts(url=page.canonical_url, path=page.path), exclude)
         if verdict.decision == Verdict.EXCLUDE:
-            decisions[page.document_id] = _decision(page, verdict)
+            decisions[page.document_id] = _decision(page.document_id, verdict)
         else:
             sections.setdefault(section_of(page.path), []).append(page)
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
+    by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
     with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
         for section, members in sections.items():
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
             sample, verdict = outcome.sample, outcome.verdict
-            # One decision for the section's other members, its reason and metadata shared: a section may
-            # hold most of a large run's pages, and the run's decisions are held until they are written.
             if sample is None:
-                shared = _decision(members[0], verdict, outcome.uri, outcome.error)
+                by_section[section] = _decision("", verdict, outcome.uri, outcome.error)
             else:
-                shared = _decision(members[0], PageDecision(
+                by_section[section] = _decision("", PageDecision(
                     verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
                     round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence))
-            for page in members:
-                if page is sample:
-                    decisions[page.document_id] = _decision(page, verdict, outcome.uri, outcome.error, outcome.seen)
-                else:
-                    decisions[page.document_id] = replace(shared, document_id=page.document_id)
+                decisions[sample.document_id] = _decision(sample.document_id, verdict, outcome.uri, outcome.error,
+                                                          outcome.seen)
+    sections.clear()
+
+    def decision_of(page: SamplePage) -> Decision:
+        return decisions.get(page.document_id) or by_section[section_of(page.path)]
+
     meta.record_prefetched(run_id, answers)
-    meta.record_decisions(run_id, list(decisions.values()))
-    included = [p for p in pages if decisions[p.document_id].decision == Verdict.INCLUDE]
+    meta.record_decisions(run_id, (d if d.document_id else replace(d, document_id=p.document_id)
+                                   for p in pages for d in (decision_of(p),)))
+    included = [p for p in pages if decision_of(p).decision == Verdict.INCLUDE]
     include = [p.document_id for p in included]
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
@@ -149,12 +153,12 @@ def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list
     return tasks
 
 
-def _decision(page: RunPage, verdict: PageDecision, uri: str | None = None, error: str | None = None,
+def _decision(document_id: str, verdict: PageDecision, uri: str | None = None, error: str | None = None,
               sample: dict[str, Any] | None = None) -> Decision:
     metadata: dict[str, Any] = {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}
     if sample:
         metadata["sample"] = sample
-    return Decision(page.document_id, verdict.decision, verdict.source, verdict.reason, verdict.confidence,
+    return Decision(document_id, verdict.decision, verdict.source, verdict.reason, verdict.confidence,
                     metadata, uri, error)
 
 
@@ -209,10 +213,14 @@ class SampleOutcome:
     seen: dict[str, Any] | None = None
 
 
-def _candidates(fetcher: Fetcher, members: list[RunPage], first: RunPage | None) -> Iterator[RunPage]:
-    """Robots-allowed members, ``first`` first; lazily, since a section may hold thousands of pages."""
+def _candidates(deps: Deps, fetcher: Fetcher, run_id: str, members: list[SamplePage],
+                first: SamplePage | None) -> Iterator[RunPage]:
+    """Robots-allowed members, ``first`` first, each read whole; lazily, since a section may hold thousands
+    of pages."""
     ordered = chain((first,), (p for p in members if p is not first)) if first is not None else iter(members)
-    return (p for p in ordered if fetcher.robots(p.fetch_url).allows(p.fetch_url))
+    for page in ordered:
+        if fetcher.robots(page.fetch_url).allows(page.fetch_url):
+            yield from deps.metadata.run_pages(run_id, [page.document_id])
 
 
 def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: RunPage, prev: PreviousSample | None,
@@ -264,7 +272,7 @@ def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult
         answers[sample.document_id] = answer.to_dict()
 
 
-def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[RunPage],
+def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[SamplePage],
                     exclude: tuple[str, ...], prev: PreviousSample | None,
                     answers: dict[str, dict[str, Any]]) -> SampleOutcome:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
@@ -272,9 +280,10 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
     errors: list[str] = []
     allowed = refusals = 0
     refused: tuple[RunPage, FetchResult] | None = None
-    for sample in islice(_candidates(fetcher, members, again), SAMPLE_ATTEMPTS):
+    for sample in islice(_candidates(deps, fetcher, message.run_id, members, again), SAMPLE_ATTEMPTS):
         allowed += 1
-        result, vouches = _fetch_sample(deps, fetcher, message, sample, prev if sample is again else None, answers)
+        asked_again = again is not None and sample.document_id == again.document_id
+        result, vouches = _fetch_sample(deps, fetcher, message, sample, prev if asked_again else None, answers)
         if result.outcome is FetchOutcome.NOT_MODIFIED:
             carried = _carry_over(deps, message, sample, prev, result) if prev is not None and vouches else None
             if carried is not None:

@@ -114,11 +114,17 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         pending.append((list(waiting), deps.extract_pool.submit(items)))
         waiting.clear()
 
+    unchecked: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # extracted, not yet handed off
+
     def settle(block: bool) -> None:
         """Hand off extracted pages (the finished ones, or all when ``block``) and write what is settled."""
         while pending and (block or pending[0][1].done()):
             fetched_pages, future = pending.pop(0)
-            done = list(zip(fetched_pages, future.result(), strict=True))
+            unchecked.extend(zip(fetched_pages, future.result(), strict=True))
+        # The blocklist is asked about several extraction tasks' pages at once: each question is a transaction.
+        if unchecked and (block or len(unchecked) >= RECORDS_PER_WRITE):
+            done = list(unchecked)
+            unchecked.clear()
             # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
             erased = deps.blocklist.refused(message.site_domain, {
                 page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)

@@ -47,15 +47,24 @@ class ConflictStore(SqlStore):
         for s in subjects:
             b = bands(s.simhash) if s.simhash else (_NO_BAND,) * 4
             rows.append({"d": s.document_id, "h": s.text_hash, "b0": b[0], "b1": b[1], "b2": b[2], "b3": b[3]})
+        # Two steps, each fenced so the planner cannot reorder it: the texts matching each subject (its
+        # hash or a band: one BitmapOr over five indexes), then the current documents holding each of those
+        # texts (three index lookups). Joined freely, the planner walks the whole site per subject
+        # whenever its estimates are off, as they are on tables a first crawl is still filling.
         found = self._all(
-            "SELECT q.d, d.id, d.canonical_url, c.text_hash, c.simhash, d.created_at"
-            " FROM json_to_recordset(CAST(:rows AS json)) AS q(d uuid, h text, b0 int, b1 int, b2 int, b3 int)"
-            " JOIN knowledge.canonical_texts c ON (c.text_hash = q.h OR c.simhash_b0 = q.b0"
-            "   OR c.simhash_b1 = q.b1 OR c.simhash_b2 = q.b2 OR c.simhash_b3 = q.b3)"
-            " JOIN knowledge.snapshot_texts t ON t.text_hash = c.text_hash"
-            " JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
-            " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
-            " WHERE d.site_domain = :site AND d.id <> q.d AND NOT d.is_deleted",
+            "WITH m AS MATERIALIZED ("
+            "  SELECT q.d AS subject, c.text_hash, c.simhash"
+            "  FROM json_to_recordset(CAST(:rows AS json)) AS q(d uuid, h text, b0 int, b1 int, b2 int, b3 int)"
+            "  JOIN knowledge.canonical_texts c ON c.text_hash = q.h OR c.simhash_b0 = q.b0"
+            "    OR c.simhash_b1 = q.b1 OR c.simhash_b2 = q.b2 OR c.simhash_b3 = q.b3)"
+            " SELECT m.subject, x.id, x.canonical_url, m.text_hash, m.simhash, x.created_at"
+            " FROM m CROSS JOIN LATERAL ("
+            "  SELECT d.id, d.site_domain, d.canonical_url, d.created_at, d.is_deleted"
+            "  FROM knowledge.snapshot_texts t"
+            "  JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
+            "  JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+            "  WHERE t.text_hash = m.text_hash OFFSET 0) x"  # OFFSET 0: the filters below stay outside
+            " WHERE x.site_domain = :site AND x.id <> m.subject AND NOT x.is_deleted",
             {"rows": json_rows(rows), "site": site},
         )
         out: dict[str, list[TextFingerprint]] = {s.document_id: [] for s in subjects}

@@ -10,15 +10,16 @@ in Python, which cost more than the whole sample stage's other work on a recrawl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.records import DECIDER_SKIP_PREFIX, Decision
-from gleaner.store.sqlstore import ROWS_PER_STATEMENT, json_rows
+from gleaner.store.sqlstore import json_rows, statement_slices
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +65,20 @@ def previous_samples(engine: Engine, site: str, run_id: str) -> list[PreviousSam
                            r[8], r[9], r[10], tuple(str(g) for g in (r[11] or ()))) for r in rows]
 
 
-def record_decisions(engine: Engine, run_id: str, decisions: Sequence[Decision]) -> None:
+def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision]) -> None:
     """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip).
 
     Rule decisions are re-made every run; only rule-made skips are lifted by a later include, and a
-    document already skipped for the same reason is not rewritten.
+    document already skipped for the same reason is not rewritten. ``decisions`` is read a statement's
+    rows at a time, so a caller can make them as they are written.
     """
-    if not decisions:
+    slices = statement_slices(decisions)
+    first = next(slices, None)
+    if first is None:
         return
     with engine.begin() as conn:
-        for start in range(0, len(decisions), ROWS_PER_STATEMENT):
-            _record_decisions(conn, run_id, decisions[start:start + ROWS_PER_STATEMENT])
+        for chunk in chain((first,), slices):
+            _record_decisions(conn, run_id, chunk)
 
 
 def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decision]) -> None:

@@ -10,13 +10,14 @@ by character in Python (infra/bench/README.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.rls import ADMIN_OPTION
-from gleaner.store.sqlstore import ROWS_PER_STATEMENT, json_rows
+from gleaner.store.sqlstore import json_rows, statement_slices
 
 # Documents of :s for the rows t(cu, uh, p, su): the known ones (a source host adopted where none was
 # set, as a feed-landed document may have none), then the new ones. A row another transaction inserts
@@ -73,17 +74,20 @@ ANALYZE_AFTER_ROWS = 1000
 
 
 def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str | None,
-                     rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+                     rows: Iterable[tuple[str, str, str, str, int, str]]) -> int:
     """rows: (canonical_url, url_hash, path, source_url, depth, discovered_via): the documents and the run's
-    ledger rows (existing ones kept) in one statement. Returns how many ledger rows were new."""
-    if not rows:
+    ledger rows (existing ones kept), a statement's rows at a time (so a caller can make them as they are
+    written). Returns how many ledger rows were new."""
+    slices = statement_slices(rows)
+    first = next(slices, None)
+    if first is None:
         return 0
     new = 0
     with engine.begin() as conn:
-        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        for chunk in chain((first,), slices):
             params = {"r": run_id, "s": site, "h": source_host_id,
                       "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
-                                         for cu, uh, p, su, dp, v in rows[start:start + ROWS_PER_STATEMENT]])}
+                                         for cu, uh, p, su, dp, v in chunk])}
             new += int(conn.execute(
                 sa.text(
                     "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"

@@ -43,8 +43,45 @@ def _primitive(value: Any) -> Any:
     return value
 
 
+class _PageIdentity:
+    """What a run's page is called and whether a person skipped it: shared by :class:`RunPage` and the
+    slimmer :class:`SamplePage` (``__slots__`` empty, so neither grows a ``__dict__``)."""
+
+    __slots__ = ()
+    canonical_url: str
+    source_url: str | None
+    scrape_policy: str
+    skip_by_decider: bool
+
+    @property
+    def skipped_by_operator(self) -> bool:
+        """``scrape_policy=skip`` set by a person (a rule, a review, an erasure), not carried over from a
+        decider's exclude, which the next run decides again."""
+        return self.scrape_policy == "skip" and not self.skip_by_decider
+
+    @property
+    def fetch_url(self) -> str:
+        """The URL as the site spells it (trailing slash and all); the canonical URL is only identity."""
+        return self.source_url or self.canonical_url
+
+
 @dataclass(frozen=True, slots=True)
-class RunPage:
+class SamplePage(_PageIdentity):
+    """A run's page as sample decides on it: the few fields every page needs (a large run holds one per URL
+    at once); the sampled pages are read whole as :class:`RunPage`."""
+
+    document_id: str
+    canonical_url: str
+    path: str
+    source_url: str | None
+    scrape_policy: str
+    skip_by_decider: bool
+    skip_reason: str | None
+    operator_decision: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage(_PageIdentity):
     document_id: str
     canonical_url: str
     url_hash: str
@@ -69,17 +106,6 @@ class RunPage:
     operator_decision: str | None = None  # `gleaner review decide`: include | exclude
     prefetched: dict[str, Any] | None = None  # what map or sample already got for it this run (fetchonce.py)
     skip_by_decider: bool = False  # the skip is a decider's exclude, re-decided each run (store/decisions.py)
-
-    @property
-    def skipped_by_operator(self) -> bool:
-        """``scrape_policy=skip`` set by a person (a rule, a review, an erasure), not carried over from a
-        decider's exclude, which the next run decides again."""
-        return self.scrape_policy == "skip" and not self.skip_by_decider
-
-    @property
-    def fetch_url(self) -> str:
-        """The URL as the site spells it (trailing slash and all); the canonical URL is only identity."""
-        return self.source_url or self.canonical_url
 
 
 @dataclass(frozen=True, slots=True)

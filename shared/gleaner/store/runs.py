@@ -12,7 +12,8 @@ The scrape's writes are in fetches.py and notmodified.py, the counters in counte
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,7 +23,7 @@ from gleaner.store import discovery
 from gleaner.store.decisions import PreviousSample
 from gleaner.store.decisions import previous_samples as store_previous_samples
 from gleaner.store.decisions import record_decisions as store_decisions
-from gleaner.store.records import Decision, RunPage
+from gleaner.store.records import Decision, RunPage, SamplePage
 from gleaner.store.sqlstore import SqlStore, json_value
 
 
@@ -156,12 +157,25 @@ class RunStore(SqlStore):
         )
         return [RunPage(str(r[0]), *r[1:]) for r in rows]
 
-    def record_decisions(self, run_id: str, decisions: Sequence[Decision]) -> None:
+    def sample_pages(self, run_id: str) -> list[SamplePage]:
+        """Every page of a run as sample decides on it, in :meth:`run_pages`' order.
+
+        One record a URL, held at once: the rows are turned into records as they are read (not all rows
+        first), and the few distinct scrape policies are shared, not one string a row.
+        """
+        rows = self._each(
+            "SELECT d.id::text, d.canonical_url, d.path, d.source_url, d.scrape_policy::text,"
+            " d.skip_by_decider, d.skip_reason, d.operator_decision::text"
+            " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
+            " WHERE c.run_id = :r ORDER BY c.depth, d.path", {"r": run_id})
+        return [SamplePage(r[0], r[1], r[2], r[3], sys.intern(r[4]), r[5], r[6], r[7]) for r in rows]
+
+    def record_decisions(self, run_id: str, decisions: Iterable[Decision]) -> None:
         """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
         store_decisions(self.engine, run_id, decisions)
 
     def record_discovery(self, run_id: str, site: str, source_host_id: str | None,
-                         rows: Sequence[tuple[str, str, str, str, int, str]]) -> int:
+                         rows: Iterable[tuple[str, str, str, str, int, str]]) -> int:
         """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
         return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
 

@@ -7,8 +7,9 @@ per concern; each method opens its own short transaction through ``_tx``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -18,9 +19,19 @@ def json_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
+T = TypeVar("T")
+
 # Rows per statement where a run's rows (one per URL) go in as one JSON parameter: the rows, their JSON
 # and the driver's copy of it are held at once, so a large run is written in slices (one transaction).
 ROWS_PER_STATEMENT = 5000
+
+
+def statement_slices(rows: Iterable[T]) -> Iterator[list[T]]:
+    """``rows`` a statement's worth (:data:`ROWS_PER_STATEMENT`) at a time; a caller may make them as they
+    are written."""
+    rows = iter(rows)
+    while chunk := list(islice(rows, ROWS_PER_STATEMENT)):
+        yield chunk
 
 
 def json_rows(rows: list[dict[str, Any]]) -> str:
@@ -44,6 +55,12 @@ class SqlStore:
         """Every row of one read, on a connection of its own."""
         with self.engine.connect() as conn:
             return conn.execute(sa.text(sql), dict(params or {})).all()
+
+    def _each(self, sql: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
+        """The rows of one read one at a time, on a connection of its own: a caller that turns each row
+        into something else does not hold every row and every result at once."""
+        with self.engine.connect() as conn:
+            yield from conn.execute(sa.text(sql), dict(params or {}))
 
     def _first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first row of one read (None if there is none), on a connection of its own.
