@@ -35,13 +35,14 @@ def export_shared(ref: str, into: Path) -> Path:
     return into / "shared"
 
 
-def served_corpus(prefix: str, pages: int, profile: str, ref: str | None,
-                  workdir_in: Path | None = None) -> tuple[Path, dict[str, Path], bench.Servers, str]:
-    """A new work dir, the variants to crawl (``ref``'s shared/ first when given, then the working tree's)
-    and the synthetic corpus, generated there and served by nginx (started): (work, variants, servers, base)."""
+def served_corpus(prefix: str, pages: int, profile: str, ref: str | None, workdir_in: Path | None = None,
+                  new: str | None = None) -> tuple[Path, dict[str, Path], bench.Servers, str]:
+    """A new work dir, the variants to crawl (``ref``'s shared/ first when given, then the working tree's, or
+    ``new``'s when given) and the synthetic corpus, generated there and served by nginx (started):
+    (work, variants, servers, base)."""
     work = Path(tempfile.mkdtemp(prefix=prefix, dir=workdir_in))
     work.chmod(0o755)
-    variants = {"new": bench.REPO / "shared"}
+    variants = {"new": export_shared(new, work / "new") if new else bench.REPO / "shared"}
     if ref:
         variants = {"ref": export_shared(ref, work / "ref"), **variants}
     servers = bench.Servers("nginx", work)

@@ -21,7 +21,7 @@ from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableError
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
 from gleaner.runstate import RunStatus, Worker
-from gleaner.stages import acting_for, dispatch
+from gleaner.stages import acting_for, dispatch, tenant_of
 from gleaner.store.runcontrol import RunControl
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dic
     # each stage sets the same scope for the messages it handles.
     with acting_for(request):
         with _driving(deps, bus, request.run_id):
+            _warm_for_first_crawl(deps, request)
             _map(deps, bus, request)
             bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
         return _summary(deps, bus, request.run_id)
@@ -77,6 +78,7 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
     log.info("resuming run %s from %s", run_id, run.status)
     with tenancy.scope(run.site_domain):
         with _driving(deps, bus, run_id):
+            deps.extract_pool.warm()  # a stopped run has pages left to fetch, and most will need extraction
             if run.status is RunStatus.MAPPING:
                 options = run.options
                 _map(deps, bus, CrawlRequested(
@@ -99,8 +101,21 @@ def _local_bus(deps: Deps) -> LocalBus:
         raise ConfigError("a crawl on this machine runs the in-process bus; unset GLEANER_BUS (it is 'gcp')")
     if deps.worker is None:
         deps.worker = str(Worker.current())
-    deps.extract_pool.start()  # starting the extraction processes overlaps map and sample
     return bus
+
+
+def _warm_for_first_crawl(deps: Deps, request: CrawlRequested) -> None:
+    """A site's first crawl extracts every page: its extraction processes start while map and sample run.
+
+    A recrawl starts them when scrape hands them its first page (``ExtractPool.submit``), so one whose
+    pages all come back unchanged starts none.
+    """
+    try:
+        known = deps.browse.site_exists(tenant_of(request))
+    except GleanerError:  # the map stage meets the same failure, and reports or retries it
+        return
+    if not known:
+        deps.extract_pool.warm()
 
 
 def _map(deps: Deps, bus: LocalBus, request: CrawlRequested) -> None:

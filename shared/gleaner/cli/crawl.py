@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,25 +22,35 @@ from gleaner.cli.base import (
 )
 from gleaner.config import Settings
 
+if TYPE_CHECKING:
+    from gleaner.app import Deps
+
+log = logging.getLogger(__name__)
+
 # The demo site's fixed address: the same URLs every time, so a second demo is an unchanged recrawl.
 DEMO_PORT = 8471
 
 
 def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = True, **request: Any) -> dict[str, Any]:
-    from gleaner.runner import crawl, new_request
-
     with open_deps(settings) as deps:
-        def pages_total(run_id: str) -> int:
-            summary = deps.metadata.run_summary(run_id)
-            return int(summary["included"]) if summary else 0
+        opening = _open_database_meanwhile(deps)
+        try:
+            from gleaner.runner import crawl, new_request
 
-        per_page = settings.host_delay / max(settings.host_concurrency, 1)
-        message = new_request(url, **request)
-        with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress, \
-                interruptible(message.run_id):
-            deps.observer = progress
-            progress.line(f"crawling {url} (data in {settings.data_dir})")
-            result = crawl(deps, message, progress.on_message)
+            def pages_total(run_id: str) -> int:
+                summary = deps.metadata.run_summary(run_id)
+                return int(summary["included"]) if summary else 0
+
+            per_page = settings.host_delay / max(settings.host_concurrency, 1)
+            message = new_request(url, **request)
+            with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress, \
+                    interruptible(message.run_id):
+                deps.observer = progress
+                progress.line(f"crawling {url} (data in {settings.data_dir})")
+                result = crawl(deps, message, progress.on_message)
+        finally:
+            if opening is not None:
+                opening.join()  # never close the dependencies under a database still starting
     if summary:
         print_summary(result, as_json)
     return result
@@ -85,6 +97,26 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
     summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
                          include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
     exit_for_run(summary)
+
+
+def _open_database_meanwhile(deps: Deps) -> threading.Thread | None:
+    """Open the database (the embedded PostgreSQL's start, the schema check) while this thread imports the pipeline.
+
+    Most of a database's start is spent waiting for the server, time the imports can use. A failure is left
+    to the run: its first use of the database opens it again, and reports or retries what fails.
+    """
+
+    def open_database() -> None:
+        try:
+            deps.engine  # noqa: B018  (built once, under the Deps lock: the run waits for it if it is first)
+        except Exception:
+            log.debug("opening the database ahead of the run failed; the run opens it again", exc_info=True)
+
+    if deps.settings.bus == "gcp":  # a crawl here refuses that bus before it needs any database
+        return None
+    thread = threading.Thread(target=open_database, name="gleaner-open-database", daemon=True)
+    thread.start()
+    return thread
 
 
 def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:

@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import feedparser
-
 from gleaner.errors import InvalidInput
 from gleaner.urls import absolutize
 
@@ -53,6 +51,8 @@ def parse_feed(data: bytes, base_url: str, content_type: str | None = None) -> F
         raise InvalidInput(f"feed is {len(data)} bytes, larger than the {MAX_FEED_BYTES}-byte cap")
     if _ENTITY_DECL.search(data):
         raise InvalidInput("feed declares XML entities (refused: entity expansion bombs)")
+    import feedparser  # here, not at start: most crawls read no feed (and map imports this module)
+
     # Without a content type feedparser flags every feed as suspicious; the fetcher already checked it.
     headers = {"content-location": base_url, "content-type": content_type or "application/xml"}
     parsed = feedparser.parse(io.BytesIO(data), response_headers=headers, sanitize_html=True,

@@ -1,26 +1,48 @@
 """Extraction off the fetch path: a process pool sized to the cores (extraction is CPU-bound).
 
-With one worker (Cloud Functions, tests) it runs in-process and starts nothing.
+With one worker (Cloud Functions, tests) it runs in-process and starts nothing. With more, the worker
+processes start on the first page that needs extraction (or an earlier :meth:`ExtractPool.warm`), so a
+run whose pages all come back unchanged starts none.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from gleaner.extract.page import ExtractedPage, extract_pages
+
+Items = list[tuple[bytes, str | None, str, str | None]]
 
 
 class ExtractPool:
     def __init__(self, workers: int = 0) -> None:
         self.workers = workers or os.cpu_count() or 1
-        self._executor: Executor | None = None
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+        # Pages submitted while the processes start: handed to them once they are up, so that a fetch
+        # loop never waits for a process start (forkserver imports the extractors first).
+        self._queued: list[tuple[Items, Future[list[ExtractedPage]]]] | None = []
+        self._closed = False
 
-    def _pool(self) -> Executor | None:
+    @property
+    def started(self) -> bool:
+        """Whether any extraction process was started (a run of unchanged pages starts none)."""
+        return self._warming is not None
+
+    def warm(self) -> None:
+        """Start the worker processes now, in the background, rather than at the first page (once).
+
+        The local runner calls this before a site's first crawl maps it (every page will need
+        extraction, and map's requests leave a core idle). Otherwise the first :meth:`submit` starts them.
+        """
         if self.workers <= 1:
-            return None
-        if self._executor is None:
+            return
+        with self._lock:
+            if self._warming is not None or self._closed:
+                return
             import multiprocessing
 
             # forkserver: workers start from a clean process, not a copy of a threaded one. The server
@@ -29,37 +51,66 @@ class ExtractPool:
             # (ignored if this process started one already).
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["gleaner.extract.page", "trafilatura", "pypdf"])
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
-        return self._executor
+            executor = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            # A submit forks a worker and waits for it (and for the forkserver's imports): not on the caller's thread.
+            self._warming = threading.Thread(target=self._spawn, args=(executor,), name="gleaner-extract-start",
+                                             daemon=True)
+            self._warming.start()
 
-    def start(self) -> None:
-        """Start the worker processes now rather than at the first page.
-
-        The local runner calls this before the map stage, whose requests leave a core idle, so the
-        workers are ready when scrape hands them the first pages.
-        """
-        pool = self._pool()
-        if pool is None:
-            return
-
-        def spawn() -> None:  # a submit forks a worker and waits for it: not on the caller's thread
+    def _spawn(self, executor: ProcessPoolExecutor) -> None:
+        try:
             for _ in range(self.workers):
-                pool.submit(os.getpid)
+                executor.submit(os.getpid)
+        except RuntimeError:  # closed while starting: the queued pages are cancelled by close()
+            pass
+        finally:
+            with self._lock:
+                queued, self._queued = self._queued or [], None
+            for items, outer in queued:
+                _hand_over(executor, items, outer)
 
-        threading.Thread(target=spawn, name="gleaner-extract-start", daemon=True).start()
-
-    def submit(self, items: list[tuple[bytes, str | None, str, str | None]]) -> Future[list[ExtractedPage]]:
+    def submit(self, items: Items) -> Future[list[ExtractedPage]]:
         """A future for a few fetched pages, (body, charset, url, content type) each (scrape overlaps extraction with
         fetching). Several pages a task: the pool's per-task cost in this process (pickling, its
         manager and feeder threads) is paid once for them all."""
-        pool = self._pool()
-        if pool is None:
+        if self.workers <= 1:
             future: Future[list[ExtractedPage]] = Future()
             future.set_result(extract_pages(items))
             return future
-        return pool.submit(extract_pages, items)
+        self.warm()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the extraction pool is closed")
+            if self._queued is not None:  # the processes are starting
+                queued: Future[list[ExtractedPage]] = Future()
+                self._queued.append((items, queued))
+                return queued
+        assert self._executor is not None
+        return self._executor.submit(extract_pages, items)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            warming = self._warming
+        if warming is not None:
+            warming.join()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+
+
+def _hand_over(executor: ProcessPoolExecutor, items: Items, outer: Future[list[ExtractedPage]]) -> None:
+    """Submit pages queued while the processes started; their future settles as the pool's does."""
+
+    def settle(inner: Future[list[ExtractedPage]]) -> None:
+        if inner.cancelled():
+            outer.cancel()
+        elif (error := inner.exception()) is not None:
+            outer.set_exception(error)
+        else:
+            outer.set_result(inner.result())
+
+    try:
+        executor.submit(extract_pages, items).add_done_callback(settle)
+    except Exception as exc:  # the pool broke or was shut down meanwhile: the caller sees why
+        outer.set_exception(exc)

@@ -16,6 +16,7 @@ as the migrator identity) and functions only check the revision (:func:`require_
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import re
@@ -243,14 +244,44 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def current_revision(engine: Engine) -> str | None:
-    from alembic.runtime.migration import MigrationContext
+    """The revision the database's schema is at (None: not migrated yet), read with one plain query.
 
+    What alembic's MigrationContext reads, without importing alembic (every command checks this at start).
+    """
     with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
-        ctx = MigrationContext.configure(conn, opts={"version_table_schema": "knowledge"})
-        return ctx.get_current_revision()
+        if conn.execute(sa.text("SELECT to_regclass('knowledge.alembic_version')")).scalar() is None:
+            return None
+        revisions = sorted(str(r) for r in conn.execute(sa.text(
+            "SELECT version_num FROM knowledge.alembic_version")).scalars())
+    # One row on a single chain; several (branches) never equal the one head, so ensure_schema lets alembic decide.
+    return ",".join(revisions) or None
+
+
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.MULTILINE)
 
 
 def head_revision() -> str | None:
+    """The code's newest migration: read from the version files' ``revision`` / ``down_revision`` lines.
+
+    Loading every migration script through alembic (what a command did at start to check the schema) costs
+    more than the rest of the check; alembic decides where the files do not name exactly one head.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = {m[1]: m[2] for m in _REVISION_LINE.finditer(path.read_text(encoding="utf-8"))}
+        try:
+            revision = ast.literal_eval(found["revision"])
+            down = ast.literal_eval(found.get("down_revision", "None"))
+        except (KeyError, ValueError, SyntaxError):
+            return alembic_head_revision()
+        revisions.add(str(revision))
+        parents.update([down] if isinstance(down, str) else down or ())
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else alembic_head_revision()
+
+
+def alembic_head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()

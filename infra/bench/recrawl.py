@@ -1,0 +1,95 @@
+"""The unchanged recrawl as a share of the first crawl, whole-process, before/after a change, in one command.
+
+    PYTHONPATH=shared python infra/bench/recrawl.py --ref COMMIT [--new COMMIT] [--profile cheap] [--pages 2000]
+                                                    [--rounds 2]
+
+Each version runs ``gleaner crawl URL --json`` as a user does (a new process: imports, the embedded
+PostgreSQL's start, the schema check and the extraction processes are all counted) twice on one data
+dir: a first crawl, then an unchanged recrawl. The versions take turns (A B A B ...) on one
+nginx-served corpus, so a drift of the shared machine's speed hits both. Prints each round (wall
+seconds, CPU of the process tree and of PostgreSQL, what the recrawl wrote) and the median of each
+version's recrawl / first crawl, in wall time and in CPU of all processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench
+import corpus
+from compare import served_corpus
+
+
+def crawl_process(base: str, data_dir: Path, limit: int, shared: Path) -> dict[str, Any]:
+    """One ``gleaner crawl`` as a whole process: wall seconds, CPU by role, and its JSON summary."""
+    cmd = [bench.python(), "-m", "gleaner.cli", "crawl", base + "/", "--limit", str(limit), "--json"]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, env=bench.gleaner_env(data_dir, shared), cwd=bench.HERE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    with bench.RssSampler(proc.pid, str((data_dir / "pg").resolve())) as rss:
+        out, err = proc.communicate(timeout=3600)
+    wall = time.monotonic() - started
+    if proc.returncode not in (0,):
+        raise SystemExit(f"recrawl: {' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
+    summary = json.loads(out)
+    cpu = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
+           for role in ("main", "children", "postgres")}
+    # Processes seen in the command's tree: the extraction processes, pgserver's pg_ctl calls.
+    return {"wall_seconds": round(wall, 3), "cpu_seconds": cpu, "processes": len(rss.cpu),
+            "summary": {k: summary.get(k) for k in ("status", "fetched", "not_modified", "snapshots")}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", required=True, help="the commit to compare against (its shared/ tree)")
+    parser.add_argument("--new", default=None, help="another commit instead of the working tree")
+    parser.add_argument("--profile", choices=corpus.PROFILES, default="cheap")
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    work, variants, servers, base = served_corpus("gleaner-recrawl-", args.pages, args.profile, args.ref,
+                                                  new=args.new)
+    limit = args.pages * 2 + 100
+    rounds: list[dict[str, Any]] = []
+    try:
+        for r in range(args.rounds):
+            for name, shared in variants.items():
+                data = work / f"{name}-{r}"
+                first = crawl_process(base, data, limit, shared)
+                again = crawl_process(base, data, limit, shared)
+                share = again["wall_seconds"] / first["wall_seconds"]
+                # CPU of every process (PostgreSQL's too): steadier than wall time on a shared machine.
+                cpu_share = sum(again["cpu_seconds"].values()) / (sum(first["cpu_seconds"].values()) or 1.0)
+                rounds.append({"round": r, "variant": name, "first": first, "recrawl": again, "share": round(share, 4),
+                               "cpu_share": round(cpu_share, 4)})
+                print(f"round {r} {name}: first {first['wall_seconds']:.2f} s cpu {first['cpu_seconds']}; recrawl "
+                      f"{again['wall_seconds']:.2f} s cpu {again['cpu_seconds']} processes {again['processes']} "
+                      f"{again['summary']} = {share:.1%} of the wall time, {cpu_share:.1%} of the CPU", flush=True)
+                shutil.rmtree(data, ignore_errors=True)
+    finally:
+        servers.stop()
+    result: dict[str, Any] = {"ref": args.ref, "new": args.new or "working tree", "profile": args.profile,
+                              "pages": args.pages, "rounds": rounds, "median_share": {}, "median_cpu_share": {}}
+    for name in variants:
+        for key in ("share", "cpu_share"):
+            shares = [row[key] for row in rounds if row["variant"] == name]
+            result[f"median_{key}"][name] = round(statistics.median(shares), 4)
+    print(json.dumps({"wall": result["median_share"], "cpu": result["median_cpu_share"]}))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

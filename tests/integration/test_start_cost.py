@@ -1,0 +1,74 @@
+"""What a run starts: an unchanged recrawl starts no extraction process, and a new database is migrated once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+
+import sqlalchemy as sa
+
+from gleaner.config import Settings
+from gleaner.runner import crawl, new_request
+from gleaner.store import db
+from tests.conftest import _admin_engine, _with_database
+
+from .sites import demo_site, set_version
+
+SITE = "start.test"
+
+
+def run(deps, site):
+    return crawl(deps, new_request(site.url + "/", site_domain=SITE))
+
+
+def test_an_unchanged_recrawl_starts_no_extraction_process(make_deps):
+    with demo_site() as site:
+        first_deps = make_deps(extract_workers=2)
+        first = run(first_deps, site)
+        assert first_deps.extract_pool.started
+        first_deps.close()
+        again_deps = make_deps(extract_workers=2)  # a new `gleaner crawl`: a new process, nothing started yet
+        again = run(again_deps, site)
+    assert first["snapshots"]["new"] == 13
+    assert again["status"] == "finished"
+    assert again["snapshots"] == {"new": 0, "changed": 0, "unchanged": 13}
+    assert not again_deps.extract_pool.started
+    assert multiprocessing.active_children() == []
+
+
+def test_a_recrawl_extracts_a_changed_page_in_the_extraction_processes_it_starts_then(make_deps):
+    with demo_site() as site:
+        first_deps = make_deps(extract_workers=2)
+        run(first_deps, site)
+        first_deps.close()
+        set_version(site, "/docs/install")
+        again_deps = make_deps(extract_workers=2)
+        again = run(again_deps, site)
+        started = again_deps.extract_pool.started
+        again_deps.close()
+    assert started
+    assert again["status"] == "finished"
+    assert again["snapshots"] == {"new": 0, "changed": 1, "unchanged": 12}
+
+
+def test_a_new_database_is_migrated_to_the_head_and_a_current_one_is_left_as_it_is(pg_server_url):
+    name = "t_new_" + uuid.uuid4().hex[:12]
+    admin = _admin_engine(pg_server_url)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine = db.create_engine(Settings(database_url=_with_database(pg_server_url, name)))
+    try:
+        assert db.current_revision(engine) is None
+        db.ensure_schema(engine)
+        assert db.current_revision(engine) == db.head_revision()
+        with engine.connect() as conn:
+            tables = conn.execute(sa.text("SELECT count(*) FROM pg_tables WHERE schemaname = 'knowledge'")).scalar()
+        db.ensure_schema(engine)  # current: nothing to apply
+        assert db.current_revision(engine) == db.head_revision()
+    finally:
+        engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+    assert tables and tables > 10

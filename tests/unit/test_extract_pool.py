@@ -1,0 +1,34 @@
+"""The extraction pool starts its processes only for pages, and loses none submitted while they start."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from gleaner.extract.page import extract_pages
+from gleaner.extract.pool import ExtractPool
+
+PAGE = (b"<html><head><title>Pool {n}</title></head><body><main><h1>Pool {n}</h1>"
+        b"<p>Paragraph {n} of a page the pool extracts, long enough to be the main content.</p></main></body></html>")
+
+
+def items(n: int) -> list[tuple[bytes, str | None, str, str | None]]:
+    return [(PAGE.replace(b"{n}", str(n).encode()), "utf-8", f"http://127.0.0.1/p{n}", "text/html")]
+
+
+def test_a_pool_that_is_given_no_page_starts_no_process():
+    pool = ExtractPool(workers=2)
+    pool.close()
+    assert not pool.started
+    assert multiprocessing.active_children() == []
+
+
+def test_pages_submitted_while_the_processes_start_are_all_extracted_as_in_process():
+    pool = ExtractPool(workers=2)
+    try:
+        futures = [pool.submit(items(n)) for n in range(6)]  # all before the processes are up
+        assert pool.started
+        results = [f.result(timeout=120) for f in futures]
+    finally:
+        pool.close()
+    assert [r[0].content_hash for r in results] == [extract_pages(items(n))[0].content_hash for n in range(6)]
+    assert [r[0].title for r in results] == [f"Pool {n}" for n in range(6)]
