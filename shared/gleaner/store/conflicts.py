@@ -30,11 +30,15 @@ class ConflictStore(SqlStore):
         if not snapshot_ids:
             return []
         rows = self._all(
+            # From the snapshots to their documents by primary key: documents.current_snapshot_id has no
+            # index, and matching on it read the whole site once per batch.
             "SELECT d.site_domain, d.id, d.canonical_url, t.text_hash, c.simhash, d.created_at"
-            " FROM knowledge.documents d"
-            " JOIN knowledge.snapshot_texts t ON t.snapshot_id = d.current_snapshot_id"
+            " FROM unnest(CAST(:s AS uuid[])) AS q(id)"
+            " JOIN knowledge.document_snapshots s ON s.id = q.id"
+            " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+            " JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
             " JOIN knowledge.canonical_texts c ON c.text_hash = t.text_hash"
-            " WHERE d.current_snapshot_id = ANY(CAST(:s AS uuid[])) AND NOT d.is_deleted ORDER BY d.id",
+            " WHERE NOT d.is_deleted ORDER BY d.id",
             {"s": list(snapshot_ids)},
         )
         return [(r[0], _fingerprint(r[1:])) for r in rows]
