@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from gleaner.bus.port import Bus
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
-    from gleaner.fetch.budget import Spent
     from gleaner.fetch.fetcher import Fetcher
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
@@ -223,24 +222,28 @@ class Deps:
 
         return ExtractPool(self.settings.extract_workers)
 
-    def new_fetcher(self, *, run_id: str | None = None, spent: Spent | None = None, **overrides: Any) -> Fetcher:
+    def new_fetcher(self, *, run_id: str | None = None, **overrides: Any) -> Fetcher:
         """A fresh fetcher (DNS pins, host state) for one stage of a run.
 
         ``run_id`` shares robots.txt decisions between all the run's fetchers, in this process and
-        in every other one through PostgreSQL (read once per host per run); ``spent`` is what the
-        run already used of its budget (requests, bytes, seconds since it started), so the budget is
-        per run. Per-host delay and concurrency come from ``knowledge.source_hosts``.
+        in every other one through PostgreSQL (read once per host per run), and makes the budget the
+        run's: what it already used (requests and bytes counted only when it has such a limit, since
+        counting reads the run's whole ledger; seconds since it started) counts against it.
+        Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
         settings = self.settings.with_(**overrides) if overrides else self.settings
         if self.fetcher_factory is not None:
             return self.fetcher_factory(settings)
-        from gleaner.fetch.budget import RunBudget
-        from gleaner.fetch.budget import Spent as _Spent
+        from gleaner.fetch.budget import RunBudget, Spent
 
         own = self._run_budget(run_id) if run_id is not None else {}
-        budget = RunBudget(max_requests=int(own.get("max_requests", settings.run_max_requests)),
-                           max_bytes=int(own.get("max_bytes", settings.run_max_bytes)),
-                           max_seconds=float(own.get("max_seconds", settings.run_max_seconds)), spent=spent or _Spent())
+        max_requests = int(own.get("max_requests", settings.run_max_requests))
+        max_bytes = int(own.get("max_bytes", settings.run_max_bytes))
+        spent = Spent()
+        if run_id is not None:
+            spent = Spent(*self.metadata.run_spent(run_id, counted=bool(max_requests or max_bytes)))
+        budget = RunBudget(max_requests=max_requests, max_bytes=max_bytes,
+                           max_seconds=float(own.get("max_seconds", settings.run_max_seconds)), spent=spent)
         robots = None
         if run_id is not None:
             from gleaner.store.runrobots import RunRobots

@@ -29,7 +29,6 @@ from gleaner.decide.port import PageDecision, PageFacts, Verdict
 from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.html import extract_html
 from gleaner.extract.page import PDF, extract_document
-from gleaner.fetch.budget import Spent
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
@@ -86,7 +85,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
-    with deps.new_fetcher(run_id=run_id, spent=Spent(*meta.run_spent(run_id))) as fetcher:
+    with deps.new_fetcher(run_id=run_id) as fetcher:
         for section, members in sections.items():
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
             sample, verdict = outcome.sample, outcome.verdict

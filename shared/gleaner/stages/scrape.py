@@ -38,7 +38,6 @@ from gleaner.decide.port import Verdict
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
-from gleaner.fetch.budget import Spent
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
@@ -152,7 +151,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         if records and (block or len(records) >= RECORDS_PER_WRITE):
             _write(deps, message.run_id, records, counts)
 
-    with deps.new_fetcher(run_id=message.run_id, spent=Spent(*meta.run_spent(message.run_id))) as fetcher:
+    with deps.new_fetcher(run_id=message.run_id) as fetcher:
         for result in chain(replays(), fetcher.fetch_many(requests, stop_at=stop_at),
                             fetcher.fetch_many(missing, stop_at=stop_at)):
             deps.observer.page_fetched()

@@ -1,8 +1,11 @@
 """A run's accounting: what it has spent of its budget, its counters, and finishing it exactly once.
 
 Counters are recomputed from the ledger (``knowledge.crawl_page_decisions``),
-never incremented, so a redelivered message cannot double-count. A run finishes
-(or ends partial) by one conditional UPDATE once every included page is settled.
+never incremented, so a redelivered message cannot double-count. Recounting reads
+the run's whole ledger, so while a run scrapes it is done after a batch only when
+the counters are older than :data:`RECOUNT_SECONDS`; whatever ends a run recounts.
+A run finishes (or ends partial) by one conditional UPDATE once every included
+page is settled.
 """
 
 from __future__ import annotations
@@ -27,11 +30,21 @@ _REFUSED = (f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in REFUSED_
 # the run's error says why; it is never refused (policy) nor limited.
 _FAILED = f"(fetch_outcome IN ('unavailable', 'denied', 'store-failed') AND NOT {_REFUSED})"
 _LIMITED = f"(fetch_outcome::text IN ({', '.join(repr(str(o)) for o in LIMITED_OUTCOMES)}))"
+# How stale a scraping run's counters may be (progress only: they are exact once the run ends).
+RECOUNT_SECONDS = 3.0
 
 
 class CounterStore(SqlStore):
-    def run_spent(self, run_id: str) -> tuple[int, int, float]:
-        """What a run has used of its budget: (page fetches, body bytes, seconds since it started)."""
+    def run_spent(self, run_id: str, counted: bool = True) -> tuple[int, int, float]:
+        """What a run has used of its budget: (page fetches, body bytes, seconds since it started).
+
+        The fetches and bytes are counted over the run's whole ledger; with ``counted`` false (the run
+        has no such limit) they are 0 and only the seconds are read.
+        """
+        if not counted:
+            seconds = self._scalar("SELECT EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))"
+                                   " FROM knowledge.crawl_runs WHERE id = :r", {"r": run_id})
+            return 0, 0, float(seconds or 0.0)
         row = self._first(
             # A page map or sample asked for (prefetched) was a request of this run even before
             # scrape settles it from that answer; it is counted once either way.
@@ -49,18 +62,23 @@ class CounterStore(SqlStore):
             self._refresh_counters(conn, run_id)
 
     @staticmethod
-    def _refresh_counters(conn: Connection, run_id: str) -> None:
+    def _refresh_counters(conn: Connection, run_id: str, *, unless_fresh: bool = False) -> None:
         # Lock the run first, so the counting statement below starts after every concurrent refresh
         # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
         # its start and, if it then waits for the row lock, would write that stale count last.
-        conn.execute(sa.text("SELECT 1 FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"), {"r": run_id})
+        fresh = conn.execute(sa.text(
+            "SELECT counted_at > now() - make_interval(secs => :f) FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"),
+            {"r": run_id, "f": RECOUNT_SECONDS}).scalar()
+        if unless_fresh and fresh:
+            return
         conn.execute(
             sa.text(
                 "UPDATE knowledge.crawl_runs r SET"
                 " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
                 " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
                 " urls_refused = a.refused, urls_limited = a.limited + r.urls_beyond_limit,"
-                " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged"
+                " snapshots_new = a.new, snapshots_changed = a.changed, snapshots_unchanged = a.unchanged,"
+                " counted_at = clock_timestamp()"
                 " FROM (SELECT count(*) AS total,"
                 "   count(*) FILTER (WHERE decision = 'include') AS included,"
                 "   count(*) FILTER (WHERE fetch_outcome = 'fetched') AS fetched,"
@@ -83,7 +101,7 @@ class CounterStore(SqlStore):
         The conditional UPDATE makes this exactly-once however deliveries interleave.
         """
         with self._tx() as conn:  # one transaction (one commit) for both: it runs after every batch
-            self._refresh_counters(conn, run_id)
+            self._refresh_counters(conn, run_id, unless_fresh=True)
             row = conn.execute(
                 sa.text(
                     "UPDATE knowledge.crawl_runs r SET"
@@ -101,4 +119,6 @@ class CounterStore(SqlStore):
                 ),
                 {"r": run_id},
             ).first()
+            if row is not None:
+                self._refresh_counters(conn, run_id)  # the run ended: its counters exact, whatever their age
         return str(row[0]) if row else None
