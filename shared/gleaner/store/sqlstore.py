@@ -23,10 +23,7 @@ T = TypeVar("T")
 
 # Rows per statement where a run's rows (one per URL) go in as one JSON parameter: the rows, their JSON
 # and the driver's copy of it are held at once, so a large run is written in slices (one transaction).
-# Small enough, too, that a join the planner makes as a nested loop between two sets of the slice's rows
-# (it estimates a JSON parameter at 100 rows, so map's discovery statement joins its new documents to
-# its rows that way) stays cheap: its cost grows with the square of the slice.
-ROWS_PER_STATEMENT = 1000
+ROWS_PER_STATEMENT = 5000
 
 
 def statement_slices(rows: Iterable[T]) -> Iterator[list[T]]:
