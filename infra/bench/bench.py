@@ -267,6 +267,8 @@ class Servers:
 
     def add(self, root: Path) -> tuple[int, str]:
         port = server.free_port()
+        while port in self.sites:  # a port freed after probing can be handed out again: never serve two corpora on one
+            port = server.free_port()
         self.sites[port] = root
         return port, f"http://127.0.0.1:{port}"
 
