@@ -54,30 +54,27 @@ class BrowseStore(SqlStore):
 
     def sites(self) -> list[dict[str, Any]]:
         """Every site with documents or runs: counts by status and its latest run."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "WITH s AS (SELECT site_domain FROM knowledge.documents"
-                "   UNION SELECT site_domain FROM knowledge.crawl_runs)"
-                " SELECT s.site_domain,"
-                " (SELECT count(*) FROM knowledge.documents d"
-                "   WHERE d.site_domain = s.site_domain AND NOT d.is_deleted),"
-                " (SELECT count(*) FROM knowledge.documents d WHERE d.site_domain = s.site_domain AND NOT d.is_deleted"
-                "   AND d.status = 'active'),"
-                " r.id, r.status::text, r.started_at"
-                " FROM s LEFT JOIN LATERAL (SELECT id, status, started_at FROM knowledge.crawl_runs c"
-                "   WHERE c.site_domain = s.site_domain ORDER BY c.created_at DESC LIMIT 1) r ON TRUE"
-                " ORDER BY s.site_domain"
-            )).all()
+        rows = self._all(
+            "WITH s AS (SELECT site_domain FROM knowledge.documents"
+            "   UNION SELECT site_domain FROM knowledge.crawl_runs)"
+            " SELECT s.site_domain,"
+            " (SELECT count(*) FROM knowledge.documents d"
+            "   WHERE d.site_domain = s.site_domain AND NOT d.is_deleted),"
+            " (SELECT count(*) FROM knowledge.documents d WHERE d.site_domain = s.site_domain AND NOT d.is_deleted"
+            "   AND d.status = 'active'),"
+            " r.id, r.status::text, r.started_at"
+            " FROM s LEFT JOIN LATERAL (SELECT id, status, started_at FROM knowledge.crawl_runs c"
+            "   WHERE c.site_domain = s.site_domain ORDER BY c.created_at DESC LIMIT 1) r ON TRUE"
+            " ORDER BY s.site_domain")
         return [{"site_domain": r[0], "documents": int(r[1]), "active": int(r[2]),
                  "last_run": {"run_id": str(r[3]), "status": r[4], "started_at": r[5].isoformat() if r[5] else None}
                  if r[3] else None} for r in rows]
 
 
     def site_exists(self, site: str) -> bool:
-        with self.engine.connect() as conn:
-            return bool(conn.execute(sa.text(
-                "SELECT EXISTS (SELECT 1 FROM knowledge.documents WHERE site_domain = :s)"
-                " OR EXISTS (SELECT 1 FROM knowledge.crawl_runs WHERE site_domain = :s)"), {"s": site}).scalar())
+        return bool(self._scalar(
+            "SELECT EXISTS (SELECT 1 FROM knowledge.documents WHERE site_domain = :s)"
+            " OR EXISTS (SELECT 1 FROM knowledge.crawl_runs WHERE site_domain = :s)", {"s": site}))
 
 
     def run_ids(self, site: str | None, limit: int, offset: int) -> tuple[list[str], int]:
@@ -116,11 +113,10 @@ class BrowseStore(SqlStore):
 
 
     def document(self, document_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.text(
-                f"SELECT {_DOC_COLUMNS} FROM knowledge.documents d"
-                " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-                " WHERE d.id = :d AND NOT d.is_deleted"), {"d": document_id}).first()
+        row = self._first(
+            f"SELECT {_DOC_COLUMNS} FROM knowledge.documents d"
+            " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " WHERE d.id = :d AND NOT d.is_deleted", {"d": document_id})
         return _doc(row) if row is not None else None
 
 
@@ -153,13 +149,12 @@ class BrowseStore(SqlStore):
     def tree_folders(self, site: str, prefix: str) -> list[dict[str, Any]]:
         """The folders right under ``prefix`` (which ends in '/'), synthesised from the paths below it,
         each with how many documents it holds and how many of them are in each status."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT seg, count(*), jsonb_object_agg(st, n) FROM ("
-                "  SELECT split_part(substr(path, :pn), '/', 1) AS seg, status::text AS st, count(*) AS n"
-                "  FROM knowledge.documents WHERE site_domain = :s AND NOT is_deleted AND path LIKE :pf"
-                "  AND position('/' in substr(path, :pn)) > 0 GROUP BY 1, 2) g GROUP BY seg ORDER BY seg"
-            ), {"s": site, "pf": _like_prefix(prefix), "pn": len(prefix) + 1}).all()
+        rows = self._all(
+            "SELECT seg, count(*), jsonb_object_agg(st, n) FROM ("
+            "  SELECT split_part(substr(path, :pn), '/', 1) AS seg, status::text AS st, count(*) AS n"
+            "  FROM knowledge.documents WHERE site_domain = :s AND NOT is_deleted AND path LIKE :pf"
+            "  AND position('/' in substr(path, :pn)) > 0 GROUP BY 1, 2) g GROUP BY seg ORDER BY seg",
+            {"s": site, "pf": _like_prefix(prefix), "pn": len(prefix) + 1})
         out = []
         for seg, _groups, statuses in rows:
             counts = {str(k): int(v) for k, v in dict(statuses).items()}
@@ -170,11 +165,9 @@ class BrowseStore(SqlStore):
 
     def citations_of(self, document_id: str) -> list[dict[str, Any]]:
         """The citations that pin a document's versions (``gleaner cite``), newest first."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT id, version, text_hash, span_start, span_end, quote, created_at, erased_at IS NOT NULL"
-                " FROM knowledge.citations WHERE document_id = :d ORDER BY created_at DESC, id"),
-                {"d": document_id}).all()
+        rows = self._all(
+            "SELECT id, version, text_hash, span_start, span_end, quote, created_at, erased_at IS NOT NULL"
+            " FROM knowledge.citations WHERE document_id = :d ORDER BY created_at DESC, id", {"d": document_id})
         return [{"citation_id": str(r[0]), "version": r[1], "text_hash": r[2], "start": r[3], "end": r[4],
                  "quote": r[5], "created_at": r[6].isoformat(), "erased": bool(r[7])} for r in rows]
 
