@@ -140,6 +140,8 @@ def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept
 
 def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser: Any, tmp_path: Path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
 
     subscriptions.add(kept.deps.metadata, "http://127.0.0.1:9/hook", site=None, types=(),
                       allow=kept.deps.settings.allow_networks)
@@ -151,6 +153,8 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
     assert "failed" in row.text
     shot(browser, tmp_path, "changes")
     row.find_element(By.CSS_SELECTOR, "button").click()
+    # The retry answers with the page anew: wait for the old row to go, or it is read as it is replaced.
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(row))
     row = wait_for(browser, "table.deliveries tr:nth-child(2)")
     assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
 
