@@ -5,7 +5,19 @@ from __future__ import annotations
 import random
 
 from gleaner.provenance.conflicts import DetectedBy, DuplicateDetector, TextFingerprint
-from gleaner.provenance.simhash import NEAR_DISTANCE, bands, from_signed, hamming, simhash, to_signed
+from gleaner.provenance.simhash import (
+    _POSITION,
+    NEAR_DISTANCE,
+    SHINGLE_WORDS,
+    bands,
+    from_signed,
+    hamming,
+    simhash,
+    to_signed,
+    words_of,
+)
+
+PINNED_ARTICLE_FINGERPRINT = 15513339041870907160
 
 ARTICLE = ("Gleaner keeps an auditable copy of the public pages a team relies on. It discovers URLs, fetches them "
            "politely, stores every version immutably and detects change. Quotes verify against the exact bytes "
@@ -23,6 +35,45 @@ def test_a_small_edit_moves_the_fingerprint_a_little_and_a_text_with_no_words_ha
     edited = ARTICLE.replace("immutably", "forever", 1)
     assert hamming(simhash(ARTICLE), simhash(edited)) < 16
     assert simhash("— … !") == 0
+
+
+def _reference_simhash(text: str) -> int:
+    """The definition, one shingle and one bit at a time: what the fast version must equal exactly."""
+    import hashlib
+
+    words = words_of(text)
+    if not words:
+        return 0
+    words += [""] * (SHINGLE_WORDS - len(words))
+
+    def word_hash(word: str) -> bytes:
+        return hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest() if word else bytes(8)
+
+    votes = [0] * 64
+    shingles = len(words) - SHINGLE_WORDS + 1
+    for i in range(shingles):
+        first, second, third = (word_hash(w) for w in words[i:i + SHINGLE_WORDS])
+        value = (int.from_bytes(first, "little") ^ int.from_bytes(second.translate(_POSITION[0]), "little")
+                 ^ int.from_bytes(third.translate(_POSITION[1]), "little"))
+        for bit in range(64):
+            votes[bit] += value >> bit & 1
+    return sum(1 << bit for bit in range(64) if 2 * votes[bit] > shingles)
+
+
+def test_fingerprints_are_those_of_the_definition_for_short_long_and_repetitive_texts():
+    """Stored fingerprints are compared with new ones, so the fast count must never drift from the definition,
+    including past 32,768 shingles, where its per-column counters must widen."""
+    rng = random.Random(11)
+    vocabulary = ["gleaner", "crawl", "page", "zé", "Ωmega", "q1", "the", "a"]
+    every_ascii = "".join(map(chr, range(128)))
+    compatibility = "Straße \ufb01ne \uff21\uff22\uff23 one"  # NFKC folds the ligature and the full-width letters
+    texts = ["one", "one two", "one two three", ARTICLE, ARTICLE * 40, every_ascii * 3, compatibility]
+    texts += [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 300))) for _ in range(60)]
+    texts.append(" ".join(rng.choice(vocabulary[:3]) + str(rng.randint(0, 9)) for _ in range(40_000)))
+    for text in texts:
+        assert simhash(text) == _reference_simhash(text), text[:60]
+    # The values the first release stored: a change of the algorithm would break every comparison with them.
+    assert simhash(ARTICLE) == PINNED_ARTICLE_FINGERPRINT
 
 
 def test_fingerprints_within_three_bits_always_share_a_band():
