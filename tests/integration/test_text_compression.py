@@ -1,4 +1,5 @@
-"""Canonical texts and stored links are compressed with lz4 where the server supports it (migration 0013)."""
+"""Canonical texts and stored links are compressed with lz4 where the server supports it (migration 0013);
+without lz4, canonical texts are stored uncompressed (migration 0019)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,21 @@ def test_large_columns_use_lz4_exactly_where_the_server_has_it_and_texts_stay_re
     with engine.connect() as conn:
         assert conn.execute(sa.text(
             "SELECT body FROM knowledge.canonical_texts WHERE text_hash = 'test-hash'")).scalar_one() == text
+
+
+def test_without_lz4_a_large_canonical_text_is_stored_uncompressed_and_reads_back(deps: Any) -> None:
+    engine = deps.metadata.engine
+    with engine.connect() as conn:
+        lz4 = bool(conn.execute(sa.text(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")).scalar_one())
+    text = "a canonical text that repeats " * 2000
+    with engine.begin() as conn:
+        conn.execute(sa.text("SET LOCAL app.all_tenants = 'on'"))
+        conn.execute(sa.text(
+            "INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length, canonicaliser_version)"
+            " VALUES ('large', :b, :n, 2)"), {"b": text, "n": len(text)})
+    with engine.connect() as conn:
+        body, method = conn.execute(sa.text(
+            "SELECT body, pg_column_compression(body) FROM knowledge.canonical_texts WHERE text_hash = 'large'")).one()
+    assert body == text
+    assert method == ("lz4" if lz4 else None)

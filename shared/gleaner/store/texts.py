@@ -19,7 +19,9 @@ from sqlalchemy.engine import Engine
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.provenance.simhash import bands, to_signed
 
-# Data-modifying CTEs all run, to completion, whether or not the final SELECT reads them.
+# Data-modifying CTEs all run, to completion, whether or not the final SELECT reads them. A text's spans
+# are inserted only with the text itself (joined to ``inserted``), so none can exist yet: no ON CONFLICT
+# there, which would probe the spans' key once more per span before inserting it.
 _STORE = sa.text(
     "WITH texts AS ("
     "  SELECT * FROM json_to_recordset(CAST(:texts AS json))"
@@ -36,7 +38,6 @@ _STORE = sa.text(
     "  SELECT t.h, e.ordinal - 1, (e.span->>0)::int, (e.span->>1)::int, e.span->>2"
     "  FROM inserted JOIN texts t ON t.h = inserted.text_hash,"
     "  json_array_elements(t.s) WITH ORDINALITY AS e(span, ordinal)"
-    "  ON CONFLICT DO NOTHING"
     "), linked AS ("
     "  INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
     # source_blake3: the BLAKE3 of the bytes as fetched, which the snapshot recorded (seed 004)
