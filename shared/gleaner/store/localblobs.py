@@ -17,37 +17,40 @@ KNOWN_DIRS = 1024
 
 
 class LocalBlobStore:
+    """Paths on the write and read paths are strings: a pathlib object per key cost more than the copy."""
+
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._root = str(self.root)
         # Directories this store made or found: a crawl writes thousands of blobs into few directories,
         # and a mkdir per blob was most of a write's cost. A directory removed behind its back is made again.
-        self._dirs: OrderedDict[Path, None] = OrderedDict()
+        self._dirs: OrderedDict[str, None] = OrderedDict()
         self._tmp_names = itertools.count()
         self._lock = threading.Lock()
 
-    def _parent(self, path: Path) -> Path:
-        parent = path.parent
+    def _parent(self, path: str) -> str:
+        parent = path.rpartition("/")[0]
         with self._lock:
             known = parent in self._dirs
             if known:
                 self._dirs.move_to_end(parent)
         if not known:
-            parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(parent, exist_ok=True)
             self._remember(parent)
         return parent
 
-    def _remember(self, directory: Path) -> None:
+    def _remember(self, directory: str) -> None:
         with self._lock:
             self._dirs[directory] = None
             self._dirs.move_to_end(directory)
             while len(self._dirs) > KNOWN_DIRS:
                 self._dirs.popitem(last=False)
 
-    def _forget(self, directory: Path) -> None:
+    def _forget(self, directory: str) -> None:
         with self._lock:
             self._dirs.pop(directory, None)
 
-    def _tmp(self, parent: Path) -> tuple[int, str]:
+    def _tmp(self, parent: str) -> tuple[int, str]:
         """A new temporary file beside the key, named by process, store and a counter (mkstemp's random
         names cost more than the write); a name left by a crashed process is skipped, a directory removed
         behind the store's back made again."""
@@ -55,32 +58,38 @@ class LocalBlobStore:
         for _ in range(100):
             with self._lock:
                 n = next(self._tmp_names)
-            tmp = os.path.join(parent, f".tmp-{os.getpid()}-{id(self):x}-{n}")
+            tmp = f"{parent}/.tmp-{os.getpid()}-{id(self):x}-{n}"
             try:
                 return os.open(tmp, flags, 0o600), tmp
             except FileExistsError:
                 continue
             except FileNotFoundError:
                 self._forget(parent)
-                parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(parent, exist_ok=True)
                 self._remember(parent)
         raise FileExistsError(f"no free temporary name in {parent}")
 
     def _path(self, key: str) -> Path:
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
+        """The key's file under the root, as a string (a key that could leave the root is refused)."""
         if not key or key.startswith("/") or ".." in key.split("/") or "\\" in key or "\x00" in key:
             raise InvalidInput(f"invalid blob key {key!r}")
-        return self.root / key
+        return f"{self._root}/{key}"
 
     def put(self, key: str, data: bytes, content_type: str = "text/markdown; charset=utf-8") -> bool:
-        path = self._path(key)
+        path = self._file(key)
         try:
             parent = self._parent(path)
             # Write to a temporary file, then link it into place: link fails if the key exists or appeared
             # meanwhile, so two racing writers cannot both "create" and no reader sees half a file.
             fd, tmp = self._tmp(parent)
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
                 try:
                     os.link(tmp, path)
                 except FileExistsError:
@@ -93,18 +102,18 @@ class LocalBlobStore:
 
     def copy(self, source: str, target: str) -> bool:
         """A hard link: no bytes are read or written, and the target stays create-only."""
-        src, dst = self._path(source), self._path(target)
+        src, dst = self._file(source), self._file(target)
         try:
             self._parent(dst)
             try:
                 os.link(src, dst)
             except FileExistsError:
-                return self._same(dst, target, src.read_bytes())
+                return self._same(dst, target, _read(src))
             except FileNotFoundError:
-                if not src.exists():
+                if not os.path.exists(src):
                     raise KeyError(source) from None
                 # The target's directory went away after this store made it: make it again, once.
-                self._forget(dst.parent)
+                self._forget(dst.rpartition("/")[0])
                 self._parent(dst)
                 os.link(src, dst)
         except OSError as exc:
@@ -112,24 +121,24 @@ class LocalBlobStore:
         return True
 
     @staticmethod
-    def _same(path: Path, key: str, data: bytes) -> bool:
-        if path.read_bytes() != data:
+    def _same(path: str, key: str, data: bytes) -> bool:
+        if _read(path) != data:
             raise BlobConflict(f"blob {key} exists with different bytes; blobs are never overwritten")
         return False
 
     def get(self, key: str) -> bytes:
-        path = self._path(key)
+        path = self._file(key)
         try:
-            return path.read_bytes()
+            return _read(path)
         except FileNotFoundError:
             raise KeyError(key) from None
         except OSError as exc:
             raise RetryableError(f"cannot read blob {key}: {exc}") from exc
 
     def delete(self, key: str) -> bool:
-        path = self._path(key)
+        path = self._file(key)
         try:
-            path.unlink()
+            os.unlink(path)
         except FileNotFoundError:
             return False
         except OSError as exc:
@@ -137,7 +146,7 @@ class LocalBlobStore:
         return True
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        return os.path.isfile(self._file(key))
 
     def list(self, prefix: str) -> list[str]:
         base = self.root
@@ -153,3 +162,14 @@ class LocalBlobStore:
 
     def uri(self, key: str) -> str:
         return f"file://{self._path(key)}"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
