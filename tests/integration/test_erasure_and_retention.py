@@ -47,6 +47,7 @@ def test_erase_then_recrawl_and_the_same_content_at_another_url_stores_nothing(d
         assert deps.blobs.list(f"domains/{SITE}/document-snapshots/{document['id']}/") == []
         assert not any(document["id"] in key or "budget" in key for key in deps.blobs.list("domains/"))
         assert deps.provenance.text_bytes(cited.text_hash) is None
+        assert _count(deps, "SELECT count(*) FROM knowledge.text_spans WHERE text_hash = :h", h=cited.text_hash) == 0
         erased = deps.provenance.citation(cited.citation_id)
         assert erased.quote is None and deps.provenance.verify_citation(erased).state is VerifyState.UNVERIFIABLE
         row = deps.provenance.document_at(url)
@@ -122,6 +123,8 @@ def test_prune_keeps_the_newest_the_current_and_the_cited_versions_and_drops_the
     report = prune(deps.provenance, deps.blobs, SITE, deps.settings.keep_versions)
 
     assert report.versions_removed == 2 and report.blobs_deleted == 4 and report.texts_removed == 2
+    assert _count(deps, "SELECT count(*) FROM knowledge.text_spans s WHERE NOT EXISTS"
+                        " (SELECT 1 FROM knowledge.canonical_texts c WHERE c.text_hash = s.text_hash)") == 0
     kept = {v["version"]: v for v in deps.metadata.snapshots_of(document["id"])}
     assert sorted(kept) == [1, 4]
     for version in (2, 3):

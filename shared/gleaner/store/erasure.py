@@ -208,6 +208,9 @@ def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[
                 " RETURNING c.text_hash"),
         {"h": list(hashes)},
     ).scalars().all()
+    if removed:  # a text's spans go with it (no foreign key cascades: migration 0019)
+        conn.execute(sa.text("DELETE FROM knowledge.text_spans WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                     {"h": list(removed)})
     kept = sorted(set(hashes) - set(removed))
     return sorted(removed), kept
 
