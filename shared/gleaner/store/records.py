@@ -27,10 +27,21 @@ def record_from_row(cls: type[R], row: Sequence[Any]) -> R:
     Records carry primitives: a UUID becomes its string, a time its ISO 8601 text, an array a tuple;
     NULL stays None. Anything else goes in as the driver returned it.
     """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names = _field_names(cls)
     if len(names) != len(row):
         raise ValueError(f"{cls.__name__} has {len(names)} fields, the row {len(row)} columns")
     return cls(**{name: _primitive(value) for name, value in zip(names, row, strict=True)})
+
+
+# Each record type's field names in order: ``dataclasses.fields`` rebuilds them at every call (once a row).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def _primitive(value: Any) -> Any:
