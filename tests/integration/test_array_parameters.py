@@ -1,4 +1,4 @@
-"""List parameters reach PostgreSQL as the same values, whatever their strings hold (store/pgarrays.py)."""
+"""List parameters and placeholders reach PostgreSQL as the same values and statements (store/pgdriver.py)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,11 @@ def test_ids_sent_as_a_list_select_the_rows_they_name(deps: Any) -> None:
                                      " WHERE x = ANY(CAST(:some AS uuid[])) ORDER BY 1"),
                              {"ids": ids, "some": ids[:2]}).scalars().all()
     assert found == sorted(ids[:2])
+
+
+def test_a_statement_run_again_with_other_values_uses_them_and_keeps_its_literal_percent_signs(deps: Any) -> None:
+    query = sa.text("SELECT '50% off: ' || CAST(:x AS text) || ' (' || CAST(:n AS text) || ')'")
+    with deps.metadata.engine.connect() as conn:
+        first = conn.execute(query, {"x": "shoes", "n": 1}).scalar_one()
+        second = conn.execute(query, {"x": "hats", "n": 2}).scalar_one()
+    assert (first, second) == ("50% off: shoes (1)", "50% off: hats (2)")

@@ -30,8 +30,8 @@ from sqlalchemy.engine import Engine
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
+from gleaner.store import pgdriver
 from gleaner.store.dberrors import DatabaseRefused, guard_engine, patiently
-from gleaner.store.pgarrays import install_array_writer
 from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def create_engine(settings: Settings) -> Engine:
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
-    install_array_writer(engine)
+    pgdriver.install(engine)
     install_tenant_guard(engine)
     return guard_engine(engine, settings.database_wait_seconds)
 
