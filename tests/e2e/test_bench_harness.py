@@ -45,6 +45,10 @@ def _assert_every_figure(run: dict) -> None:  # type: ignore[type-arg]
     assert {"gleaner_over_baseline", "gleaner_over_ceiling_2", "gleaner_over_ceiling_1",
             "baseline_over_ceiling_1", "ceiling_2_over_ceiling_1"} <= set(run["ratios"])
     assert len(run["rounds"]) == run["repeat"] == 1
+    # Whole processes too (start-up counted), each longer than its crawl or extraction loop alone.
+    assert all(run["ratios_whole_process"][k] > 0 for k in ("gleaner_over_baseline", "gleaner_over_ceiling_2"))
+    for part in ("ceiling_2", "baseline", "gleaner_first"):
+        assert run[part]["whole_process_seconds"] > run[part].get("crawl_seconds", run[part].get("seconds"))
     first = run["gleaner_first"]
     assert first["pages_fetched"] >= 30  # the pages, plus section indexes found by links
     assert set(first["stage_shares"]) == {"map", "sample", "scrape", "snapshot", "ingest"}
@@ -54,3 +58,4 @@ def _assert_every_figure(run: dict) -> None:  # type: ignore[type-arg]
     mutated = run["gleaner_recrawl_mutated"]
     assert mutated["exactly_mutated_pages_versioned"] is True
     assert "time_fraction_of_first" in mutated
+    assert 0 < same["whole_process_fraction_of_first"] < 1.5

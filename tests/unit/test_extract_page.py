@@ -67,3 +67,19 @@ def test_the_handover_gives_each_text_once_and_drops_the_oldest_beyond_its_size(
     assert handover.take("c") == texts["c"]
     assert handover.take("c") is None
     assert CanonicalHandover(max_bytes=0).take("b") is None
+
+
+def test_the_whole_page_renderer_reads_an_elements_text_as_lxml_text_content_does():
+    """raw.md's bytes (and so its hash) must not move when the renderer reads text another way."""
+    from lxml import html as lxml_html
+
+    from gleaner.extract.html import _text_content
+
+    tree = lxml_html.fromstring(
+        "<html><body><ul><li>a <b>bold</b><!-- hidden --> tail<?pi x?> &amp; &#160;&lt;x&gt; <script>var s</script>"
+        "<i>end</i></li><li></li></ul><h2>T\u00e9 <code>c</code></h2></body></html>"
+    )
+    for element in tree.iter():
+        if isinstance(element.tag, str):
+            assert _text_content(element) == element.text_content()
+    assert whole_page_markdown(tree) == "- a bold tail & <x> var send\n\n## T\u00e9 c\n"

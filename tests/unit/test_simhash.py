@@ -76,6 +76,15 @@ def test_fingerprints_are_those_of_the_definition_for_short_long_and_repetitive_
     assert simhash(ARTICLE) == PINNED_ARTICLE_FINGERPRINT
 
 
+def test_the_words_a_process_remembers_change_no_fingerprint_when_they_are_forgotten(monkeypatch):
+    from gleaner.provenance import simhash as module
+
+    monkeypatch.setattr(module, "_KNOWN_WORDS_LIMIT", 5)  # forgotten after every few words
+    texts = [ARTICLE, ARTICLE.upper(), "Straße one two three", "one two", ARTICLE[:200]]
+    assert [simhash(t) for t in texts] == [_reference_simhash(t) for t in texts]
+    assert len(module._KNOWN_WORDS) <= 5 + len(set(words_of(ARTICLE[:200])))
+
+
 def test_fingerprints_within_three_bits_always_share_a_band():
     rng = random.Random(7)
     for _ in range(500):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 
 from lxml import html as lxml_html
-from lxml.etree import ParserError
+from lxml.etree import ParserError, tostring
 
 # trafilatura is imported where a page is extracted, not here: a process that extracts nothing (an
 # unchanged recrawl's main process) should not pay for its import. The extraction pool preloads it.
@@ -54,8 +54,14 @@ def _normalise(text: str) -> str:
     return text
 
 
+def _text_content(node: lxml_html.HtmlElement) -> str:
+    """``node.text_content()``: the same string (comments and processing instructions left out), from
+    libxml2's text serialiser, which skips the XPath evaluation text_content() sets up per call."""
+    return str(tostring(node, method="text", encoding="unicode", with_tail=False))
+
+
 def _text(node: lxml_html.HtmlElement) -> str:
-    return _normalise(node.text_content())
+    return _normalise(_text_content(node))
 
 
 def whole_page_markdown(tree: lxml_html.HtmlElement) -> str:
@@ -89,7 +95,7 @@ def whole_page_markdown(tree: lxml_html.HtmlElement) -> str:
             if text:
                 append("- " + text)
         elif kind == _CODE:
-            code = node.text_content().strip("\n")
+            code = _text_content(node).strip("\n")
             if code.strip():
                 append("```\n" + code + "\n```")
         elif kind == _TABLE:
