@@ -69,18 +69,19 @@ def alternate(base: str, work: Path, variants: dict[str, Path], limit: int, pair
     def cpu(run: dict[str, Any]) -> float:
         return float(sum(run["cpu_seconds"].values()))
 
-    medians = {name: {"wall_seconds": statistics.median(r["wall_seconds"] for r in rs),
-                      "cpu_seconds": statistics.median(cpu(r) for r in rs),
-                      "main_cpu_seconds": statistics.median(r["cpu_seconds"]["main"] for r in rs),
-                      "postgres_cpu_seconds": statistics.median(r["cpu_seconds"]["postgres"] for r in rs)}
+    medians = {name: {"wall_seconds": round(statistics.median(r["wall_seconds"] for r in rs), 3),
+                      "cpu_seconds": round(statistics.median(cpu(r) for r in rs), 3),
+                      "main_cpu_seconds": round(statistics.median(r["cpu_seconds"]["main"] for r in rs), 3),
+                      "postgres_cpu_seconds": round(statistics.median(r["cpu_seconds"]["postgres"] for r in rs), 3)}
                for name, rs in runs.items()}
     summary: dict[str, Any] = {"runs": runs, "medians": medians}
     if set(runs) == {"ref", "new"}:
         pairs_of = list(zip(runs["ref"], runs["new"], strict=True))
         summary["new_over_ref"] = {
-            "cpu": statistics.median(cpu(b) / cpu(a) for a, b in pairs_of),
-            "main_cpu": statistics.median(b["cpu_seconds"]["main"] / a["cpu_seconds"]["main"] for a, b in pairs_of),
-            "wall": statistics.median(b["wall_seconds"] / a["wall_seconds"] for a, b in pairs_of)}
+            "cpu": round(statistics.median(cpu(b) / cpu(a) for a, b in pairs_of), 3),
+            "main_cpu": round(statistics.median(b["cpu_seconds"]["main"] / a["cpu_seconds"]["main"]
+                                                for a, b in pairs_of), 3),
+            "wall": round(statistics.median(b["wall_seconds"] / a["wall_seconds"] for a, b in pairs_of), 3)}
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}), flush=True)
     return summary
 
