@@ -239,11 +239,11 @@ class Deps:
         own = self._run_budget(run_id) if run_id is not None else {}
         max_requests = int(own.get("max_requests", settings.run_max_requests))
         max_bytes = int(own.get("max_bytes", settings.run_max_bytes))
+        max_seconds = float(own.get("max_seconds", settings.run_max_seconds))
         spent = Spent()
-        if run_id is not None:
+        if run_id is not None and (max_requests or max_bytes or max_seconds):  # an unlimited run counts nothing
             spent = Spent(*self.metadata.run_spent(run_id, counted=bool(max_requests or max_bytes)))
-        budget = RunBudget(max_requests=max_requests, max_bytes=max_bytes,
-                           max_seconds=float(own.get("max_seconds", settings.run_max_seconds)), spent=spent)
+        budget = RunBudget(max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds, spent=spent)
         robots = None
         if run_id is not None:
             from gleaner.store.runrobots import RunRobots

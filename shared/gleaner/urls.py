@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
-from urllib.parse import SplitResult, parse_qsl, quote, unquote, urldefrag, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
 from gleaner.errors import InvalidInput
 
@@ -92,10 +92,8 @@ def _split(url: str) -> SplitResult:
     return parts
 
 
-def canonicalize(url: str) -> str:
-    """Return the canonical form of an absolute http(s) URL; raise InvalidInput otherwise."""
-    parts = _split(url)
-    scheme = parts.scheme.lower()
+def _host(parts: SplitResult, url: str) -> str:
+    """The URL's host in canonical form (IDNA, lower case, no trailing dot); InvalidInput if it has none."""
     host = parts.hostname or ""
     try:
         host = host.rstrip(".").encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
@@ -104,6 +102,14 @@ def canonicalize(url: str) -> str:
     host = host.rstrip(".")
     if not host:
         raise InvalidInput(f"URL has no host: {url!r}")
+    return host
+
+
+def canonicalize(url: str) -> str:
+    """Return the canonical form of an absolute http(s) URL; raise InvalidInput otherwise."""
+    parts = _split(url)
+    scheme = parts.scheme.lower()
+    host = _host(parts, url)
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     port = parts.port
@@ -152,8 +158,8 @@ def site_domain_of(url: str) -> str:
 def fetchable(url: str) -> str:
     """The URL to request: fragment dropped, scheme and host lowercased, a host's trailing dot dropped,
     path and query exactly as the site spells them. Raises InvalidInput like canonicalize."""
-    canonicalize(url)  # validation: scheme, host, port, credentials, control characters
-    parts = urlsplit(urldefrag(url.strip())[0])
+    parts = _split(url)  # canonicalize's validation: scheme, host, port, credentials, control characters
+    _host(parts, url)
     host = parts.netloc.rsplit("@", 1)[-1]
     name, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
     if not colon or not port.isdigit():

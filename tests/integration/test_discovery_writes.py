@@ -68,6 +68,26 @@ def test_a_large_discovery_leaves_the_planner_knowing_the_runs_ledger(deps):
     assert known["crawl_page_decisions"] >= 1200 and known["documents"] >= 1200
 
 
+def test_statistics_that_already_know_enough_rows_are_not_gathered_again(deps, monkeypatch):
+    from gleaner.store import discovery
+
+    monkeypatch.setattr(discovery, "STATISTICS_COVER", 1)  # enough: as many rows as a run adds
+
+    def ledger_rows_known() -> float:
+        return float(scalar(deps, "SELECT reltuples FROM pg_class"
+                                  " WHERE oid = 'knowledge.crawl_page_decisions'::regclass"))
+
+    meta = deps.metadata
+    host = meta.upsert_source_host(SITE, "127.0.0.1", own_site=True)
+    found = [(*row, 1, "sitemap") for row in _rows(*(f"/p{i}" for i in range(1200)))]
+    for run in ("00000000-0000-0000-0000-00000000000c", "00000000-0000-0000-0000-00000000000d"):
+        meta.create_run(run, SITE, host, "http://127.0.0.1:9/", {}, "manual", "api")
+        assert record_discovery(meta.engine, run, SITE, host, found) == 1200
+        if run.endswith("c"):
+            assert ledger_rows_known() >= 1200  # the first run's statistics were gathered
+    assert ledger_rows_known() < 2400  # the second run's were not: the first already knew a run's size
+
+
 def test_a_discovery_larger_than_one_statement_lands_every_url_and_its_decision(deps, monkeypatch):
     from gleaner.store import sqlstore
     from gleaner.store.records import Decision

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -34,6 +39,35 @@ def test_an_unchanged_recrawl_starts_no_extraction_process(make_deps):
     assert again["snapshots"] == {"new": 0, "changed": 0, "unchanged": 13}
     assert not again_deps.extract_pool.started
     assert multiprocessing.active_children() == []
+
+
+# `gleaner crawl` in a process of its own, reporting at exit the modules it imported.
+CRAWL_REPORTING_MODULES = """
+import atexit, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+import json
+from gleaner.cli import main
+main(["crawl", sys.argv[1], "--site-domain", sys.argv[2], "--json"])
+"""
+
+
+def test_an_unchanged_recrawl_imports_neither_the_extractor_nor_a_console_library(make_deps, tmp_path, database_url):
+    with demo_site() as site:
+        first_deps = make_deps()
+        run(first_deps, site)
+        first_deps.close()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env.update(GLEANER_HOME=str(tmp_path / "gleaner"), GLEANER_DATABASE_URL=database_url,
+                   GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0",
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2] / "shared"),
+                                               env.get("PYTHONPATH", "")]))
+        again = subprocess.run([sys.executable, "-c", CRAWL_REPORTING_MODULES, site.url + "/", SITE], env=env,
+                               capture_output=True, text=True, timeout=120, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout)["snapshots"] == {"new": 0, "changed": 0, "unchanged": 13}
+    modules = set(json.loads(again.stderr.strip().splitlines()[-1]))
+    assert "gleaner.stages.scrape" in modules
+    assert not {"trafilatura", "pypdf", "rich", "pygments"} & modules
 
 
 def test_a_recrawl_extracts_a_changed_page_in_the_extraction_processes_it_starts_then(make_deps):

@@ -54,6 +54,8 @@ def planned_deliveries(events: Sequence[ChangeEvent], subs: Sequence[Subscriptio
 def flush(deps: Deps) -> int:
     """Publish every unpublished event and schedule its deliveries; how many events went out."""
     meta = deps.metadata
+    if meta.outbox_empty():
+        return 0
     subs = meta.active_subscriptions()
 
     def publish(events: Sequence[ChangeEvent]) -> list[NewDelivery]:

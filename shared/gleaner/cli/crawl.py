@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
         opening = _open_database_meanwhile(deps)
         try:
             from gleaner.runner import crawl, new_request
+
+            _freeze_imported()
 
             def pages_total(run_id: str) -> int:
                 summary = deps.metadata.run_summary(run_id)
@@ -97,6 +100,15 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
     summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
                          include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
     exit_for_run(summary)
+
+
+def _freeze_imported() -> None:
+    """Keep the garbage collector's full collections (during the run and at exit) off what the imports made.
+
+    Modules, classes and functions live as long as the process; scanning them again at every full
+    collection was a large part of a short run's CPU (infra/bench/README.md, issue 16 session 6).
+    """
+    gc.freeze()
 
 
 def _open_database_meanwhile(deps: Deps) -> threading.Thread | None:

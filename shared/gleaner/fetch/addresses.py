@@ -17,12 +17,18 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import httpx
-import yarl
+# httpx's package imports its command-line client (click, rich, pygments) whenever those are installed,
+# though only its parser is used here: a module marked absent in sys.modules makes httpx define the
+# stub it defines when they are missing (its `httpx` command, a process of its own, is unaffected).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+import httpx  # noqa: E402
+import yarl  # noqa: E402
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

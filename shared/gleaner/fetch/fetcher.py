@@ -160,18 +160,19 @@ class Fetcher:
         future per request, handed between threads, cost as much CPU as a 304 exchange itself.
         """
         self._stop_at = stop_at
-        results: SimpleQueue[FetchResult | BaseException | None] = SimpleQueue()
+        results: SimpleQueue[list[FetchResult | BaseException | None]] = SimpleQueue()
         outstanding = 0
         for chunk in _chunks(requests, FETCH_CHUNK):
             loop.submit(self._fetch_into(chunk, results))
             outstanding += len(chunk)
             while outstanding > FETCH_CHUNK:  # at most two chunks ahead of the caller
-                outstanding -= 1
-                if (result := _taken(results)) is not None:
-                    yield result
-        for _ in range(outstanding):
-            if (result := _taken(results)) is not None:
-                yield result
+                taken = results.get()
+                outstanding -= len(taken)
+                yield from _results(taken)
+        while outstanding:
+            taken = results.get()
+            outstanding -= len(taken)
+            yield from _results(taken)
 
     def robots(self, url: str) -> RobotsRules:
         """The robots decision for the URL's origin, read once per Fetcher before any page there."""
@@ -195,14 +196,27 @@ class Fetcher:
             return await self._follow(request, url, check_robots=self._respect_robots, max_bytes=None)
 
     async def _fetch_into(self, chunk: list[FetchRequest],
-                          results: SimpleQueue[FetchResult | BaseException | None]) -> None:
+                          results: SimpleQueue[list[FetchResult | BaseException | None]]) -> None:
+        # Results finished in one turn of the loop go to the caller together: a put per result woke the
+        # waiting thread once per response, and that hand-over cost as much CPU as the response itself.
+        ready: list[FetchResult | BaseException | None] = []
+
+        def hand_over() -> None:
+            results.put(list(ready))
+            ready.clear()
+
+        def done(item: FetchResult | BaseException | None) -> None:
+            if not ready:
+                asyncio.get_running_loop().call_soon(hand_over)
+            ready.append(item)
+
         async def one(request: FetchRequest) -> None:
             try:
-                results.put(await self._fetch(request, bounded=True))
+                done(await self._fetch(request, bounded=True))
             except _Deferred:
-                results.put(None)
+                done(None)
             except BaseException as exc:  # _fetch returns an outcome for every URL; anything else reaches the caller
-                results.put(exc)
+                done(exc)
 
         await asyncio.gather(*(one(request) for request in chunk))
 
@@ -480,11 +494,13 @@ def _chunks(requests: Iterable[FetchRequest], size: int) -> Iterator[list[FetchR
         yield chunk
 
 
-def _taken(results: SimpleQueue[FetchResult | BaseException | None]) -> FetchResult | None:
-    item = results.get()
-    if isinstance(item, BaseException):
-        raise item
-    return item
+def _results(items: list[FetchResult | BaseException | None]) -> Iterator[FetchResult]:
+    """The results handed over together (None: a request deferred past the stop time), raising what failed."""
+    for item in items:
+        if isinstance(item, BaseException):
+            raise item
+        if item is not None:
+            yield item
 
 
 def _lowered(response: aiohttp.ClientResponse) -> dict[str, str]:

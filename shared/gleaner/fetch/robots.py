@@ -49,8 +49,15 @@ _ALLOW_KEYS = frozenset({"allow"})
 _DISALLOW_KEYS = frozenset({"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"})
 
 
+# Text _encode leaves as it is: printable ASCII without '%' (nor '*' and '$' where they are encoded).
+_PLAIN_PATH = re.compile(r"[!-#&-)+-~]*")
+_PLAIN_PATTERN = re.compile(r"[!-$&-~]*")
+
+
 def _encode(text: str, *, keep_wildcards: bool) -> str:
     """The RFC 9309 §2.2.2 canonical form of a path or a rule pattern."""
+    if (_PLAIN_PATTERN if keep_wildcards else _PLAIN_PATH).fullmatch(text):
+        return text  # every page of a recrawl asks: most paths need no escape at all
     out: list[str] = []
     i = 0
     while i < len(text):

@@ -57,6 +57,9 @@ PAGES_PER_EXTRACTION = 8
 # Settled pages written in one statement while the batch goes on: few enough that a batch killed
 # at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
 RECORDS_PER_WRITE = 10
+# 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
+# request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
+NOT_MODIFIED_PER_WRITE = 50
 
 
 def sha1(data: bytes) -> str:
@@ -149,7 +152,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                     continue
                 fetched.append(handed)
                 records.append(_record(page, result, extracted.title, handed))
-        if records and (block or len(records) >= RECORDS_PER_WRITE):
+        if records and (block or _write_due(records)):
             _write(deps, message.run_id, records, counts)
 
     with deps.new_fetcher(run_id=message.run_id) as fetcher:
@@ -201,6 +204,12 @@ def _request(page: RunPage) -> FetchRequest:
     return FetchRequest(page.fetch_url, key=page.document_id, accept=PAGE_KINDS,
                         etag=page.etag if page.current_hash else None,
                         last_modified=page.last_modified if page.current_hash else None)
+
+
+def _write_due(records: list[FetchRecord]) -> bool:
+    """Whether the settled pages in hand are enough for one write (304s wait for more of their kind)."""
+    not_modified = sum(1 for r in records if r.outcome == FetchOutcome.NOT_MODIFIED)
+    return len(records) - not_modified >= RECORDS_PER_WRITE or not_modified >= NOT_MODIFIED_PER_WRITE
 
 
 def _write(deps: Deps, run_id: str, records: list[FetchRecord], counts: Counter[str]) -> None:

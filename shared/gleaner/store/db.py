@@ -17,9 +17,12 @@ as the migrator identity) and functions only check the revision (:func:`require_
 from __future__ import annotations
 
 import ast
+import atexit
 import logging
 import os
 import re
+import signal
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -75,8 +78,51 @@ def embedded_url(data_dir: Path) -> str:
             server = pgserver.get_server(pgdata)
     except Exception as exc:  # pgserver raises bare exceptions from subprocesses
         raise RetryableError(f"embedded PostgreSQL did not start under {pgdata}: {exc}") from exc
+    if pgdata not in _STOPPING:
+        _STOPPING.add(pgdata)
+        atexit.register(stop_if_last, server)  # after pgserver's own handler, so it runs before it
     uri: str = server.get_uri()
     return uri
+
+
+# The embedded servers this process stops at exit when it is their last holder (see stop_if_last).
+_STOPPING: set[Path] = set()
+# How long a fast shutdown may take before pgserver's own handler (pg_ctl, then a kill) takes over.
+STOP_SECONDS = 60.0
+STOP_POLL_SECONDS = 0.005
+
+
+def stop_if_last(server: Any) -> None:
+    """At exit, stop the embedded server if this process is its last holder, as pgserver would.
+
+    pgserver's handler stops it with ``pg_ctl -w stop``, which looks for the stopped server only every
+    100 ms: most of the end of a short command. This sends the same fast shutdown (SIGINT to the
+    postmaster) under pgserver's inter-process lock, watches for the postmaster's pid file to go at a
+    finer interval, and forgets this process as pgserver would; pgserver's handler, which runs next,
+    then has nothing left to do. Whatever fails here is left to that handler.
+    """
+    from pgserver.postgres_server import PostgresServer
+
+    try:
+        with PostgresServer._lock:  # the lock a joining process takes to add itself
+            if server.global_process_id_list.get() != [os.getpid()]:
+                return
+            process = server.get_postmaster_info().process
+            if not process.is_running():
+                return
+            process.send_signal(signal.SIGINT)
+            # Stopped when the postmaster has removed its pid file, as pg_ctl judges it (the exited
+            # process may stay a zombie until its adoptive parent reaps it).
+            pid_file = Path(server.pgdata) / "postmaster.pid"
+            deadline = time.monotonic() + STOP_SECONDS
+            while pid_file.exists() and time.monotonic() < deadline:
+                time.sleep(STOP_POLL_SECONDS)
+            if not pid_file.exists():
+                # Forgotten as pgserver's handler would; that handler then leaves the server alone (it
+                # would take the zombie for a server pg_ctl cannot stop, and wait two seconds to kill it).
+                server.global_process_id_list.get_and_remove(os.getpid())
+    except Exception:  # pgserver's handler stops it the usual way
+        log.debug("stopping the embedded PostgreSQL at exit failed; pgserver's handler stops it", exc_info=True)
 
 
 def forget_dead_handles(pgdata: Path) -> list[int]:

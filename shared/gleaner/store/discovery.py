@@ -74,8 +74,11 @@ def add_run_pages(conn: Connection, run_id: str, rows: Sequence[tuple[str, int, 
     return int(result.rowcount or 0)
 
 
-# A run that adds at least this many ledger rows refreshes the planner's statistics (below).
+# A run that adds at least this many ledger rows refreshes the planner's statistics (below) of the
+# tables whose statistics know fewer than STATISTICS_COVER times as many rows as the run added
+# (never analysed: -1): past that, the run is a small part of what the planner already knows.
 ANALYZE_AFTER_ROWS = 1000
+STATISTICS_COVER = 10
 
 
 def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str | None,
@@ -109,8 +112,15 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
         # Fresh statistics for the tables this run just grew. Without them the planner keeps planning
         # scrape's ledger updates (one statement per 100 URLs) for the tables as they were, nearly empty,
         # and scans the whole run's ledger once per updated row, so the database's cost per page grows
-        # with the run (infra/bench/README.md). ANALYZE needs the tables' owner: it runs as the
+        # with the run (infra/bench/README.md). Only where the statistics know too few rows: a site's
+        # ledger grows by a run's size every recrawl, and sampling it again each time cost every recrawl
+        # more (ANALYZE reads up to 30,000 rows). ANALYZE needs the tables' owner: it runs as the
         # migration role, not the application role (it reads statistics, no tenant's rows come back).
         with engine.execution_options(**{ADMIN_OPTION: True}).begin() as conn:
-            conn.execute(sa.text("ANALYZE knowledge.crawl_page_decisions, knowledge.documents"))
+            stale = [f"knowledge.{name}" for (name,) in conn.execute(sa.text(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'knowledge'::regnamespace"
+                " AND relname IN ('crawl_page_decisions', 'documents') AND reltuples < :n ORDER BY relname"),
+                {"n": new * STATISTICS_COVER})]
+            if stale:
+                conn.execute(sa.text(f"ANALYZE {', '.join(stale)}"))
     return new

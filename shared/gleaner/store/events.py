@@ -92,6 +92,15 @@ class EventStore(SqlStore):
                          " ORDER BY e.seq LIMIT :n", params)
         return [_event(r) for r in rows]
 
+    def outbox_empty(self) -> bool:
+        """No event waits to be published and no delivery to be handed to the bus: a flush has nothing to do.
+
+        One read instead of the flush's three transactions, which every stage makes after its work.
+        """
+        return bool(self._scalar(
+            "SELECT NOT EXISTS (SELECT 1 FROM knowledge.document_events WHERE published_at IS NULL)"
+            " AND NOT EXISTS (SELECT 1 FROM knowledge.notify_deliveries WHERE state = 'pending' AND NOT scheduled)"))
+
     def publish_events(self, limit: int,
                        publish: Callable[[Sequence[ChangeEvent]], Sequence[NewDelivery]]) -> int:
         """Claim up to ``limit`` unpublished events, oldest first, and hand them to ``publish`` (which announces
