@@ -21,9 +21,7 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,21 +34,7 @@ from compare import served_corpus
 
 def crawl_process(base: str, data_dir: Path, limit: int, shared: Path) -> dict[str, Any]:
     """One ``gleaner crawl`` as a whole process: wall seconds, CPU by role, and its JSON summary."""
-    cmd = [bench.python(), "-m", "gleaner.cli", "crawl", base + "/", "--limit", str(limit), "--json"]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, env=bench.gleaner_env(data_dir, shared), cwd=bench.HERE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    with bench.RssSampler(proc.pid, str((data_dir / "pg").resolve())) as rss:
-        out, err = proc.communicate(timeout=3600)
-    wall = time.monotonic() - started
-    if proc.returncode not in (0,):
-        raise SystemExit(f"recrawl: {' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    summary = json.loads(out)
-    cpu = {role: round(sum(c for r, c in rss.cpu.values() if r == role), 2)
-           for role in ("main", "children", "postgres")}
-    # Processes seen in the command's tree: the extraction processes, pgserver's pg_ctl calls.
-    return {"wall_seconds": round(wall, 3), "cpu_seconds": cpu, "processes": len(rss.cpu),
-            "summary": {k: summary.get(k) for k in ("status", "fetched", "not_modified", "snapshots")}}
+    return bench.cli_crawl(base, data_dir, limit, shared)
 
 
 def alternate(base: str, work: Path, variants: dict[str, Path], limit: int, pairs: int) -> dict[str, Any]:

@@ -58,4 +58,8 @@ def _assert_every_figure(run: dict) -> None:  # type: ignore[type-arg]
     mutated = run["gleaner_recrawl_mutated"]
     assert mutated["exactly_mutated_pages_versioned"] is True
     assert "time_fraction_of_first" in mutated
-    assert 0 < same["whole_process_fraction_of_first"] < 1.5
+    # `gleaner crawl` itself, as a whole process: a first crawl of every page, then an unchanged recrawl.
+    cli_first, cli_same = run["gleaner_cli_first"], run["gleaner_cli_recrawl_unchanged"]
+    assert cli_first["summary"]["fetched"] == first["pages_fetched"]
+    assert cli_same["summary"]["not_modified"] == cli_first["summary"]["fetched"]
+    assert 0 < cli_same["whole_process_fraction_of_first"] < 1.5
