@@ -32,19 +32,14 @@ import corpus
 from compare import served_corpus
 
 
-def crawl_process(base: str, data_dir: Path, limit: int, shared: Path) -> dict[str, Any]:
-    """One ``gleaner crawl`` as a whole process: wall seconds, CPU by role, and its JSON summary."""
-    return bench.cli_crawl(base, data_dir, limit, shared)
-
-
 def alternate(base: str, work: Path, variants: dict[str, Path], limit: int, pairs: int) -> dict[str, Any]:
     """One first crawl, then ``pairs`` unchanged recrawls of each version in turn on its data dir."""
     data = work / "alternate"
-    crawl_process(base, data, limit, next(iter(variants.values())))
+    bench.cli_crawl(base, data, limit, next(iter(variants.values())))
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for pair in range(pairs):
         for name, shared in variants.items():
-            again = crawl_process(base, data, limit, shared)
+            again = bench.cli_crawl(base, data, limit, shared)
             runs[name].append(again)
             print(f"recrawl {pair} {name}: {again['wall_seconds']:.2f} s cpu {again['cpu_seconds']} "
                   f"{again['summary']}", flush=True)
@@ -88,8 +83,8 @@ def main() -> None:
         for r in range(args.rounds):
             for name, shared in variants.items():
                 data = work / f"{name}-{r}"
-                first = crawl_process(base, data, limit, shared)
-                again = crawl_process(base, data, limit, shared)
+                first = bench.cli_crawl(base, data, limit, shared)
+                again = bench.cli_crawl(base, data, limit, shared)
                 share = again["wall_seconds"] / first["wall_seconds"]
                 # CPU of every process (PostgreSQL's too): steadier than wall time on a shared machine.
                 cpu_share = sum(again["cpu_seconds"].values()) / (sum(first["cpu_seconds"].values()) or 1.0)

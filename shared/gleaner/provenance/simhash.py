@@ -90,31 +90,27 @@ def _majority(shingles: int, n: int) -> int:
     overflow one. That is a few passes over the words per column instead of one per bit.
     """
     low_bits = int.from_bytes(b"\x01" * (8 * n), "little")
-    fingerprint = [0]
+    fingerprint = 0
     for k in range(8):  # byte lane j of column k counts bit 8j + k
-        _fold(shingles >> k & low_bits, n, 8, 1, list(range(k, 64, 8)), n, fingerprint)
-    return fingerprint[0]
+        fingerprint |= _fold(shingles >> k & low_bits, n, 8, 1, list(range(k, 64, 8)), n)
+    return fingerprint
 
 
-def _fold(lanes: int, words: int, width: int, peak: int, bits: list[int], n: int, out: list[int]) -> None:
-    """Sum ``words`` 64-bit words of ``width``-bit lanes (each at most ``peak``) lane-wise, then vote.
-
-    ``bits`` names the fingerprint bit each lane of a word counts; ``out[0]`` gathers the fingerprint.
-    """
+def _fold(lanes: int, words: int, width: int, peak: int, bits: list[int], n: int) -> int:
+    """Sum ``words`` 64-bit words of ``width``-bit lanes (each at most ``peak``) lane-wise, then vote:
+    the fingerprint bits (``bits`` names the one each lane of a word counts) that more than half of the
+    n shingles have set."""
     while words > 1:
         if 2 * peak >= 1 << width:  # one more fold could overflow a lane: split into even and odd, twice as wide
             mask = int.from_bytes(((1 << width) - 1).to_bytes(width // 4, "little") * (32 // width * words), "little")
-            _fold(lanes & mask, words, 2 * width, peak, bits[0::2], n, out)
-            _fold(lanes >> width & mask, words, 2 * width, peak, bits[1::2], n, out)
-            return
+            return (_fold(lanes & mask, words, 2 * width, peak, bits[0::2], n)
+                    | _fold(lanes >> width & mask, words, 2 * width, peak, bits[1::2], n))
         half = words // 2
         lanes = (lanes & ((1 << 64 * half) - 1)) + (lanes >> 64 * half)
         words -= half
         peak *= 2
     lane = (1 << width) - 1
-    for i, bit in enumerate(bits):
-        if 2 * (lanes >> i * width & lane) > n:
-            out[0] |= 1 << bit
+    return sum(1 << bit for i, bit in enumerate(bits) if 2 * (lanes >> i * width & lane) > n)
 
 
 # Two fixed byte permutations (x -> m*x + c mod 256, m odd), one per shingle position after the first;
