@@ -107,7 +107,11 @@ class WebhookServer:
         if self._threads[0].is_alive():
             # Closed by the loop's own thread, between two waits: closing its sockets from here could pull
             # a descriptor from under the select() it is in (EBADF, a traceback from the loop's thread).
-            server.trigger.pull_trigger(close_everything)
+            try:
+                server.trigger.pull_trigger(close_everything)
+            except OSError:  # the trigger's pipe is already closed: nothing can wake the loop but closing here
+                log.warning("gleaner serve: the server's wake-up pipe was closed under it; closing from here")
+                close_everything()
             self._threads[0].join(timeout=30)
         else:
             close_everything()
