@@ -159,12 +159,13 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
+    # The sitemap's lastmod and the walk's kept answers go into the ledger rows as they are inserted.
     meta.record_discovery(run_id, site, host_id,
                           ((url, url_hash(url), path_of(url), source, depth, via)
-                           for url, (depth, via, source) in found.urls.items()))
+                           for url, (depth, via, source) in found.urls.items()),
+                          parsed_lastmods(found.lastmod), keeper.answers)
     keeper.save()
     meta.apply_site_rules(site)  # rules reach the documents this run discovered for the first time
-    meta.record_lastmods(run_id, site, parsed_lastmods(found.lastmod))
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -203,13 +204,14 @@ class WalkKeeper:
     """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
 
     ``known`` gives, for pages about to be walked, the links their body held when last read and the
-    validators to ask with; ``keep`` stores each answer for scrape; ``read`` notes the links of a body
-    read now. ``save`` writes both once the run's documents exist.
+    validators to ask with; ``keep`` stores each answer for scrape (``answers``, by canonical URL, which
+    the run's ledger rows are inserted with); ``read`` notes the links of a body read now, which ``save``
+    writes once the run's documents exist.
     """
 
     def __init__(self, deps: Deps, site: str, run_id: str) -> None:
         self._deps, self._site, self._run_id = deps, site, run_id
-        self._answers: dict[str, dict[str, object]] = {}
+        self.answers: dict[str, dict[str, object]] = {}
         self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
 
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
@@ -228,16 +230,14 @@ class WalkKeeper:
             # the map JSON below) rather than walk the site again on every retry of the map.
             raise MapFailed(f"blob store failed: {exc}") from exc
         if answer is not None:
-            self._answers[canonical] = answer.to_dict()
+            self.answers[canonical] = answer.to_dict()
 
     def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
         if etag or last_modified:
             self._links.append((canonical, etag, last_modified, page.links, page.feeds))
 
     def save(self) -> None:
-        meta = self._deps.metadata
-        meta.record_prefetched(self._run_id, self._answers, site=self._site)
-        meta.save_links(self._site, self._run_id, self._links)
+        self._deps.metadata.save_links(self._site, self._run_id, self._links)
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
