@@ -336,19 +336,19 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
     start = canonicalize(start_url)
     walked: set[str] = set()
-    level = [start_url]
+    # Each URL with its canonical form, made once: a level's links are canonicalised as they are found.
+    level = [(start_url, start)]
     for depth in range(max(max_depth, 1)):
-        todo: list[str] = []
-        for url in level:
-            canonical = canonicalize(url)
+        todo: dict[str, str] = {}  # url -> canonical, in discovery order
+        for url, canonical in level:
             if canonical in walked or skipped(canonical) or (
                     canonical != start and (canonical in listed or not walkable(canonical))):
                 continue
             walked.add(canonical)
             if fetcher.robots(url).allows(url):
-                todo.append(url)
-        known = keeper.known([canonicalize(url) for url in todo]) if keeper is not None else {}
-        asks = {url: known.get(canonicalize(url)) for url in todo}
+                todo[url] = canonical
+        known = keeper.known(list(todo.values())) if keeper is not None else {}
+        asks = {url: known.get(canonical) for url, canonical in todo.items()}
         # Each answer is kept and read for links as it arrives, and its body dropped: a level of
         # documents (PDFs up to the body cap) is never held in memory at once.
         results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
@@ -356,9 +356,9 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
                              last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
             url = str(result.key)
-            results[url] = (replace(result, body=None), _read_page(result, url, asks[url], depth < max_depth,
-                                                                   keeper, max_links))
-        following: list[str] = []
+            results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
+                                                                   depth < max_depth, keeper, max_links))
+        following: list[tuple[str, str]] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
             result, page = results[url]
             if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and depth == 0:
@@ -374,16 +374,15 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 except InvalidInput:
                     continue
                 if found.add(link, depth + 1, "link", canonical) or canonical in found.urls:
-                    following.append(link)
+                    following.append((link, canonical))
         if found.full:  # every answer of this level was kept; the next level would add nothing
             return
         level = following
 
 
-def _read_page(result: FetchResult, url: str, ask: KnownLinks | None, expand: bool, keeper: WalkKeeper | None,
-               max_links: int) -> PageLinks | None:
+def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | None, expand: bool,
+               keeper: WalkKeeper | None, max_links: int) -> PageLinks | None:
     """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
-    canonical = canonicalize(url)
     if keeper is not None:
         keeper.keep(canonical, result, ask)
     if not expand:
