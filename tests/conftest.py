@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.config import Settings, parse_networks
+from gleaner.config import Settings, default_pg_templates, parse_networks
 from gleaner.store import db
 
 TEMPLATE_DB = "gleaner_template"
@@ -29,14 +29,18 @@ TEMPLATE_DB = "gleaner_template"
 @pytest.fixture(autouse=True, scope="session")
 def _private_gleaner_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A safety net: a command a test forgets to point elsewhere writes here, never to the user's
-    ~/.local/share/gleaner. Tests that mean a place set GLEANER_HOME themselves."""
-    before = os.environ.get("GLEANER_HOME")
+    ~/.local/share/gleaner (or ~/.cache/gleaner). Tests that mean a place set GLEANER_HOME themselves."""
+    names = ("GLEANER_HOME", "GLEANER_PG_TEMPLATE_DIR")
+    before = {name: os.environ.get(name) for name in names}
     os.environ["GLEANER_HOME"] = str(tmp_path_factory.mktemp("gleaner-home"))
+    # New embedded data dirs copy one migrated cluster the session builds, not the user's cached one.
+    os.environ["GLEANER_PG_TEMPLATE_DIR"] = str(tmp_path_factory.mktemp("pg-templates"))
     yield
-    if before is None:
-        os.environ.pop("GLEANER_HOME", None)
-    else:
-        os.environ["GLEANER_HOME"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _with_database(url: str, name: str) -> str:
@@ -96,6 +100,7 @@ def test_settings(tmp_path: Path, database_url: str | None = None, **overrides: 
     base = Settings(
         data_dir=tmp_path / "gleaner",
         database_url=database_url,
+        pg_template_dir=default_pg_templates(os.environ),
         allow_networks=parse_networks("127.0.0.0/8"),
         host_delay=0.0,
         host_concurrency=4,

@@ -50,6 +50,7 @@ def served_corpus(prefix: str, pages: int, profile: str, ref: str | None, workdi
     _, base = servers.add(root)
     corpus.generate_synthetic(root, base, pages, profile=profile)
     servers.start()
+    bench.warm_pg_templates(work, variants["new"])
     return work, variants, servers, base
 
 

@@ -64,6 +64,21 @@ def default_home(env: Mapping[str, str]) -> Path:
     return Path.home() / ".local" / "share" / "gleaner"
 
 
+def default_pg_templates(env: Mapping[str, str]) -> Path | None:
+    """GLEANER_PG_TEMPLATE_DIR ("off": none), else $XDG_CACHE_HOME/gleaner/pg-templates, else ~/.cache/…
+
+    A cache: deleting it costs the next new data dir one initdb and the migrations.
+    """
+    value = env.get("GLEANER_PG_TEMPLATE_DIR", "").strip()
+    if value.lower() == "off":
+        return None
+    if value:
+        return Path(value).expanduser().absolute()
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "gleaner" / "pg-templates"
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
@@ -113,6 +128,9 @@ class Settings:
     data_dir: Path = field(default_factory=lambda: default_home({}))
     # None means: start the embedded PostgreSQL (pgserver) under data_dir.
     database_url: str | None = None
+    # GLEANER_PG_TEMPLATE_DIR: where a new embedded data dir's migrated cluster is cached, to be copied
+    # instead of running initdb and the migrations again (store/pgtemplate.py); None ("off"): initdb each time.
+    pg_template_dir: Path | None = field(default_factory=lambda: default_pg_templates({}))
     # None means: a local directory under data_dir with the bucket's exact layout.
     blob_url: str | None = None
     # Non-public networks the fetcher may reach. Empty: only public addresses (SSRF safety).
@@ -268,6 +286,7 @@ class Settings:
         settings = cls(
             data_dir=default_home(env),
             database_url=env.get("GLEANER_DATABASE_URL", "").strip() or None,
+            pg_template_dir=default_pg_templates(env),
             blob_url=env.get("GLEANER_BLOB_URL", "").strip() or None,
             allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),
             webhook_secret=env.get("GLEANER_WEBHOOK_SECRET") or None,

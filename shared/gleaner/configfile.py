@@ -60,7 +60,7 @@ def setting_names() -> frozenset[str]:
     """Every environment name :meth:`Settings.from_env` reads (asked of it, so never out of date)."""
     env = _RecordingEnv()
     Settings.from_env(env)
-    return frozenset(env.names - {"XDG_DATA_HOME"})
+    return frozenset(env.names - {"XDG_DATA_HOME", "XDG_CACHE_HOME"})
 
 
 @dataclass(frozen=True, slots=True)

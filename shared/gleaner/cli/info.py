@@ -37,7 +37,7 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
     elif settings.database_url:
         database = mask_url(settings.database_url)
     else:
-        database = mask_url(db.embedded_url(settings.data_dir))
+        database = mask_url(db.embedded_url(settings.data_dir, settings.pg_template_dir))
     engine = db.create_engine(settings)
     try:
         revision = db.current_revision(engine)

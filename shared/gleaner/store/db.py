@@ -61,8 +61,12 @@ def _pg8000_url(url: str) -> tuple[str, dict[str, Any]]:
     return new, connect_args
 
 
-def embedded_url(data_dir: Path) -> str:
-    """Start (or join) the embedded PostgreSQL under data_dir and return its URL."""
+def embedded_url(data_dir: Path, templates: Path | None = None) -> str:
+    """Start (or join) the embedded PostgreSQL under data_dir and return its URL.
+
+    A new data dir starts as a copy of the migrated cluster cached under ``templates`` when given
+    (:mod:`gleaner.store.pgtemplate`), else pgserver runs initdb.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
@@ -71,6 +75,10 @@ def embedded_url(data_dir: Path) -> str:
         raise ConfigError("the embedded database needs the 'pgserver' package") from exc
     pgdata = (data_dir / "pg").resolve()
     pgdata.mkdir(parents=True, exist_ok=True)
+    if templates is not None:
+        from gleaner.store.pgtemplate import seed
+
+        seed(pgdata, templates)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
@@ -177,7 +185,7 @@ def create_engine(settings: Settings) -> Engine:
     if settings.cloudsql_instance:
         engine = cloudsql_engine(settings)
     else:
-        url = settings.database_url or embedded_url(settings.data_dir)
+        url = settings.database_url or embedded_url(settings.data_dir, settings.pg_template_dir)
         sa_url, connect_args = _pg8000_url(url)
         engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
                                   max_overflow=10, future=True)
