@@ -98,9 +98,20 @@ class WebhookServer:
 
         self._stopping.set()
         self._work.set()
-        self._server.close()
-        wasyncore.close_all(self._server._map)  # open connections too: the loop ends when none is left
-        self._server.task_dispatcher.shutdown()
+        server = self._server
+
+        def close_everything() -> None:
+            server.close()
+            wasyncore.close_all(server._map)  # open connections too: the loop ends when none is left
+
+        if self._threads[0].is_alive():
+            # Closed by the loop's own thread, between two waits: closing its sockets from here could pull
+            # a descriptor from under the select() it is in (EBADF, a traceback from the loop's thread).
+            server.trigger.pull_trigger(close_everything)
+            self._threads[0].join(timeout=30)
+        else:
+            close_everything()
+        server.task_dispatcher.shutdown()
         for thread in self._threads:
             thread.join(timeout=30)
 

@@ -70,6 +70,25 @@ def test_an_unchanged_recrawl_imports_neither_the_extractor_nor_a_console_librar
     assert not {"trafilatura", "pypdf", "rich", "pygments"} & modules
 
 
+def test_a_first_crawl_extracts_its_samples_and_pages_in_the_extraction_processes_only(tmp_path, database_url):
+    """The main process fetches and stores; trafilatura and pypdf are imported (and warmed) only where
+    extraction runs, sample's pages included."""
+    with demo_site() as site:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env.update(GLEANER_HOME=str(tmp_path / "gleaner"), GLEANER_DATABASE_URL=database_url,
+                   GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_HOST_DELAY="0", GLEANER_EXTRACT_WORKERS="2",
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2] / "shared"),
+                                               env.get("PYTHONPATH", "")]))
+        first = subprocess.run([sys.executable, "-c", CRAWL_REPORTING_MODULES, site.url + "/", SITE], env=env,
+                               capture_output=True, text=True, timeout=180, check=False)
+    assert first.returncode == 0, first.stderr[-2000:]
+    summary = json.loads(first.stdout)
+    assert summary["snapshots"]["new"] == 13 and summary["excluded"] > 0  # sample judged sections on their pages
+    modules = set(json.loads(first.stderr.strip().splitlines()[-1]))
+    assert "gleaner.stages.sample" in modules
+    assert not {"trafilatura", "pypdf"} & modules
+
+
 def test_a_recrawl_extracts_a_changed_page_in_the_extraction_processes_it_starts_then(make_deps):
     with demo_site() as site:
         first_deps = make_deps(extract_workers=2)

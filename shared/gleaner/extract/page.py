@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 
 from gleaner.errors import InvalidInput
-from gleaner.extract.html import EXTRACTOR, extract_html
+from gleaner.extract.html import EXTRACTOR, Extracted, extract_html
 from gleaner.extract.pdf import extract_pdf
 from gleaner.fetch.types import decode_body
 from gleaner.provenance.canonical import CanonicalText, bytes_hash, canonicalise
@@ -72,3 +72,8 @@ def extract_document(body: bytes) -> ExtractedPage:
 def extract_pages(items: list[tuple[bytes, str | None, str, str | None]]) -> list[ExtractedPage]:
     """:func:`extract_page` for a few pages at once: (body, charset, url, content type) each, in order."""
     return [extract_page(body, charset, url, content_type) for body, charset, url, content_type in items]
+
+
+def extract_body(body: bytes, charset: str | None, url: str) -> Extracted:
+    """One HTML body's content.md, raw.md and title, decoded by its charset (what sample decides on)."""
+    return extract_html(decode_body(body, charset), url)

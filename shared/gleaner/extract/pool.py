@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
 
 from gleaner.extract.page import ExtractedPage, extract_pages
 
 Items = list[tuple[bytes, str | None, str, str | None]]
+T = TypeVar("T")
 
 
 class ExtractPool:
@@ -24,7 +27,7 @@ class ExtractPool:
         self._warming: threading.Thread | None = None
         # Pages submitted while the processes start: handed to them once they are up, so that a fetch
         # loop never waits for a process start (forkserver imports the extractors first).
-        self._queued: list[tuple[Items, Future[list[ExtractedPage]]]] | None = []
+        self._queued: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] | None = []
         self._closed = False
 
     @property
@@ -66,27 +69,32 @@ class ExtractPool:
         finally:
             with self._lock:
                 queued, self._queued = self._queued or [], None
-            for items, outer in queued:
-                _hand_over(executor, items, outer)
+            for fn, args, outer in queued:
+                _hand_over(executor, fn, args, outer)
 
     def submit(self, items: Items) -> Future[list[ExtractedPage]]:
         """A future for a few fetched pages, (body, charset, url, content type) each (scrape overlaps extraction with
         fetching). Several pages a task: the pool's per-task cost in this process (pickling, its
         manager and feeder threads) is paid once for them all."""
+        return self.call(extract_pages, items)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """A future for ``fn(*args)`` run where extraction runs (``fn`` a module-level function, picklable
+        arguments): the extractors are imported there, never in this process (sample's page goes there too)."""
         if self.workers <= 1:
-            future: Future[list[ExtractedPage]] = Future()
-            future.set_result(extract_pages(items))
+            future: Future[T] = Future()
+            future.set_result(fn(*args))
             return future
         self.warm()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the extraction pool is closed")
             if self._queued is not None:  # the processes are starting
-                queued: Future[list[ExtractedPage]] = Future()
-                self._queued.append((items, queued))
+                queued: Future[T] = Future()
+                self._queued.append((fn, args, queued))
                 return queued
         assert self._executor is not None
-        return self._executor.submit(extract_pages, items)
+        return self._executor.submit(fn, *args)
 
     def close(self) -> None:
         with self._lock:
@@ -99,10 +107,11 @@ class ExtractPool:
             self._executor = None
 
 
-def _hand_over(executor: ProcessPoolExecutor, items: Items, outer: Future[list[ExtractedPage]]) -> None:
-    """Submit pages queued while the processes started; their future settles as the pool's does."""
+def _hand_over(executor: ProcessPoolExecutor, fn: Callable[..., Any], args: tuple[Any, ...],
+               outer: Future[Any]) -> None:
+    """Submit work queued while the processes started; its future settles as the pool's does."""
 
-    def settle(inner: Future[list[ExtractedPage]]) -> None:
+    def settle(inner: Future[Any]) -> None:
         if inner.cancelled():
             outer.cancel()
         elif (error := inner.exception()) is not None:
@@ -111,6 +120,6 @@ def _hand_over(executor: ProcessPoolExecutor, items: Items, outer: Future[list[E
             outer.set_result(inner.result())
 
     try:
-        executor.submit(extract_pages, items).add_done_callback(settle)
+        executor.submit(fn, *args).add_done_callback(settle)
     except Exception as exc:  # the pool broke or was shut down meanwhile: the caller sees why
         outer.set_exception(exc)

@@ -27,8 +27,7 @@ from typing import Any
 from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts, Verdict
 from gleaner.errors import BlobConflict, GleanerError
-from gleaner.extract.html import extract_html
-from gleaner.extract.page import PDF, extract_document
+from gleaner.extract.page import PDF, extract_body, extract_document
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
@@ -301,7 +300,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
                                    0.5, content_kind="unsampled")
             return SampleOutcome(None, verdict, error=f"{result.outcome}: {result.reason}")
         if result.outcome is FetchOutcome.FETCHED and result.content_type == PDF:
-            document = extract_document(result.body or b"")
+            document = deps.extract_pool.call(extract_document, result.body or b"").result()
             if document.refused is not None:
                 result = replace(result, outcome=FetchOutcome.REFUSED_CONTENT, reason=document.refused)
         if result.outcome is FetchOutcome.REFUSED_CONTENT:
@@ -316,7 +315,9 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         if result.content_type == PDF:
             content_md, main_text_chars, title = document.content.decode("utf-8"), len(document.content), document.title
         else:
-            extracted = extract_html(result.text(), result.final_url or sample.fetch_url)
+            # Where extraction runs: the extractors are never imported here (nor warmed up by their first page).
+            extracted = deps.extract_pool.call(extract_body, result.body or b"", result.charset,
+                                               result.final_url or sample.fetch_url).result()
             content_md, main_text_chars, title = extracted.content_md, extracted.main_text_chars, extracted.title
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
