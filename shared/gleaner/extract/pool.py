@@ -50,10 +50,11 @@ class ExtractPool:
 
             # forkserver: workers start from a clean process, not a copy of a threaded one. The server
             # imports the extractors (trafilatura, lxml, pypdf: costly imports, which extract/ itself
-            # defers) once, before it forks the workers, instead of every worker importing them again
-            # (ignored if this process started one already).
+            # defers) and builds what trafilatura builds on first use (extract/warm.py) once, before it
+            # forks the workers, instead of every worker doing it again (ignored if this process started
+            # one already).
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["gleaner.extract.page", "trafilatura", "pypdf"])
+            ctx.set_forkserver_preload(["gleaner.extract.page", "trafilatura", "pypdf", "gleaner.extract.warm"])
             executor = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
             # A submit forks a worker and waits for it (and for the forkserver's imports): not on the caller's thread.
             self._warming = threading.Thread(target=self._spawn, args=(executor,), name="gleaner-extract-start",
