@@ -159,12 +159,13 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
+    # The sitemap's lastmod and the walk's kept answers go into the ledger rows as they are inserted.
     meta.record_discovery(run_id, site, host_id,
                           ((url, url_hash(url), path_of(url), source, depth, via)
-                           for url, (depth, via, source) in found.urls.items()))
+                           for url, (depth, via, source) in found.urls.items()),
+                          parsed_lastmods(found.lastmod), keeper.answers)
     keeper.save()
     meta.apply_site_rules(site)  # rules reach the documents this run discovered for the first time
-    meta.record_lastmods(run_id, site, parsed_lastmods(found.lastmod))
     key = map_key(site, run_id)
     links = {"run_id": run_id, "target_url": target, "site_domain": site,
              "links": [{"url": u, "source_url": s, "depth": d, "via": v} for u, (d, v, s) in found.urls.items()],
@@ -203,13 +204,14 @@ class WalkKeeper:
     """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
 
     ``known`` gives, for pages about to be walked, the links their body held when last read and the
-    validators to ask with; ``keep`` stores each answer for scrape; ``read`` notes the links of a body
-    read now. ``save`` writes both once the run's documents exist.
+    validators to ask with; ``keep`` stores each answer for scrape (``answers``, by canonical URL, which
+    the run's ledger rows are inserted with); ``read`` notes the links of a body read now, which ``save``
+    writes once the run's documents exist.
     """
 
     def __init__(self, deps: Deps, site: str, run_id: str) -> None:
         self._deps, self._site, self._run_id = deps, site, run_id
-        self._answers: dict[str, dict[str, object]] = {}
+        self.answers: dict[str, dict[str, object]] = {}
         self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
 
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
@@ -228,16 +230,14 @@ class WalkKeeper:
             # the map JSON below) rather than walk the site again on every retry of the map.
             raise MapFailed(f"blob store failed: {exc}") from exc
         if answer is not None:
-            self._answers[canonical] = answer.to_dict()
+            self.answers[canonical] = answer.to_dict()
 
     def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
         if etag or last_modified:
             self._links.append((canonical, etag, last_modified, page.links, page.feeds))
 
     def save(self) -> None:
-        meta = self._deps.metadata
-        meta.record_prefetched(self._run_id, self._answers, site=self._site)
-        meta.save_links(self._site, self._run_id, self._links)
+        self._deps.metadata.save_links(self._site, self._run_id, self._links)
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
@@ -336,19 +336,19 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     listed = {url for url, (_depth, via, _source) in found.urls.items() if via == "sitemap"}
     start = canonicalize(start_url)
     walked: set[str] = set()
-    level = [start_url]
+    # Each URL with its canonical form, made once: a level's links are canonicalised as they are found.
+    level = [(start_url, start)]
     for depth in range(max(max_depth, 1)):
-        todo: list[str] = []
-        for url in level:
-            canonical = canonicalize(url)
+        todo: dict[str, str] = {}  # url -> canonical, in discovery order
+        for url, canonical in level:
             if canonical in walked or skipped(canonical) or (
                     canonical != start and (canonical in listed or not walkable(canonical))):
                 continue
             walked.add(canonical)
             if fetcher.robots(url).allows(url):
-                todo.append(url)
-        known = keeper.known([canonicalize(url) for url in todo]) if keeper is not None else {}
-        asks = {url: known.get(canonicalize(url)) for url in todo}
+                todo[url] = canonical
+        known = keeper.known(list(todo.values())) if keeper is not None else {}
+        asks = {url: known.get(canonical) for url, canonical in todo.items()}
         # Each answer is kept and read for links as it arrives, and its body dropped: a level of
         # documents (PDFs up to the body cap) is never held in memory at once.
         results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
@@ -356,9 +356,9 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
                              last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
             url = str(result.key)
-            results[url] = (replace(result, body=None), _read_page(result, url, asks[url], depth < max_depth,
-                                                                   keeper, max_links))
-        following: list[str] = []
+            results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
+                                                                   depth < max_depth, keeper, max_links))
+        following: list[tuple[str, str]] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
             result, page = results[url]
             if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and depth == 0:
@@ -374,16 +374,15 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                 except InvalidInput:
                     continue
                 if found.add(link, depth + 1, "link", canonical) or canonical in found.urls:
-                    following.append(link)
+                    following.append((link, canonical))
         if found.full:  # every answer of this level was kept; the next level would add nothing
             return
         level = following
 
 
-def _read_page(result: FetchResult, url: str, ask: KnownLinks | None, expand: bool, keeper: WalkKeeper | None,
-               max_links: int) -> PageLinks | None:
+def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | None, expand: bool,
+               keeper: WalkKeeper | None, max_links: int) -> PageLinks | None:
     """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
-    canonical = canonicalize(url)
     if keeper is not None:
         keeper.keep(canonical, result, ask)
     if not expand:

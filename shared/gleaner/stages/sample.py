@@ -101,16 +101,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     def decision_of(page: SamplePage) -> Decision:
         return decisions.get(page.document_id) or by_section[section_of(page.path)]
 
-    meta.record_prefetched(run_id, answers)
-    meta.record_decisions(run_id, (d if d.document_id else replace(d, document_id=p.document_id)
-                                   for p in pages for d in (decision_of(p),)))
     included = [p for p in pages if decision_of(p).decision == Verdict.INCLUDE]
     include = [p.document_id for p in included]
+    unchanged: set[str] = set()
     if options.get("honour_lastmod"):
         # The sitemap says these did not change since their last fetch: settled without a request.
         unchanged = meta.unchanged_since_last_fetch(run_id, include)
-        meta.record_not_modified(run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None, None)
-                                          for d in sorted(unchanged)])
         include = [d for d in include if d not in unchanged]
     settings = deps.settings
     # Sized to the host's pace (delay, Crawl-delay) so a task settles its batch before its soft deadline.
@@ -118,6 +114,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                           default_concurrency=settings.host_concurrency,
                           soft_deadline=settings.scrape_soft_deadline, cap=settings.scrape_batch_size)
     batches = [include[i:i + size] for i in range(0, len(include), size)]
+    # Each page's batch and the sample's kept answer go with its decision: one write of its ledger row.
+    meta.record_decisions(run_id, (d if d.document_id else replace(d, document_id=p.document_id)
+                                   for p in pages for d in (decision_of(p),)),
+                          {doc: i // size for i, doc in enumerate(include)}, answers)
+    meta.record_not_modified(run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None, None)
+                                      for d in sorted(unchanged)])
     if not meta.start_scrape(run_id, batches):
         batches = meta.batches_of(run_id)
     _catch_up_ingest(deps, message)

@@ -10,7 +10,7 @@ in Python, which cost more than the whole sample stage's other work on a recrawl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -65,8 +65,17 @@ def previous_samples(engine: Engine, site: str, run_id: str) -> list[PreviousSam
                            r[8], r[9], r[10], tuple(str(g) for g in (r[11] or ()))) for r in rows]
 
 
-def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision]) -> None:
+def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision],
+                     batches: Mapping[str, int] | None = None,
+                     prefetched: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip).
+
+    Each page's scrape batch (``batches``: document id -> batch number; a page not in it: not scraped; no
+    mapping: batches untouched) is written with its decision, one update of the ledger row where there were
+    two. Only while the run is still being sampled: a redelivery that re-decides a run already scraping
+    leaves the enqueued batches as they are
+    (``RunStore.start_scrape`` sets back any a racing delivery wrote). ``prefetched`` (document id -> what
+    the section sample fetched, kept for scrape) goes on the same write, where the row holds no answer yet.
 
     Rule decisions are re-made every run; only rule-made skips are lifted by a later include, and a
     document already skipped for the same reason is not rewritten. ``decisions`` is read a statement's
@@ -78,23 +87,33 @@ def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision])
         return
     with engine.begin() as conn:
         for chunk in chain((first,), slices):
-            _record_decisions(conn, run_id, chunk)
+            _record_decisions(conn, run_id, chunk, batches, prefetched or {})
 
 
-def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decision]) -> None:
+def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decision],
+                      batches: Mapping[str, int] | None, prefetched: Mapping[str, Mapping[str, Any]]) -> None:
+    numbered = batches is not None
+    batches = batches or {}
     rows = [{"d": d.document_id, "dec": d.decision, "src": d.source, "why": d.reason, "conf": d.confidence,
-             "meta": d.metadata, "uri": d.sample_uri, "err": d.sample_error} for d in decisions]
+             "meta": d.metadata, "uri": d.sample_uri, "err": d.sample_error, "b": batches.get(d.document_id),
+             "pf": prefetched.get(d.document_id)}
+            for d in decisions]
     conn.execute(
         sa.text(
             "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json))"
-            "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text)),"
+            "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text, b int,"
+            "   pf jsonb)),"
+            " sampling AS (SELECT EXISTS (SELECT 1 FROM knowledge.crawl_runs"
+            "   WHERE id = :r AND status IN ('mapped', 'sampling')) AND CAST(:numbered AS boolean) AS open),"
             " ledger AS (UPDATE knowledge.crawl_page_decisions c"
             "   SET decision = CAST(t.dec AS knowledge.page_decision),"
             "   decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
             "   decision_confidence = t.conf, decision_metadata = t.meta,"
             "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
-            "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END"
-            "   FROM t WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
+            "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END,"
+            "   batch_no = CASE WHEN sampling.open THEN t.b ELSE c.batch_no END,"
+            "   prefetched = COALESCE(c.prefetched, CASE WHEN c.fetch_outcome IS NULL THEN t.pf END)"
+            "   FROM t, sampling WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
             " UPDATE knowledge.documents d"
             " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
             "   AS knowledge.scrape_policy),"
@@ -105,5 +124,5 @@ def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decisio
             "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
             "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_by_decider))"
         ),
-        {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX},
+        {"r": run_id, "rows": json_rows(rows), "rp": DECIDER_SKIP_PREFIX, "numbered": numbered},
     )

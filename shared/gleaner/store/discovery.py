@@ -10,8 +10,10 @@ by character in Python (infra/bench/README.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from itertools import chain
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -82,10 +84,20 @@ STATISTICS_COVER = 10
 
 
 def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str | None,
-                     rows: Iterable[tuple[str, str, str, str, int, str]]) -> int:
+                     rows: Iterable[tuple[str, str, str, str, int, str]],
+                     lastmods: Mapping[str, datetime] | None = None,
+                     prefetched: Mapping[str, Mapping[str, Any]] | None = None) -> int:
     """rows: (canonical_url, url_hash, path, source_url, depth, discovered_via): the documents and the run's
-    ledger rows (existing ones kept), a statement's rows at a time (so a caller can make them as they are
-    written). Returns how many ledger rows were new."""
+    ledger rows, a statement's rows at a time (so a caller can make them as they are written). Returns how
+    many ledger rows were new.
+
+    ``lastmods`` (a sitemap's ``<lastmod>``) and ``prefetched`` (map's walk's answers, kept for scrape),
+    both by canonical URL, go into the ledger rows as they are inserted: each was an update of every row
+    it touched. A redelivery that finds a row sets them where the first delivery left them unset (a walk
+    answer only before the page's fetch outcome: the first answer stands).
+    """
+    lastmods = lastmods or {}
+    prefetched = prefetched or {}
     slices = statement_slices(rows)
     first = next(slices, None)
     if first is None:
@@ -94,17 +106,27 @@ def record_discovery(engine: Engine, run_id: str, site: str, source_host_id: str
     with engine.begin() as conn:
         for chunk in chain((first,), slices):
             params = {"r": run_id, "s": site, "h": source_host_id,
-                      "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v}
+                      "rows": json_rows([{"cu": cu, "uh": uh, "p": p, "su": su, "dp": dp, "v": v,
+                                          "lm": lm.isoformat() if (lm := lastmods.get(cu)) is not None else None,
+                                          "pf": prefetched.get(cu)}
                                          for cu, uh, p, su, dp, v in chunk])}
             new += int(conn.execute(
                 sa.text(
                     "WITH t AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, uh text, p text,"
-                    " su text, dp int, v text))," + _DOCUMENTS + ","
-                    " ledger AS (INSERT INTO knowledge.crawl_page_decisions (run_id, document_id, depth,"
-                    "   discovered_via)"
-                    "   SELECT :r, ids.id, t.dp, t.v FROM ids JOIN t ON t.cu = ids.canonical_url"
-                    "   ON CONFLICT (run_id, document_id) DO NOTHING RETURNING 1)"
-                    " SELECT count(*) FROM ledger"
+                    " su text, dp int, v text, lm timestamptz, pf jsonb))," + _DOCUMENTS + ","
+                    " ledger AS (INSERT INTO knowledge.crawl_page_decisions AS c (run_id, document_id, depth,"
+                    "   discovered_via, sitemap_lastmod, prefetched)"
+                    "   SELECT :r, ids.id, t.dp, t.v, t.lm, t.pf FROM ids JOIN t ON t.cu = ids.canonical_url"
+                    "   ON CONFLICT (run_id, document_id) DO UPDATE SET"
+                    "   sitemap_lastmod = COALESCE(EXCLUDED.sitemap_lastmod, c.sitemap_lastmod),"
+                    "   prefetched = CASE WHEN c.prefetched IS NULL AND c.fetch_outcome IS NULL"
+                    "     THEN EXCLUDED.prefetched ELSE c.prefetched END"
+                    "   WHERE (EXCLUDED.sitemap_lastmod IS NOT NULL"
+                    "     AND EXCLUDED.sitemap_lastmod IS DISTINCT FROM c.sitemap_lastmod)"
+                    "   OR (EXCLUDED.prefetched IS NOT NULL AND c.prefetched IS NULL AND c.fetch_outcome IS NULL)"
+                    # xmax is 0 only on a row this statement inserted (an updated one carries its own xid).
+                    "   RETURNING c.xmax = 0 AS inserted)"
+                    " SELECT count(*) FILTER (WHERE inserted) FROM ledger"
                 ),
                 params,
             ).scalar_one())

@@ -1,26 +1,15 @@
 """Sitemap ``<lastmod>`` on the run's ledger (``crawl_page_decisions.sitemap_lastmod``); see
-:mod:`gleaner.operator.lastmod` for what it means and how a sitemap's text is read."""
+:mod:`gleaner.operator.lastmod` for what it means and how a sitemap's text is read. Map writes it with the
+ledger rows' insert (store/discovery.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 
-from gleaner.store.sqlstore import SqlStore, json_rows
+from gleaner.store.sqlstore import SqlStore
 
 
 class LastmodStore(SqlStore):
-    def record_lastmods(self, run_id: str, site: str, lastmods: Mapping[str, datetime]) -> None:
-        """canonical url -> its sitemap lastmod, onto the run's ledger rows."""
-        if not lastmods:
-            return
-        self._run(
-            "UPDATE knowledge.crawl_page_decisions c SET sitemap_lastmod = t.lm"
-            " FROM knowledge.documents d, json_to_recordset(CAST(:rows AS json)) AS t(u text, lm timestamptz)"
-            " WHERE c.run_id = :r AND d.id = c.document_id AND d.site_domain = :s AND d.canonical_url = t.u",
-            {"r": run_id, "s": site, "rows": json_rows([{"u": u, "lm": lm.isoformat()} for u, lm in lastmods.items()])},
-        )
-
     def unchanged_since_last_fetch(self, run_id: str, document_ids: Sequence[str]) -> set[str]:
         """Of ``document_ids``, those with a version whose sitemap lastmod is not after their last fetch."""
         if not document_ids:

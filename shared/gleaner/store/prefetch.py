@@ -1,8 +1,8 @@
 """Fetch once per run, in the ledger: answers kept for scrape, and the links a page's body held.
 
-``PrefetchStore.record_prefetched`` writes what map's walk or sample's sample got for a page on
-the run's ledger row (the first answer stands: a redelivery finds it set);
-scrape reads it back through ``RunPage.prefetched``.
+What map's walk or sample's sample got for a page goes on the run's ledger row with the
+row's insert (store/discovery.py) or its decision (store/decisions.py); the first answer
+stands (a redelivery finds it set). Scrape reads it back through ``RunPage.prefetched``.
 
 ``page_links`` holds the links and feeds of each walked page's body with the
 validators that body came with. A recrawl's walk asks every page it read before
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gleaner.store.sqlstore import SqlStore, json_rows
 
@@ -35,22 +34,6 @@ class KnownLinks:
 
 
 class PrefetchStore(SqlStore):
-    def record_prefetched(self, run_id: str, rows: dict[str, dict[str, Any]], site: str | None = None) -> None:
-        """rows: document id -> Prefetched.to_dict(), or canonical URL -> it when ``site`` is given (map knows
-        URLs, not document ids); ledger rows that already hold an answer, or an outcome, keep theirs."""
-        if not rows:
-            return
-        if site is None:
-            source = "json_to_recordset(CAST(:rows AS json)) AS t(k uuid, pf jsonb)"
-            match = "c.document_id = t.k"
-        else:
-            source = ("json_to_recordset(CAST(:rows AS json)) AS t(k text, pf jsonb)"
-                      " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.k")
-            match = "c.document_id = d.id"
-        self._run(f"UPDATE knowledge.crawl_page_decisions c SET prefetched = t.pf FROM {source}"
-                  f" WHERE c.run_id = :r AND {match} AND c.prefetched IS NULL AND c.fetch_outcome IS NULL",
-                  {"r": run_id, "s": site, "rows": json_rows([{"k": k, "pf": pf} for k, pf in rows.items()])})
-
     def known_links(self, site: str, urls: Sequence[str]) -> dict[str, KnownLinks]:
         """Canonical URL -> its stored links, for pages the rules skip that have no current snapshot and for
         pages whose current snapshot came with the same validators (only those a 304 settles for scrape).

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -170,14 +171,19 @@ class RunStore(SqlStore):
             " WHERE c.run_id = :r ORDER BY c.depth, d.path", {"r": run_id})
         return [SamplePage(r[0], r[1], r[2], r[3], sys.intern(r[4]), r[5], r[6], r[7]) for r in rows]
 
-    def record_decisions(self, run_id: str, decisions: Iterable[Decision]) -> None:
-        """Write decisions and materialise them onto the documents (exclude -> scrape_policy=skip)."""
-        store_decisions(self.engine, run_id, decisions)
+    def record_decisions(self, run_id: str, decisions: Iterable[Decision],
+                         batches: Mapping[str, int] | None = None,
+                         prefetched: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Write decisions (with each page's scrape batch and the sample's kept answer; see
+        :func:`decisions.record_decisions`) and materialise them onto the documents (exclude -> skip)."""
+        store_decisions(self.engine, run_id, decisions, batches, prefetched)
 
     def record_discovery(self, run_id: str, site: str, source_host_id: str | None,
-                         rows: Iterable[tuple[str, str, str, str, int, str]]) -> int:
+                         rows: Iterable[tuple[str, str, str, str, int, str]],
+                         lastmods: Mapping[str, datetime] | None = None,
+                         prefetched: Mapping[str, Mapping[str, Any]] | None = None) -> int:
         """Map's documents and ledger rows in one statement; see :func:`discovery.record_discovery`."""
-        return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows)
+        return discovery.record_discovery(self.engine, run_id, site, source_host_id, rows, lastmods, prefetched)
 
     def mark_unmapped_stale(self, run_id: str, site: str, complete: bool) -> None:
         """Documents this (complete) mapping no longer found, towards ``stale`` (store/lifecycle.py)."""
@@ -199,7 +205,10 @@ class RunStore(SqlStore):
         return dict(options or {})
 
     def start_scrape(self, run_id: str, batches: Sequence[Sequence[str]]) -> bool:
-        """Assign batch numbers and move the run to scraping; False if already done (redelivery)."""
+        """Assign batch numbers and move the run to scraping; False if already done (redelivery).
+
+        Rows that already hold their batch number (written with the decisions) are not written again; one
+        another delivery numbered differently meanwhile is set back to these batches, the ones enqueued."""
         with self._tx() as conn:
             row = conn.execute(
                 sa.text(
@@ -222,6 +231,7 @@ class RunStore(SqlStore):
                         " FROM json_array_elements(CAST(:b AS json)) WITH ORDINALITY AS b(ids, n),"
                         " json_array_elements_text(b.ids) AS t(d)"
                         " WHERE c.run_id = :r AND c.document_id = CAST(t.d AS uuid)"
+                        " AND c.batch_no IS DISTINCT FROM b.n - 1"
                     ),
                     {"r": run_id, "b": json.dumps([list(batch) for batch in batches])},
                 )
