@@ -119,27 +119,3 @@ def test_two_samples_racing_end_with_the_batches_of_the_one_that_started_the_scr
     assert meta.start_scrape(RUN, [[a, b], [c]])  # the first wins: its tasks are the ones enqueued
     assert not meta.start_scrape(RUN, [[a], [b], [c]])
     assert meta.batches_of(RUN) == [sorted([a, b]), [c]]
-
-
-def test_a_first_crawls_ledger_rows_stay_on_the_pages_they_were_inserted_on(deps):
-    # An update that finds no room on its row's page writes the new version elsewhere, with new entries
-    # in both of the ledger's indexes; one that stays on the page (HOT) writes no index entry.
-    from gleaner.stages import map as map_stage
-    from gleaner.stages import wire
-
-    def blocks() -> dict[str, str]:
-        return {r[0]: r[1] for r in rows(deps, "SELECT document_id::text, (ctid::text::point)[0]::text"
-                                               " FROM knowledge.crawl_page_decisions WHERE run_id = :r",
-                                         r=request.run_id)}
-
-    pages: dict = {}
-    with TestSite(pages, max_seconds=60) as site:
-        pages.update(lastmod_site(site.url, {f"page-{i}": "2020-01-01" for i in range(120)}))
-        request = new_request(site.url + "/", site_domain=SITE)
-        wire(deps.bus, deps)
-        map_stage.handle(request, deps)
-        inserted = blocks()
-        deps.bus.drain()
-    summary = deps.metadata.run_summary(request.run_id)
-    assert summary["status"] == "finished" and summary["snapshots"]["new"] == 121
-    assert blocks() == inserted
