@@ -17,17 +17,17 @@ from gleaner.store.db import head_revision
 
 # Start the data dir's database as every command does, then report what a user could check with psql.
 OPEN = """
-import json, sys
+import json, os, sys
 from pathlib import Path
+import sqlalchemy as sa
+from gleaner import tenancy
 from gleaner.config import Settings, default_pg_templates
 from gleaner.store import db
-import os
+from gleaner.store.rls import ADMIN_OPTION
 settings = Settings(data_dir=Path(sys.argv[1]), pg_template_dir=default_pg_templates(os.environ))
 engine = db.create_engine(settings)
 db.ensure_schema(engine)
-from gleaner import tenancy
-with tenancy.all_tenants(), engine.connect().execution_options(gleaner_admin=True) as conn:
-    import sqlalchemy as sa
+with tenancy.all_tenants(), engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
     system = conn.execute(sa.text("SELECT system_identifier FROM pg_control_system()")).scalar()
     revision = conn.execute(sa.text("SELECT version_num FROM knowledge.alembic_version")).scalar()
     conn.execute(sa.text("CREATE TABLE IF NOT EXISTS public.mine (n int)"))

@@ -41,7 +41,7 @@ def extract_page(body: bytes, charset: str | None, url: str, content_type: str |
     """Everything the pipeline derives from one fetched body (HTML, or a PDF), as bytes and hashes."""
     if content_type == PDF:
         return extract_document(body)
-    extracted = extract_html(decode_body(body, charset), url)
+    extracted = extract_body(body, charset, url)
     # A page where the main-content extractor finds nothing still has a body: the whole page.
     content_md = extracted.content_md or extracted.raw_md
     content = content_md.encode("utf-8")

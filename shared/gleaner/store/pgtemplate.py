@@ -24,6 +24,7 @@ archives tell clusters apart by); an embedded data dir is neither replicated nor
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import logging
@@ -35,11 +36,13 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.store.db import MIGRATIONS_DIR, _pg8000_url, upgrade
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Left behind by the server that built the template, or per data dir: not copied.
 _NOT_COPIED = frozenset({"log", ".handle_pids.json", "postmaster.pid", "postmaster.opts"})
 # Templates kept beside the newest (other worktrees, other versions of Gleaner); older ones are deleted.
@@ -97,10 +100,6 @@ def ensure_template(templates: Path) -> Path:
 
 def _build(pgdata: Path) -> None:
     """initdb, start, migrate to head and stop a cluster at ``pgdata``, as pgserver and the schema check would."""
-    import sqlalchemy as sa
-
-    from gleaner.store.db import _pg8000_url, upgrade
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import pgserver
@@ -115,15 +114,9 @@ def _build(pgdata: Path) -> None:
             engine.dispose()
     finally:
         server.cleanup()  # pg_ctl stop: the cluster is shut down cleanly before it is copied
-        _unregister(server)
+        atexit.unregister(server._cleanup)
     for name in _NOT_COPIED:
         (pgdata / name).unlink(missing_ok=True)
-
-
-def _unregister(server: Any) -> None:
-    import atexit
-
-    atexit.unregister(server._cleanup)
 
 
 def _copy_into(template: Path, pgdata: Path) -> bool:
