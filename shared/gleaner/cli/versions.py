@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -51,22 +52,36 @@ def diff_cmd(url: str, site_domain: str | None, from_version: int | None, to_ver
 @click.argument("site")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--raw", is_flag=True, help="Write raw.md (the whole page) instead of content.md.")
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl", "parquet"]), default="md", show_default=True,
+              help="md: a .md tree + manifest.jsonl; jsonl: DIRECTORY/documents.jsonl; parquet: documents.parquet.")
+@click.option("--spans", is_flag=True, help="jsonl/parquet: add each text's span ledger (byte offsets).")
 @guard
-def export_cmd(site: str, directory: Path, raw: bool) -> None:
-    """Write SITE's current markdown as DIRECTORY/<path>.md plus DIRECTORY/manifest.jsonl."""
-    from gleaner.export import write_export
+def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> None:
+    """Write SITE's current documents to DIRECTORY: a markdown tree, JSON Lines or Parquet."""
+    from gleaner.exportformats import ExportFormat, write_jsonl, write_parquet
 
     with open_deps(load_settings()) as deps:
         items = deps.metadata.current_versions(site)
         if not items:
             fail(f"no active documents with a version for site {site!r}")
-        bodies: dict[str, bytes] = {}
-        for item in items:
-            ref = (item["raw_ref"] if raw else None) or item["content_ref"]
-            item["ref"] = ref
-            try:
-                bodies[ref] = deps.blobs.get(ref)
-            except KeyError:
-                fail(f"the body of {item['url']} v{item['version']} is missing from the blob store ({ref})")
-    written = write_export(directory, items, bodies)
+        if ExportFormat(fmt) is not ExportFormat.MD:
+            write = write_jsonl if ExportFormat(fmt) is ExportFormat.JSONL else write_parquet
+            written = write(deps, site, directory, raw=raw, spans=spans)
+            click.echo(f"exported {written} documents of {site} to {directory}/documents.{fmt}", err=True)
+            return
+        written = _write_tree(deps, items, directory, raw)
     click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)", err=True)
+
+
+def _write_tree(deps: Any, items: list[dict[str, Any]], directory: Path, raw: bool) -> int:
+    from gleaner.export import write_export
+
+    bodies: dict[str, bytes] = {}
+    for item in items:
+        ref = (item["raw_ref"] if raw else None) or item["content_ref"]
+        item["ref"] = ref
+        try:
+            bodies[ref] = deps.blobs.get(ref)
+        except KeyError:
+            fail(f"the body of {item['url']} v{item['version']} is missing from the blob store ({ref})")
+    return write_export(directory, items, bodies)

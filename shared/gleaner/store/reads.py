@@ -132,14 +132,24 @@ class ReadStore(SqlStore):
         """The active documents of a site with their current snapshot (what ``export`` writes)."""
         rows = self._all(
             "SELECT d.canonical_url, s.version, s.content_hash, s.created_at, s.processed_markdown_ref,"
-            " s.raw_markdown_ref FROM knowledge.documents d"
+            " s.raw_markdown_ref, d.id, d.title, t.text_hash FROM knowledge.documents d"
             " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+            " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
             " WHERE d.site_domain = :s AND d.status = 'active' AND NOT d.is_deleted"
             " AND d.canonical_url IS NOT NULL ORDER BY d.canonical_url",
             {"s": site},
         )
         return [{"url": r[0], "version": r[1], "content_hash": r[2], "fetched_at": r[3].isoformat(),
-                 "content_ref": r[4], "raw_ref": r[5]} for r in rows]
+                 "content_ref": r[4], "raw_ref": r[5], "document_id": str(r[6]), "title": r[7],
+                 "text_hash": r[8]} for r in rows]
+
+    def spans_of_text(self, text_hash: str) -> list[tuple[int, int, str]]:
+        """The span ledger of one canonical text: (start, end, kind) in order."""
+        rows = self._all(
+            "SELECT span_start, span_end, kind FROM knowledge.text_spans WHERE text_hash = :h ORDER BY ordinal",
+            {"h": text_hash},
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
         rows = self._all(
