@@ -18,7 +18,8 @@ Routes (GET unless marked)::
     /v1/notify/deliveries?subscription&limit       the delivery log with every attempt
     POST /v1/notify/deliveries/{id}/retry          attempt a pending or failed delivery now
     /v1/sites/{site}/rules                         the site's skip and block rules
-    POST /v1/sites/{site}/rules                    {"glob", "action": "skip"|"block", "reason"?}: add and apply
+    POST /v1/sites/{site}/rules                    {"glob", "action": "skip"|"block"|"ignore_text", "pattern"?,
+                                                   "reason"?}: add and apply
     DELETE /v1/sites/{site}/rules/{id}             remove a rule and lift what it did
     /v1/sites/{site}/review                        pages of the latest run that need review
     POST /v1/sites/{site}/review                   {"url", "decision": "include"|"exclude", "reason"?}
@@ -393,7 +394,8 @@ def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
     rule, applied = rules.add_rule(deps, site, str(text_field(body, "glob")),
-                                   choice_field(body, "action", ("skip", "block")), text_field(body, "reason", False))
+                                   choice_field(body, "action", ("skip", "block", "ignore_text")),
+                                   text_field(body, "reason", False), text_field(body, "pattern", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 
 

@@ -150,17 +150,24 @@ def rules_group() -> None:
 @click.argument("glob")
 @click.option("--skip", "action", flag_value="skip", help="Gate 1: never fetch matching paths.")
 @click.option("--block", "action", flag_value="block", help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--ignore-text", "pattern", metavar="REGEX",
+              help="Leave lines matching REGEX out of change detection for matching pages.")
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_json: bool) -> None:
+def rules_add(site: str, glob: str, action: str | None, pattern: str | None, reason: str | None,
+              as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
+    if pattern is not None:
+        if action is not None:
+            raise click.UsageError("--ignore-text is a rule of its own: leave out --skip / --block")
+        action = "ignore_text"
     if action is None:
-        raise click.UsageError("say --skip or --block")
+        raise click.UsageError("say --skip, --block or --ignore-text REGEX")
     with open_deps(load_settings()) as deps:
-        rule, applied = add_rule(deps, site, glob, action, reason)
+        rule, applied = add_rule(deps, site, glob, action, reason, pattern)
         outbox.flush_after_commit(deps)  # document.blocked events
     _show_rule(rule, applied, as_json, f"rule {rule.id}: {rule.action} {rule.glob} on {rule.site_domain}"
                f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked now)")
@@ -176,7 +183,8 @@ def rules_list(site: str, as_json: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         rules = list_rules(deps, site)
-    echo_listing(rules, as_json, lambda r: f"{r.id}  {r.action:<5} {r.glob:<30} {r.reason or ''}")
+    echo_listing(rules, as_json, lambda r: f"{r.id}  {r.action:<11} {r.glob:<30}"
+                 f"{' /' + r.pattern + '/' if r.pattern is not None else ''} {r.reason or ''}".rstrip())
 
 
 @rules_group.command("remove")

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 class RuleAction(StrEnum):
     SKIP = "skip"
     BLOCK = "block"
+    IGNORE_TEXT = "ignore_text"  # lines matching ``pattern`` are left out of change detection (changes/volatile.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +48,11 @@ class Rule(Plain):
     action: RuleAction
     reason: str | None
     created_at: str
+    pattern: str | None = None  # an ignore_text rule's regular expression
 
     def describe(self) -> str:
-        return f"operator rule {self.action} {self.glob}" + (f" ({self.reason})" if self.reason else "")
+        what = f" /{self.pattern}/" if self.pattern is not None else ""
+        return f"operator rule {self.action} {self.glob}{what}" + (f" ({self.reason})" if self.reason else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +174,18 @@ def list_rules(deps: Deps, site: str) -> list[Rule]:
 
 
 def add_rule(deps: Deps, site: str, glob: str, action: RuleAction | str, reason: str | None = None,
-             ) -> tuple[Rule, Applied]:
-    """Add (or find) a rule and materialise the site's rules at once."""
+             pattern: str | None = None) -> tuple[Rule, Applied]:
+    """Add (or find) a rule and materialise the site's rules at once; ``pattern`` is an ignore_text rule's."""
+    from gleaner.changes.volatile import validate_pattern
+
     try:
         action = RuleAction(action)
     except ValueError as exc:
-        raise InvalidInput(f"a rule is skip or block, not {action!r}") from exc
-    return deps.metadata.add_rule(site_key(site), validate_glob(glob), action, reason)
+        raise InvalidInput(f"a rule is skip, block or ignore_text, not {action!r}") from exc
+    if (action is RuleAction.IGNORE_TEXT) != (pattern is not None):
+        raise InvalidInput("an ignore_text rule needs a pattern, and only it takes one")
+    checked = validate_pattern(pattern) if pattern is not None else None
+    return deps.metadata.add_rule(site_key(site), validate_glob(glob), action, reason, checked)
 
 
 def remove_rule(deps: Deps, rule_id: str) -> tuple[Rule, Applied]:

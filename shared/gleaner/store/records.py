@@ -165,6 +165,10 @@ class SnapshotInput:
     source_blake3: str | None = None  # BLAKE3 of the bytes as fetched
     original_key: str | None = None  # a document's original bytes (original.pdf), beside content.md
     mime_type: str | None = None
+    # Ignore rules (changes/volatile.py): the current version's content hash this page equals once the
+    # ignored lines are left out (then nothing is written), and what a new version records about them.
+    same_as: str | None = None
+    ignored: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,11 +24,11 @@ from gleaner.operator.rules import Applied, Gate, Rule, RuleAction, RuleTarget, 
 from gleaner.store.events import record_changes
 from gleaner.store.sqlstore import SqlStore, json_rows
 
-_RULE_COLUMNS = "id, site_domain, glob, action::text, reason, created_at"
+_RULE_COLUMNS = "id, site_domain, glob, action::text, reason, created_at, pattern"
 
 
 def _rule(row: Any) -> Rule:
-    return Rule(str(row[0]), row[1], row[2], RuleAction(row[3]), row[4], row[5].isoformat())
+    return Rule(str(row[0]), row[1], row[2], RuleAction(row[3]), row[4], row[5].isoformat(), row[6])
 
 
 def _text(value: Any) -> str | None:
@@ -130,18 +130,25 @@ class RuleStore(SqlStore):
         return Gate(skips, frozenset(u for u, d in decided if d == "exclude"),
                     frozenset(u for u, d in decided if d == "include"))
 
-    def add_rule(self, site: str, glob: str, action: RuleAction, reason: str | None) -> tuple[Rule, Applied]:
+    def ignore_rules(self, site: str) -> list[Rule]:
+        """The site's ignore_text rules, oldest first (the snapshot stage's change detection)."""
+        with self.engine.connect() as conn:
+            return [r for r in _rules(conn, site) if r.action is RuleAction.IGNORE_TEXT]
+
+    def add_rule(self, site: str, glob: str, action: RuleAction, reason: str | None,
+                 pattern: str | None = None) -> tuple[Rule, Applied]:
         """Add (or find) a rule (already validated) and materialise the site's rules at once."""
         with self._tx() as conn:
             lock_site_rules(conn, site)
             row = conn.execute(
                 sa.text(
-                    "INSERT INTO knowledge.site_rules (site_domain, glob, action, reason)"
-                    " VALUES (:s, :g, CAST(:a AS knowledge.rule_action), :why)"
-                    " ON CONFLICT (site_domain, glob, action) DO UPDATE SET reason = COALESCE(EXCLUDED.reason,"
+                    "INSERT INTO knowledge.site_rules (site_domain, glob, action, reason, pattern)"
+                    " VALUES (:s, :g, CAST(:a AS knowledge.rule_action), :why, :p)"
+                    " ON CONFLICT (site_domain, glob, action, (COALESCE(pattern, '')))"
+                    " DO UPDATE SET reason = COALESCE(EXCLUDED.reason,"
                     " knowledge.site_rules.reason) RETURNING " + _RULE_COLUMNS
                 ),
-                {"s": site, "g": glob, "a": str(action), "why": reason},
+                {"s": site, "g": glob, "a": str(action), "why": reason, "p": pattern},
             ).one()
             applied = apply_rules(conn, site)
         return _rule(row), applied

@@ -62,7 +62,7 @@ class SnapshotStore(SqlStore):
                     # snapshots-written message is sent again (ingest is idempotent).
                     results.append(SnapshotResult(page.document_id, "duplicate", str(produced) if produced else None))
                     continue
-                if current_hash == page.content_hash:
+                if current_hash == page.content_hash or (page.same_as is not None and page.same_as == current_hash):
                     unchanged.append(page.document_id)
                     results.append(SnapshotResult(page.document_id, "unchanged", str(current_id)))
                     continue
@@ -133,6 +133,16 @@ class SnapshotStore(SqlStore):
                 )
         return results
 
+    def current_for_ignore(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str | None, str | None,
+                                                                               dict[str, Any] | None]]:
+        """document id -> (path, current content hash, its content.md key, its ``ignored`` record)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT d.id, d.path, s.content_hash, s.processed_markdown_ref, s.extraction_metadata->'ignored'"
+                " FROM knowledge.documents d LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+                " WHERE d.id = ANY(CAST(:ids AS uuid[]))"), {"ids": list(document_ids)}).all()
+        return {str(r[0]): (r[1], r[2], r[3], r[4]) for r in rows}
+
     @staticmethod
     def _insert_snapshots(conn: Connection, run_id: str | None, pages: Sequence[tuple[SnapshotInput, str]],
                           meta: dict[str, Any]) -> dict[str, str]:
@@ -176,8 +186,11 @@ class SnapshotStore(SqlStore):
 
 
 def _metadata(page: SnapshotInput, meta: dict[str, Any]) -> dict[str, Any]:
-    """A version's extraction_metadata: the run's, the raw.md hash, the extractor, a document's mime type."""
+    """A version's extraction_metadata: the run's, the raw.md hash, the extractor, a document's mime type,
+    and the ignore rules it was compared under."""
     metadata = {**meta, "raw_content_hash": page.raw_hash, "extractor": page.extractor}
     if page.mime_type:
         metadata["mime_type"] = page.mime_type
+    if page.ignored:
+        metadata["ignored"] = page.ignored
     return metadata
