@@ -43,19 +43,19 @@ def test_a_crawls_change_events_reach_the_documents_changed_topic_as_the_events_
         pages.update(demo_pages(site.url))
         crawl(local, new_request(site.url + "/", site_domain="demo.test"))
     recorded = local.metadata.list_events()
-    assert len(recorded) == 13
+    assert len(recorded) == 14  # 13 pages new, and the run's end (run.finished)
     # The same database, now published by the cloud bus: mark the events unpublished as a crash would.
     with local.engine.begin() as conn:
         conn.execute(sa.text("UPDATE knowledge.document_events SET published_at = NULL"))
     gcp = GcpBus(Settings(bus="gcp", project=pubsub_project, pubsub_emulator_host=pubsub_host))
     cloud = Deps(test_settings(tmp_path, database_url), bus_override=gcp)
-    assert outbox.flush(cloud) == 13
+    assert outbox.flush(cloud) == 14
     assert outbox.flush(cloud) == 0  # published once marked: a second flush sends nothing
-    got = pull_all(pubsub_host, subscription, expect=13)
-    assert len(got) == 13
+    got = pull_all(pubsub_host, subscription, expect=14)
+    assert len(got) == 14
     by_id = {e.event_id: e.to_dict() for e in recorded}
     assert {json.loads(m.data)["event_id"]: json.loads(m.data) for m in got} == by_id
-    assert {m.attributes["type"] for m in got} == {"document.new"}
+    assert sorted(m.attributes["type"] for m in got) == ["document.new"] * 13 + ["run.finished"]
     assert {m.attributes["event_id"] for m in got} == {e.event_id for e in recorded}
     assert {m.ordering_key for m in got} == {"demo.test"}
     cloud.close()

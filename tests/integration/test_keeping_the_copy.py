@@ -50,7 +50,9 @@ def run(deps: Any, site: TestSite, **kw: Any) -> dict[str, Any]:
 def events(deps: Any, since_seq: int = 0) -> list[tuple[str, str, int | None, int | None]]:
     with deps.engine.connect() as conn:
         rows = conn.execute(sa.text(
+            # The documents' own events (a run's end is a run event: tests/integration/test_run_events.py).
             "SELECT type::text, url, version, previous_version FROM knowledge.document_events WHERE seq > :s"
+            " AND document_id IS NOT NULL"
             " ORDER BY seq"), {"s": since_seq}).all()
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
@@ -92,7 +94,10 @@ def test_a_page_that_changes_is_one_changed_event_and_diff_shows_what_changed(ma
 
     listed = gleaner(env, "changes", SITE, "--since", summary["run_id"], "--json")
     assert listed.exit_code == 0, listed.output
-    (event,) = json.loads(listed.stdout)
+    event, run_end = json.loads(listed.stdout)  # the page's change, then the run's end
+    assert list(run_end) == ["event_id", "type", "run_id", "site_domain", "status", "summary", "occurred_at"]
+    assert (run_end["type"], run_end["run_id"], run_end["summary"]["snapshots"]["changed"]) == (
+        "run.finished", summary["run_id"], 1)
     assert list(event) == ["event_id", "type", "site_domain", "document_id", "url", "run_id", "version",
                            "snapshot_id", "content_hash", "previous_version", "occurred_at"]
     assert (event["type"], event["url"], event["run_id"], event["version"]) == (

@@ -36,6 +36,15 @@ class EventType(StrEnum):
     # Not a document's own change: a duplicate or contradiction found between it and another document
     # (document_conflicts); the event names the document the conflict was found for (provenance).
     CONFLICT_OPENED = "conflict.opened"
+    # A run's end (recorded by a trigger on crawl_runs, migration 0028): the run id, its status and
+    # counters; sent only to subscriptions that name these types.
+    RUN_FINISHED = "run.finished"
+    RUN_PARTIAL = "run.partial"
+    RUN_FAILED = "run.failed"
+
+    @property
+    def is_run_event(self) -> bool:
+        return self.value.startswith("run.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +54,7 @@ class ChangeEvent:
     event_id: str
     type: str
     site_domain: str
-    document_id: str
+    document_id: str | None  # None for a run event
     url: str | None
     run_id: str | None
     version: int | None
@@ -53,9 +62,22 @@ class ChangeEvent:
     content_hash: str | None
     previous_version: int | None
     occurred_at: str
+    summary: dict[str, Any] | None = None  # a run event's counters
+
+    @property
+    def is_run_event(self) -> bool:
+        return self.type.startswith("run.")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A document event as DESIGN.md "Change events" shapes it; a run event as {"event_id", "type",
+        "run_id", "site_domain", "status", "summary", "occurred_at"}."""
+        if self.is_run_event:
+            return {"event_id": self.event_id, "type": self.type, "run_id": self.run_id,
+                    "site_domain": self.site_domain, "status": self.type.removeprefix("run."),
+                    "summary": self.summary, "occurred_at": self.occurred_at}
+        data = asdict(self)
+        del data["summary"]
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,10 @@ class Subscription:
 
     def receives(self, event: ChangeEvent) -> bool:
         """Whether the event is one of its site and types, from its creation on."""
-        if self.site_domain not in (None, event.site_domain) or (self.types and event.type not in self.types):
+        if self.site_domain not in (None, event.site_domain):
+            return False
+        # No types named: every document event; run events go only to those who name them.
+        if (event.type not in self.types) if self.types else event.is_run_event:
             return False
         return datetime.fromisoformat(self.created_at) <= datetime.fromisoformat(event.occurred_at)
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of events.")
 @guard
 def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) -> None:
-    """Change events (new, changed, removed, restored, stale, blocked, unblocked), oldest first."""
+    """Change events (new, changed, removed, restored, stale, blocked, unblocked; run ends), oldest first."""
     since_time: datetime | None = None
     since_run: str | None = None
     if since:
@@ -37,6 +37,12 @@ def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) 
         events = deps.metadata.list_events(site=site, since=since_time, since_run=since_run, limit=limit)
 
     def line(e: ChangeEvent) -> str:
+        if e.is_run_event:
+            counts = e.summary or {}
+            snaps = counts.get("snapshots") or {}
+            return (f"{e.occurred_at[:19]}  {e.type:<19} {'-':<8} run {e.run_id} of {e.site_domain}:"
+                    f" {counts.get('fetched', 0)} fetched, {snaps.get('new', 0)} new,"
+                    f" {snaps.get('changed', 0)} changed, {counts.get('failed', 0)} failed")
         version = f"v{e.version}" if e.version is not None else "-"
         if e.previous_version is not None:
             version = f"v{e.previous_version}->{version}"

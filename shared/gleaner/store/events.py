@@ -25,7 +25,7 @@ from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore, json_rows
 
 _COLUMNS = ("e.event_id, e.type::text, e.site_domain, e.document_id, e.url, e.run_id, e.version,"
-            " e.snapshot_id, e.content_hash, e.previous_version, e.occurred_at")
+            " e.snapshot_id, e.content_hash, e.previous_version, e.occurred_at, e.summary")
 
 
 def record_changes(conn: Connection, changes: Sequence[Change]) -> int:
@@ -117,8 +117,8 @@ class EventStore(SqlStore):
             ).all()
             if not rows:
                 return 0
-            seq = {str(r[0]): r[11] for r in rows}
-            deliveries = publish([_event(r[:11]) for r in rows])
+            seq = {str(r[0]): r[12] for r in rows}
+            deliveries = publish([_event(r[:12]) for r in rows])
             if deliveries:
                 conn.execute(
                     sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, event_seq, body)"
