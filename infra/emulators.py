@@ -312,8 +312,10 @@ def demo_crawl(stack: Stack, database_url: str, timeout: float = 300.0) -> dict[
     """Serve the demo site, POST one crawl to map's on_http, wait for the run to settle: its summary."""
     import urllib.request
 
+    from gleaner import tenancy
     from gleaner.config import Settings
     from gleaner.demo import demo_pages
+    from gleaner.runstate import RunStatus
     from gleaner.store import db
     from gleaner.store.metadata import MetadataStore
     from gleaner.testsite import TestSite
@@ -333,8 +335,11 @@ def demo_crawl(stack: Stack, database_url: str, timeout: float = 300.0) -> dict[
     deadline = time.monotonic() + timeout
     summary: dict[str, Any] | None = None
     while time.monotonic() < deadline:
-        summary = meta.run_summary(run_id)
-        if summary and summary["status"] in ("finished", "partial", "failed"):
+        # The demo reads as the operator: row-level security hides every tenant's run from a
+        # transaction without a tenant scope, and this one is demo.test's.
+        with tenancy.all_tenants():
+            summary = meta.run_summary(run_id)
+        if summary and RunStatus(summary["status"]).terminal:
             break
         time.sleep(0.5)
     engine.dispose()

@@ -11,6 +11,7 @@ locals {
     "run.googleapis.com",              # 2nd-gen functions are Cloud Run services (invoker IAM)
     "cloudbuild.googleapis.com",       # functions are built by Cloud Build; our pipeline too
     "artifactregistry.googleapis.com", # where the function builds keep their images
+    "compute.googleapis.com",          # 2nd-gen function deploys check the project's default compute identity
     "pubsub.googleapis.com",
     "cloudtasks.googleapis.com",
     "cloudscheduler.googleapis.com",

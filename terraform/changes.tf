@@ -10,8 +10,9 @@ variable "notify_max_attempts" {
 locals {
   # Functions that record change events and publish them from the outbox after their commit.
   announces = ["map", "scrape", "snapshot", "ingest"]
-  # Functions that schedule delivery tasks (they know the scrape function's URL, the tasks' target).
-  schedules_deliveries = ["map", "snapshot", "ingest"]
+  # Functions that schedule delivery tasks (they know the scrape function's URL, the tasks' target):
+  # every one that flushes the outbox (tests/unit/test_deploy_config.py reads the code's call sites).
+  schedules_deliveries = ["map", "scrape", "snapshot", "ingest"]
 }
 
 # Downstream systems (RAG ingestors) subscribe here; each message is one event's JSON, attributes

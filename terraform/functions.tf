@@ -22,8 +22,10 @@ locals {
     "backoffice" = { stage = "backoffice", entry_point = "on_http", external = true, timeout = 60, max_instances = 2 }
   }
   event_functions = {
-    "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 2 }
-    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540, max_instances = 2 }
+    # A tick that starts many sites queues their walks here: more instances, so the queued ones do
+    # not spend their push attempts on 429s (docs/deployment.md, "Batches longer than their deadline").
+    "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 4 }
+    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540, max_instances = 3 }
     "snapshot" = { stage = "snapshot", entry_point = "on_event", timeout = 540, max_instances = 4 }
     "ingest"   = { stage = "ingest", entry_point = "on_event", timeout = 540, max_instances = 4 }
   }
@@ -46,6 +48,8 @@ locals {
   db_headroom      = 6 # an operator's psql, gcloud sql connect, the Cloud SQL console
   db_connections   = local.db_peak + local.db_migrator + local.db_headroom
   db_scrape_budget = local.http_functions["scrape"].max_instances
+  # Seconds of a scrape task's deadline kept for queueing, a cold start and finishing (common_env).
+  scrape_deadline_margin = 600
 
   common_env = {
     GOOGLE_CLOUD_PROJECT          = var.project_id
@@ -63,8 +67,10 @@ locals {
     GLEANER_AUTO_MIGRATE          = "false"
     GLEANER_DB_POOL_SIZE          = tostring(local.db_pool_size)
     GLEANER_DB_MAX_OVERFLOW       = tostring(local.db_max_overflow)
-    # Stop starting fetches 300 s before the function's (and the task's) 1,800 s deadline.
-    GLEANER_SCRAPE_SOFT_DEADLINE = tostring(local.http_functions["scrape"].timeout - 300)
+    # Stop starting fetches well before the task's 1,800 s dispatch deadline, which Cloud Tasks counts
+    # from the dispatch: Cloud Run's request queueing and a cold start come off it before the code
+    # starts its own clock, then the fetches in flight, their outcomes and the hand-on must fit.
+    GLEANER_SCRAPE_SOFT_DEADLINE = tostring(local.http_functions["scrape"].timeout - local.scrape_deadline_margin)
     # Webhook deliveries (changes.tf): the queue, and its attempts so the handler knows the last one.
     GLEANER_NOTIFY_QUEUE        = google_cloud_tasks_queue.notify.name
     GLEANER_NOTIFY_MAX_ATTEMPTS = tostring(var.notify_max_attempts)
@@ -88,8 +94,10 @@ resource "google_cloudfunctions2_function" "http" {
   location = var.region
 
   build_config {
-    runtime     = "python311"
-    entry_point = each.value.entry_point
+    runtime           = "python311"
+    entry_point       = each.value.entry_point
+    service_account   = google_service_account.function_build.id
+    docker_repository = google_artifact_registry_repository.functions.id
     source {
       storage_source {
         bucket = var.source_bucket
@@ -130,7 +138,8 @@ resource "google_cloudfunctions2_function" "http" {
   }
 
   depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.webhook,
-  google_secret_manager_secret_iam_member.erasure_key]
+    google_secret_manager_secret_iam_member.erasure_key, google_project_iam_member.function_build,
+  google_artifact_registry_repository_iam_member.function_build]
 }
 
 resource "google_cloudfunctions2_function" "event" {
@@ -139,8 +148,10 @@ resource "google_cloudfunctions2_function" "event" {
   location = var.region
 
   build_config {
-    runtime     = "python311"
-    entry_point = each.value.entry_point
+    runtime           = "python311"
+    entry_point       = each.value.entry_point
+    service_account   = google_service_account.function_build.id
+    docker_repository = google_artifact_registry_repository.functions.id
     source {
       storage_source {
         bucket = var.source_bucket
@@ -170,7 +181,8 @@ resource "google_cloudfunctions2_function" "event" {
     }
   }
 
-  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.erasure_key]
+  depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.erasure_key,
+  google_project_iam_member.function_build, google_artifact_registry_repository_iam_member.function_build]
 }
 
 # Who may call which function (Cloud Run invoker on the function's service). Nothing is public.

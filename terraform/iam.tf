@@ -26,6 +26,9 @@ locals {
     "run.services.get", "run.services.list", "run.services.getIamPolicy", "run.services.setIamPolicy",
     "run.operations.get",
     "artifactregistry.repositories.get", "artifactregistry.repositories.list",
+    "artifactregistry.repositories.create", "artifactregistry.repositories.update",
+    "artifactregistry.repositories.delete", "artifactregistry.repositories.getIamPolicy",
+    "artifactregistry.repositories.setIamPolicy",
     "cloudbuild.builds.create", "cloudbuild.builds.get", "cloudbuild.builds.list",
     # buckets (blobs, build archives, state) and their objects
     "storage.buckets.create", "storage.buckets.get", "storage.buckets.list", "storage.buckets.update",

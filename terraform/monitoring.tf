@@ -99,6 +99,17 @@ resource "google_monitoring_alert_policy" "oldest_unacked" {
   depends_on = [google_project_service.enabled]
 }
 
+# Cloud Monitoring refuses an alert on a log-based metric until the metric has propagated, up to
+# about ten minutes after it was created (terraform-provider-google issue 11102): created in the same
+# apply, the alert fails with "Cannot find metric(s)" and the first apply stops part-way. Alerts on
+# these metrics depend on this delay, which restarts whenever a metric is replaced.
+resource "time_sleep" "log_metrics_propagate" {
+  create_duration = "600s"
+  triggers = {
+    metrics = join(",", concat([for m in google_logging_metric.events : m.id], [for m in google_logging_metric.pages : m.id]))
+  }
+}
+
 resource "google_monitoring_alert_policy" "stuck_runs" {
   display_name          = "Gleaner: runs got stuck or tasks were given up"
   combiner              = "OR"
@@ -123,4 +134,5 @@ resource "google_monitoring_alert_policy" "stuck_runs" {
       }
     }
   }
+  depends_on = [time_sleep.log_metrics_propagate]
 }

@@ -38,18 +38,16 @@ output "builder_service_account" {
   value       = google_service_account.builder.id
 }
 
+# The database roles (docs/deployment.md, step 5; docs/security.md): one script, in the order it runs.
+# tests/integration/test_deploy_rehearsal.py renders this template and runs it on a PostgreSQL laid
+# out like Cloud SQL's, then migrates and crawls as the build and a function would.
 output "db_bootstrap_sql" {
-  description = "Run once as the postgres user after the first apply: the schema owner (the migrator's role), the DML-only role every function acts as, and their members."
-  value = join("\n", concat(
-    ["CREATE ROLE ${var.database_owner_role} NOLOGIN;",
-      "CREATE ROLE ${var.database_role} NOLOGIN;",
-      "GRANT CONNECT, CREATE ON DATABASE ${google_sql_database.gleaner.name} TO ${var.database_owner_role};",
-      "GRANT CONNECT, TEMPORARY ON DATABASE ${google_sql_database.gleaner.name} TO ${var.database_role};",
-      "GRANT ${var.database_owner_role} TO \"${google_sql_user.migrator.name}\";",
-      "-- the knowledge schema is created by the first migration, owned by ${var.database_owner_role}:",
-      "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT USAGE ON SCHEMAS TO ${var.database_role};",
-      "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${var.database_role};",
-    "ALTER DEFAULT PRIVILEGES FOR ROLE ${var.database_owner_role} GRANT USAGE, SELECT ON SEQUENCES TO ${var.database_role};"],
-    [for u in google_sql_user.fn : "GRANT ${var.database_role} TO \"${u.name}\";"],
-  ))
+  description = "Run once as the postgres user after the first apply: the schema owner (the migrator's role), the role every function acts as, and their members."
+  value = templatefile("${path.module}/db_bootstrap.sql.tftpl", {
+    database       = google_sql_database.gleaner.name
+    owner_role     = var.database_owner_role
+    app_role       = var.database_role
+    migrator       = google_sql_user.migrator.name
+    function_users = [for name in local.db_functions : google_sql_user.fn[name].name]
+  })
 }

@@ -73,7 +73,7 @@ variable "function_memory" {
 variable "db_max_connections" {
   description = "max_connections of the Cloud SQL instance; the functions' max instances and pools are sized against it (functions.tf, docs/deployment.md)."
   type        = number
-  default     = 100
+  default     = 120
 }
 
 variable "max_delivery_attempts" {

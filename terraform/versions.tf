@@ -11,6 +11,11 @@ terraform {
       source  = "hashicorp/google-beta"
       version = ">= 6.0, < 8.0"
     }
+    # time_sleep: alerts wait for their log-based metrics to propagate (monitoring.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0"
+    }
   }
   # Configure a GCS backend per environment: terraform init -backend-config="bucket=…" -backend-config="prefix=gleaner"
   backend "gcs" {}

@@ -75,7 +75,8 @@ def test_a_delivery_becomes_one_named_task_to_the_scrape_functions_delivery_path
     assert body["task"]["name"] == f"{queue}/tasks/notify-{delivery}"
     http: dict[str, Any] = body["task"]["httpRequest"]
     assert http["url"] == "https://scrape-abc.a.run.app/notify/deliver"
-    assert http["oidcToken"]["audience"] == "https://scrape-abc.a.run.app/notify/deliver"
+    # Cloud Run accepts the service's URL as the token's audience, never a URL with a path.
+    assert http["oidcToken"]["audience"] == "https://scrape-abc.a.run.app"
     assert decode(base64.b64decode(http["body"]), DeliveryTask) == DeliveryTask(delivery_id=delivery)
 
 

@@ -119,7 +119,7 @@ def test_migrations_act_as_the_shared_role_and_the_application_as_gleaner_app(da
         # What terraform's db_bootstrap_sql grants: the role may create the knowledge schema.
         conn.execute(sa.text("DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO gleaner_app_test',"
                              " current_database()); END $$"))
-        # What db_tenancy_bootstrap_sql grants: the shared role may switch to the application role.
+        # What db_bootstrap_sql grants: the schema owner may switch to the application role.
         conn.execute(sa.text("GRANT gleaner_app TO gleaner_app_test"))
     try:
         engine = db.create_engine(Settings(database_url=database_url, database_role="gleaner_app_test"))

@@ -113,10 +113,11 @@ def test_webhook_deliveries_go_through_the_notify_queue_with_backoff_starting_at
     assert retry["max_attempts"] == "${var.notify_max_attempts}"
     assert tf["variable"]["notify_max_attempts"]["default"] == Settings().notify_max_attempts
     assert int(retry["min_backoff"].rstrip("s")) < 60  # the first retry within a minute (DESIGN.md)
-    enqueuers = set(tf["locals"]["schedules_deliveries"])
     # Those who schedule deliveries know the scrape function's URL (the tasks' target) and may act as
     # the tasks identity that invokes it.
-    assert enqueuers <= set(tf["locals"]["event_functions"])
+    assert set(tf["locals"]["schedules_deliveries"]) <= set(tf["locals"]["knows_scrape_url"].replace(
+        "${distinct(concat(local.enqueues_scrape, local.schedules_deliveries))}", " ".join(
+            [*tf["locals"]["enqueues_scrape"], *tf["locals"]["schedules_deliveries"]])).split())
     acts_as = tf["resource"]["google_service_account_iam_member"]["acts_as_tasks_invoker_for_deliveries"]
     assert acts_as["for_each"] == "${toset(local.schedules_deliveries)}"
 
@@ -233,7 +234,19 @@ def build() -> dict[str, Any]:
 
 
 def test_the_build_tests_packages_uploads_deploys_and_migrates_in_that_order(build):
-    assert [s["id"] for s in build["steps"]] == ["test", "package", "upload", "deploy", "migrate"]
+    assert [s["id"] for s in build["steps"]] == ["test", "package", "settings", "upload", "deploy", "migrate"]
+
+
+def test_a_build_applies_the_deployments_own_settings_never_empty_access_lists(build, tf):
+    """operators, feed_pollers, backoffice_invokers and alert channels are not in git: a trigger's build
+    must read them, or its apply would remove every access grant they make."""
+    settings = " ".join(next(s for s in build["steps"] if s["id"] == "settings")["args"])
+    assert "gs://${_TF_STATE_BUCKET}/${_TF_SETTINGS} dist/settings.tfvars" in settings
+    deploy = " ".join(next(s for s in build["steps"] if s["id"] == "deploy")["args"])
+    assert "-var-file=../dist/settings.tfvars" in deploy
+    access = {name for name, spec in tf["variable"].items() if spec.get("default") == []}
+    assert {"operators", "feed_pollers", "backoffice_invokers", "notification_channels"} <= access
+    assert not access & set(re.findall(r"-var=(\w+)=", deploy))  # never given on the command line
 
 
 def test_the_migrate_step_runs_as_the_schema_owner_and_the_functions_never_migrate(build, tf):
@@ -398,7 +411,10 @@ def test_the_database_names_the_edition_its_custom_tier_needs(tf):
 
 # The API each resource type calls (a new resource type must be added here, and its API enabled).
 _API_OF = {
-    "google_cloudfunctions2_function": {"cloudfunctions", "run", "cloudbuild", "artifactregistry"},
+    "google_cloudfunctions2_function": {"cloudfunctions", "run", "cloudbuild", "artifactregistry", "compute"},
+    "google_artifact_registry_repository": {"artifactregistry"},
+    "google_artifact_registry_repository_iam_member": {"artifactregistry"},
+    "time_sleep": set(),  # the time provider: no Google API
     "google_cloud_run_service_iam_member": {"run"},
     "google_pubsub_topic": {"pubsub"}, "google_pubsub_subscription": {"pubsub"},
     "google_pubsub_topic_iam_member": {"pubsub"}, "google_pubsub_subscription_iam_member": {"pubsub"},
@@ -420,7 +436,7 @@ def test_every_api_the_resources_call_is_enabled_by_terraform(tf):
     used = {*tf["resource"], *tf["data"]}
     unknown = used - set(_API_OF)
     assert not unknown, f"add the API of {unknown} to _API_OF (and to locals.apis)"
-    needed = set().union(*(_API_OF[t] for t in used))
+    needed: set[str] = set().union(*(_API_OF[t] for t in used))
     assert needed <= enabled, needed - enabled
     assert "cloudresourcemanager" in enabled
 
@@ -531,3 +547,149 @@ def test_the_back_office_is_its_own_function_behind_its_own_invokers(tf):
     for name, other in tf["resource"]["google_cloud_run_service_iam_member"].items():
         if name != "backoffice_invokers":
             assert "backoffice" not in str(other.get("service", "")), name
+
+
+# -- a first deploy that does not stop part-way (issue 29) ------------------------------------------
+
+
+def _references(block: Any, kind: str) -> set[str]:
+    """The names of ``kind`` resources a block refers to (``kind.name``)."""
+    return set(re.findall(rf"\b{kind}\.([a-z0-9_]+)\b", json.dumps(block)))
+
+
+def test_every_alert_on_a_log_based_metric_waits_for_the_metric_to_propagate(tf):
+    """Monitoring refuses an alert on a log-based metric created minutes before ("Cannot find metric(s)")."""
+    sleeps = tf["resource"].get("time_sleep", {})
+    checked = 0
+    for name, policy in tf["resource"]["google_monitoring_alert_policy"].items():
+        metrics = _references(policy, "google_logging_metric")
+        if "logging.googleapis.com/user/" not in json.dumps(policy):
+            continue
+        assert metrics, f"alert {name} names a log-based metric Terraform does not manage"
+        depends = [d.removeprefix("${").removesuffix("}") for d in policy.get("depends_on", [])]
+        delays = {d.split(".", 1)[1] for d in depends if d.startswith("time_sleep.")}
+        assert delays, f"alert {name} on {metrics} is created without waiting for them"
+        waited = set().union(*(_references(sleeps[d], "google_logging_metric") for d in delays))
+        assert metrics <= waited, f"alert {name}: the delay does not come after {metrics - waited}"
+        for delay in delays:
+            seconds = int(sleeps[delay]["create_duration"].rstrip("s"))
+            assert seconds >= 600, f"{delay} waits {seconds}s; propagation can take ten minutes"
+        checked += 1
+    assert checked >= 1  # stuck_runs alerts on runs_stuck and tasks_gave_up
+
+
+def test_every_function_is_built_by_its_own_build_identity_into_a_repository_that_is_cleaned(tf):
+    functions = tf["resource"]["google_cloudfunctions2_function"]
+    for kind in ("http", "event"):
+        build = functions[kind]["build_config"][0]
+        assert build.get("service_account") == "${google_service_account.function_build.id}", kind
+        assert build.get("docker_repository") == "${google_artifact_registry_repository.functions.id}", kind
+        # The grants exist before the first build uses them.
+        depends = " ".join(functions[kind]["depends_on"])
+        assert "google_project_iam_member.function_build" in depends and \
+            "google_artifact_registry_repository_iam_member.function_build" in depends
+    roles = tf["resource"]["google_project_iam_member"]["function_build"]["for_each"]
+    assert "roles/logging.logWriter" in roles and "roles/storage.objectViewer" in roles
+    writer = tf["resource"]["google_artifact_registry_repository_iam_member"]["function_build"]
+    assert writer["role"] == "roles/artifactregistry.writer"
+    repository = tf["resource"]["google_artifact_registry_repository"]["functions"]
+    assert repository["cleanup_policy_dry_run"] is False
+    actions = {p["action"] for p in repository["cleanup_policies"]}
+    assert actions == {"KEEP", "DELETE"}
+    assert {"artifactregistry.repositories.create", "artifactregistry.repositories.setIamPolicy"} <= \
+        set(tf["locals"]["deployer_permissions"])
+
+
+# Call sites in the code that create Cloud Tasks, and the queue setting each one enqueues on.
+_ENQUEUES = {"enqueue": "tasks_queue", "flush_after_commit": "notify_queue", "flush": "notify_queue"}
+SHARED = ROOT / "shared"
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(SHARED).with_suffix("").parts)
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def _queue_call_sites() -> dict[str, set[str]]:
+    """Module -> the queue settings its code enqueues on (``deps.bus.enqueue``, the outbox's flush)."""
+    sites: dict[str, set[str]] = {}
+    for path in (SHARED / "gleaner").rglob("*.py"):
+        if path.parent.name in ("bus", "cli", "migrations") or path.name in ("outbox.py", "runner.py"):
+            continue  # the port and its adapters, the laptop's CLI and engine (no function runs them), the outbox
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ENQUEUES:
+                target = ast.unparse(node.func.value)
+                if target.endswith("bus") or target == "outbox":
+                    sites.setdefault(_module(path), set()).add(_ENQUEUES[node.func.attr])
+    return sites
+
+
+def _stage_modules() -> dict[str, set[str]]:
+    """Stage -> the modules its handler runs: the handler's module and the gleaner modules it imports."""
+    modules: dict[str, set[str]] = {}
+    for _topic, (stage, _cls, handler) in STAGES.items():
+        own = handler.__module__
+        path = SHARED / (own.replace(".", "/") + ".py")
+        modules.setdefault(stage, set()).update({own, *(m for m in _imports(ast.parse(path.read_text()))
+                                                       if m.startswith("gleaner."))})
+    return modules
+
+
+def _bound(tf: dict[str, Any], for_each: str) -> set[str]:
+    match = re.fullmatch(r"\$\{toset\(local\.([a-z_]+)\)\}", for_each)
+    assert match, for_each
+    return set(tf["locals"][match.group(1)])
+
+
+def test_every_queue_a_function_enqueues_on_lets_it_create_tasks(tf):
+    """Read from the code (who calls the bus's enqueue or flushes the outbox) and terraform's bindings."""
+    sites = _queue_call_sites()
+    assert {"gleaner.stages.sample", "gleaner.stages.scrape", "gleaner.stages.snapshot"} <= set(sites)
+    stages = _stage_modules()
+    unrun = set(sites) - set().union(*stages.values())
+    assert not unrun, f"{unrun} create tasks but no stage runs them: say which function does"
+    # The functions that run a stage's handler: the Pub/Sub-fed ones, and the Cloud Tasks target.
+    tasks_targets = {m.group(1) for binding in tf["resource"]["google_cloud_run_service_iam_member"].values()
+                     if "tasks_invoker" in binding["member"]
+                     for m in re.finditer(r'http\["([a-z-]+)"\]', binding["service"])}
+    assert tasks_targets == {"scrape"}
+    runners = {name: f["stage"] for name, f in _functions(tf).items()
+               if f["entry_point"] == "on_event" or name in tasks_targets}
+    defaults = Settings()
+    queues = {q["name"]: key for key, q in tf["resource"]["google_cloud_tasks_queue"].items()}
+    grants: dict[str, set[str]] = {}
+    for binding in tf["resource"]["google_cloud_tasks_queue_iam_member"].values():
+        assert binding["role"] == "roles/cloudtasks.enqueuer"
+        queue = re.fullmatch(r"\$\{google_cloud_tasks_queue\.([a-z_]+)\.id\}", binding["name"]).group(1)
+        grants.setdefault(queue, set()).update(_bound(tf, binding["for_each"]))
+    needed: set[tuple[str, str]] = set()
+    for function, stage in runners.items():
+        for module, settings in sites.items():
+            if module in stages[stage]:
+                needed.update((function, getattr(defaults, s)) for s in settings)
+    assert ("scrape", defaults.notify_queue) in needed  # scrape flushes the outbox (issue 29)
+    missing = {(fn, queue) for fn, queue in needed if fn not in grants.get(queues[queue], set())}
+    assert not missing, f"these functions enqueue on these queues without cloudtasks.enqueuer: {missing}"
+    # And may attach the tasks identity to the tasks they create.
+    acts_as = tf["resource"]["google_service_account_iam_member"]
+    may_act = _bound(tf, acts_as["acts_as_tasks_invoker"]["for_each"]) | \
+        _bound(tf, acts_as["acts_as_tasks_invoker_for_deliveries"]["for_each"])
+    assert {fn for fn, _ in needed} <= may_act
+
+
+def test_scrape_stops_fetching_with_room_for_queueing_a_cold_start_and_finishing(tf):
+    from gleaner.bus.gcp import TASK_DISPATCH_DEADLINE_SECONDS
+
+    soft = Settings.from_env(_function_env(tf, "scrape")).scrape_soft_deadline
+    assert _functions(tf)["scrape"]["timeout"] == TASK_DISPATCH_DEADLINE_SECONDS
+    assert TASK_DISPATCH_DEADLINE_SECONDS - soft >= 600

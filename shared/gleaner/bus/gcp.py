@@ -25,6 +25,7 @@ import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from gleaner.config import Settings
 from gleaner.errors import ConfigError, InvalidInput, RetryableError
@@ -198,6 +199,12 @@ def notify_task_url(settings: Settings) -> str | None:
     return None
 
 
+def service_audience(url: str) -> str:
+    """The audience Cloud Run accepts for a URL of one of its services: scheme and host, no path."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTask) -> dict[str, Any]:
     """The CreateTask request for one webhook delivery: POST the encoded task to the delivery handler."""
     url = notify_task_url(settings)
@@ -210,8 +217,10 @@ def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTa
         "body": encode(task),
     }
     if settings.tasks_service_account:
+        # Cloud Run checks the token's audience against the service's URL (no path): the URL with
+        # /notify/deliver in it would be refused with 401 on every attempt.
         http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
-                                      "audience": url}
+                                      "audience": service_audience(url)}
     return {"parent": queue_path, "task": {"name": f"{queue_path}/tasks/{task.task_name}",
                                            "http_request": http_request}}
 

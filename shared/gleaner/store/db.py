@@ -293,6 +293,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
             conn.commit()
+        except BaseException:
+            # The failed migration's transaction is aborted: without a rollback the unlock below fails
+            # too and its "transaction is aborted" error hides the cause (the session lock survives it).
+            conn.rollback()
+            raise
         finally:
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k), set_config('app.all_tenants', '', false)"),
                          {"k": _MIGRATION_LOCK})

@@ -52,8 +52,8 @@ def tenant_isolation_sql(table: str) -> str:
 APP_ROLE_SQL = f"""
 DO $$
 BEGIN
-    -- Where the migrating role may not create roles (Cloud SQL), terraform's db_tenancy_bootstrap_sql
-    -- has created it and made the migrating role a member already.
+    -- Where the migrating role may not create roles (Cloud SQL), terraform's db_bootstrap_sql has
+    -- created it and made the migrating role a member already (it could not grant itself the role).
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
         CREATE ROLE {APP_ROLE} NOLOGIN NOBYPASSRLS;
     END IF;

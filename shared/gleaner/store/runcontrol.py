@@ -25,7 +25,7 @@ class RunControl:
     site_domain: str
     status: RunStatus
     worker: str | None
-    idle_seconds: float  # since the last heartbeat (or the start, for a run without one)
+    idle_seconds: float  # since the last heartbeat (or the start); a scraping cloud run: see _IDLE
     mapped: bool  # the map stage finished (its JSON is stored)
     batches_total: int | None  # set when sampling assigned the scrape batches
     target_url: str
@@ -35,10 +35,18 @@ class RunControl:
     error: str | None
 
 
+# A cloud run (no worker) that is scraping has batches waiting in the one shared scrape queue: they
+# start only as other runs' batches free the instances, and only a batch's start moves the run's own
+# heartbeat. Such a run is idle only while the queue is: its idle time counts from the latest
+# heartbeat of any scraping cloud run, so a run waiting its turn behind a big crawl is not swept.
+_IDLE = (
+    "EXTRACT(EPOCH FROM now() - GREATEST(COALESCE(r.heartbeat_at, r.started_at, r.created_at),"
+    " CASE WHEN r.status = 'scraping' AND r.worker IS NULL THEN (SELECT max(q.heartbeat_at)"
+    " FROM knowledge.crawl_runs q WHERE q.status = 'scraping' AND q.worker IS NULL) END))"
+)
 _CONTROL_COLUMNS = (
-    "id, site_domain, status::text, worker,"
-    " EXTRACT(EPOCH FROM now() - COALESCE(heartbeat_at, started_at, created_at)), raw_map_uri IS NOT NULL,"
-    " batches_total, target_url, options, mode::text, triggered_by::text, error"
+    f"r.id, r.site_domain, r.status::text, r.worker, {_IDLE}, r.raw_map_uri IS NOT NULL,"
+    " r.batches_total, r.target_url, r.options, r.mode::text, r.triggered_by::text, r.error"
 )
 
 
@@ -58,7 +66,7 @@ class RunControlStore(CounterStore):
 
     def run_control(self, run_id: str) -> RunControl | None:
         row = self._first(
-            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs WHERE id = :r",
+            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs r WHERE r.id = :r",
             {"r": run_id},
         )
         return _control(row) if row is not None else None
@@ -66,9 +74,9 @@ class RunControlStore(CounterStore):
     def unsettled_runs(self) -> list[RunControl]:
         """Runs in an active status, the longest idle first."""
         rows = self._all(
-            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs"
-            " WHERE status IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping')"
-            " ORDER BY COALESCE(heartbeat_at, started_at, created_at)",
+            f"SELECT {_CONTROL_COLUMNS} FROM knowledge.crawl_runs r"
+            " WHERE r.status IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping')"
+            " ORDER BY COALESCE(r.heartbeat_at, r.started_at, r.created_at)",
         )
         return [_control(r) for r in rows]
 
