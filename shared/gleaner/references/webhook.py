@@ -46,6 +46,7 @@ from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.references import ArticleRow
 from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller
 from gleaner.tenancy import scope
+from gleaner.textcheck import text_problem
 from gleaner.urls import canonicalize
 from gleaner.web import BodyRefused
 
@@ -141,31 +142,6 @@ def parse_payload(body: bytes) -> Batch | Walk:
     if articles and not rows:
         raise MalformedRequest([f"no valid article among {len(articles)}"], rejected)
     return Batch(tuple(rows), tuple(rejected))
-
-
-def text_problem(value: object) -> str | None:
-    """Why a parsed JSON value (or a query string) cannot be stored as text, or None.
-
-    JSON may escape a lone surrogate (``"\\ud800"``), which is no Unicode text any database or
-    UTF-8 encoder accepts, and a NUL, which PostgreSQL's text type refuses: both are bad input,
-    refused here rather than failing halfway through a transaction.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "contains a lone surrogate (not valid Unicode text)"
-    return None
 
 
 def parse_article(raw: object) -> ArticleRow:
@@ -348,7 +324,7 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
     if not text:
         raise MalformedRequest(["query parameter 'q' is required"])
     raw_limit = query.get("limit") or "20"
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
+    if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
         raise MalformedRequest([f"'limit' must be an integer from 1 to {MAX_SEARCH_RESULTS}"])
     return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
 
