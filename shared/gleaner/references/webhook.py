@@ -10,7 +10,8 @@ token from ``gleaner tokens add``, which acts as its workspace)::
 
     POST /             {"articles": [...]}  -> 202 {"accepted", "duplicates", "rejected": [{"index", "reason"}]}
                        empty body or {}     -> 202 {"walk": true, "scheduled": n}
-                       {"full_reprocess": true} -> the same walk, re-fetching every passed URL
+                       {"full_reprocess": true} -> the same walk, re-fetching every passed URL (the
+                                            operator's bearer only: a workspace token gets 403)
     GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
     GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
     GET  /v1/texts/{text_hash}?start=&end=  a slice of canonical text -> 200 {"text_hash", "start",
@@ -290,6 +291,11 @@ def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
 
 def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:
     payload = parse_payload(body)
+    if isinstance(payload, Walk) and payload.full_reprocess and not caller.is_admin:
+        # A full reprocess re-fetches every workspace's passed URLs: one workspace's token must not make
+        # Gleaner re-fetch everyone's, as often as it likes (issue 26). The plain walk stays open to all.
+        return 403, {"error": "a full reprocess re-fetches every workspace's URLs: only the operator "
+                              "(GLEANER_WEBHOOK_SECRET) may ask for it"}
     if isinstance(payload, Walk):
         refs = deps.references
         scheduled = len(refs.pending(full_reprocess=payload.full_reprocess))
