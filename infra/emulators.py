@@ -241,7 +241,7 @@ class Stack:
     database_url: str | None
     project: str = "gleaner-local"
     bucket: str = "gleaner-local"
-    webhook_secret: str = "local-secret"
+    webhook_secret: str = "local-secret-0123456789abcdef0123456789abcdef"
     extra_env: Mapping[str, str] = field(default_factory=dict)
     max_attempts: int = 5
     min_backoff: float = 1.0

@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "bench-secret"
+SECRET = "bench-secret-0123456789abcdef0123456789abcdef"
 
 
 def start(source: Path, data_dir: str) -> tuple[subprocess.Popen[str], int]:

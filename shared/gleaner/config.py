@@ -289,7 +289,7 @@ class Settings:
             pg_template_dir=default_pg_templates(env),
             blob_url=env.get("GLEANER_BLOB_URL", "").strip() or None,
             allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),
-            webhook_secret=env.get("GLEANER_WEBHOOK_SECRET") or None,
+            webhook_secret=webhook_secret_of(env),
             bus=bus,
             project=env.get("GOOGLE_CLOUD_PROJECT", "").strip() or None,
             region=env.get("GLEANER_REGION", "").strip() or "europe-west1",
@@ -350,3 +350,21 @@ class Settings:
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
+
+
+# The operator's bearer opens every tenant; a short one falls to guessing (the login is throttled, the
+# webhook and the functions are not). 32 characters is 16 random bytes in hex, 24 in base64.
+MIN_SECRET_CHARS = 32
+
+
+def webhook_secret_of(env: Mapping[str, str]) -> str | None:
+    """``GLEANER_WEBHOOK_SECRET``, or None when unset; ConfigError, naming it, when it is too short."""
+    secret = env.get("GLEANER_WEBHOOK_SECRET") or None
+    if secret is not None and len(secret) < MIN_SECRET_CHARS:
+        raise ConfigError(
+            f"GLEANER_WEBHOOK_SECRET is {len(secret)} characters; it must be at least {MIN_SECRET_CHARS}"
+            f" (it opens every site and workspace). Make one with: {SECRET_RECIPE}")
+    return secret
+
+
+SECRET_RECIPE = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.config import MIN_SECRET_CHARS, SECRET_RECIPE
 from gleaner.errors import ConfigError
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.web import (
@@ -67,7 +68,10 @@ class WebhookServer:
     def __init__(self, deps: Deps, host: str = "127.0.0.1", port: int = 8080,
                  routes: Sequence[tuple[str, WsgiApp]] = (), limits: ServerLimits | None = None) -> None:
         if not deps.settings.webhook_secret:
-            raise ConfigError("GLEANER_WEBHOOK_SECRET must be set: the webhook refuses requests without it")
+            raise ConfigError(
+                "GLEANER_WEBHOOK_SECRET must be set: it is the operator's bearer for the webhook and the back"
+                f" office (at least {MIN_SECRET_CHARS} characters). Set it and start again, e.g.\n"
+                f"  export GLEANER_WEBHOOK_SECRET=$({SECRET_RECIPE})")
         bus = deps.local_bus
         if bus is None:
             raise ConfigError("gleaner serve runs the in-process bus; unset GLEANER_BUS")

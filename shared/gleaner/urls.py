@@ -145,8 +145,16 @@ def origin_of(url: str) -> str:
 
 
 def path_of(canonical_url: str) -> str:
-    """The document tree key: the canonical URL's path (decoded for readability)."""
-    return unquote(urlsplit(canonical_url).path) or "/"
+    """The document tree key: the canonical URL's path, decoded for readability except control characters.
+
+    A site may link ``/a%00b``: decoded, the NUL is a value PostgreSQL's text refuses (one such link
+    failed the whole map), and other control characters would garble a tree or a terminal. Those stay
+    percent-encoded, as the site spelled them.
+    """
+    return _CONTROL.sub(lambda m: f"%{ord(m.group()):02X}", unquote(urlsplit(canonical_url).path)) or "/"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def site_domain_of(url: str) -> str:

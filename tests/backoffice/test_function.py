@@ -15,6 +15,7 @@ from gleaner import tenancy
 from gleaner.store.tokens import TokenStore
 
 ROOT = Path(__file__).resolve().parents[2]
+FN_SECRET = "fn-secret-0123456789abcdef0123456789abcdef"
 
 
 def function_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str, secret: str | None,
@@ -44,21 +45,21 @@ def reset_deps() -> object:
 
 def test_the_backoffice_function_serves_the_api_and_pages_only_with_the_operator_bearer(
         monkeypatch, tmp_path, database_url, reset_deps):
-    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret")
+    client = function_client(monkeypatch, tmp_path, database_url, FN_SECRET)
     assert client.get("/v1/sites").status_code == 401
     assert client.get("/v1/runs", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert client.get("/ui/").headers["Location"].endswith("/ui/login")
-    answer = client.get("/v1/sites", headers={"Authorization": "Bearer fn-secret"})
+    answer = client.get("/v1/sites", headers={"Authorization": f"Bearer {FN_SECRET}"})
     assert answer.status_code == 200 and answer.get_json() == {"sites": []}
-    page = client.get("/ui/", headers={"Authorization": "Bearer fn-secret"})
+    page = client.get("/ui/", headers={"Authorization": f"Bearer {FN_SECRET}"})
     assert page.status_code == 200 and b"nothing kept yet" in page.data
     assert page.headers["Content-Type"].startswith("text/html")
-    assert client.get("/", headers={"Authorization": "Bearer fn-secret"}).status_code == 404
+    assert client.get("/", headers={"Authorization": f"Bearer {FN_SECRET}"}).status_code == 404
 
 
 def test_an_identity_token_iam_admitted_is_no_credential_but_the_session_cookie_still_is(
         monkeypatch, tmp_path, database_url, reset_deps):
-    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret")
+    client = function_client(monkeypatch, tmp_path, database_url, FN_SECRET)
     with tenancy.all_tenants():
         site_token = TokenStore(gleaner_app.process_deps().engine).add_site("shop.test")["token"]
     iam = {"Authorization": f"Bearer {identity_token('someone@example.com')}"}
@@ -80,7 +81,7 @@ def test_without_a_configured_secret_the_function_refuses_the_back_office(monkey
 
 def test_the_feed_webhook_function_no_longer_serves_the_back_office(monkeypatch, tmp_path, database_url,
                                                                     reset_deps):
-    client = function_client(monkeypatch, tmp_path, database_url, "fn-secret", function="ingest")
+    client = function_client(monkeypatch, tmp_path, database_url, FN_SECRET, function="ingest")
     for path in ("/v1/sites", "/ui/"):
-        answer = client.get(path, headers={"Authorization": "Bearer fn-secret"})
+        answer = client.get(path, headers={"Authorization": f"Bearer {FN_SECRET}"})
         assert answer.status_code == 404 and b"nothing kept yet" not in answer.data

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_gleaner_serve_prints_the_back_office_url_and_answers_it_without_auth(database_url, tmp_path):
     env = {**os.environ, "GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner"),
-           "GLEANER_WEBHOOK_SECRET": "serve-secret", "PYTHONPATH": str(ROOT / "shared")}
+           "GLEANER_WEBHOOK_SECRET": "serve-secret-0123456789abcdef0123456789abcdef",
+           "PYTHONPATH": str(ROOT / "shared")}
     process = subprocess.Popen([sys.executable, "-m", "gleaner.cli", "serve", "--port", "0"], env=env,
                                stderr=subprocess.PIPE, text=True)
     try:

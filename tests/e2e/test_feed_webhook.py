@@ -24,7 +24,7 @@ from gleaner.testsite import Page, TestSite
 from tests.feed_site import ARTICLES, Flaky, article_html, feed_site
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "s3cret-token-for-tests"
+SECRET = "s3cret-token-for-tests-0123456789abcdef0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
 
 

@@ -20,7 +20,7 @@ from gleaner.messages import CrawlRequested, ScrapeBatch, decode, encode, run_id
 from tests.cloud_fixtures import pull_all
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "s3cret-token"
+SECRET = "s3cret-token-0123456789abcdef0123456789abcdef"
 
 
 def client(stage: str, target: str) -> Any:

@@ -23,7 +23,7 @@ from tests.feed_site import ARTICLES, feed_site
 from ..processes import announced_url
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "serve-secret"
+SECRET = "serve-secret-0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
@@ -124,3 +124,10 @@ def test_gleaner_serve_refuses_to_start_without_a_webhook_secret(env):
                                 env={**env, "GLEANER_WEBHOOK_SECRET": ""})
     assert result.exit_code == 1
     assert "GLEANER_WEBHOOK_SECRET must be set" in result.stderr
+    assert "export GLEANER_WEBHOOK_SECRET=" in result.stderr  # says what to set, and how
+
+
+def test_a_short_webhook_secret_is_refused_with_the_variable_named(env):
+    result = CliRunner().invoke(main, ["serve", "--port", "0"], env={**env, "GLEANER_WEBHOOK_SECRET": "hunter2"})
+    assert result.exit_code != 0
+    assert "GLEANER_WEBHOOK_SECRET is 7 characters; it must be at least 32" in result.stderr

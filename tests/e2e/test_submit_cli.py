@@ -18,7 +18,7 @@ from tests.cloud_fixtures import emulators
 from tests.e2e.test_operator_paths import identity_token
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "submit-secret"
+SECRET = "submit-secret-0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
@@ -63,5 +63,5 @@ def test_an_operator_submits_a_crawl_with_an_identity_token_and_reads_its_status
 def test_the_shared_bearer_works_too_and_no_credentials_fail_clearly(map_http):
     code, status = submit("--to", map_http, "--status", "8b0f6d6e-0000-4000-8000-000000000000", secret=SECRET)
     assert code == 1 and status == {"error": "no run 8b0f6d6e-0000-4000-8000-000000000000"}
-    code, status = submit("--to", map_http, "--status", "8b0f6d6e-0000-4000-8000-000000000000", secret="wrong")
+    code, status = submit("--to", map_http, "--status", "8b0f6d6e-0000-4000-8000-000000000000", secret="wrong" * 8)
     assert code == 1 and "bearer" in str(status.get("error"))

@@ -12,7 +12,7 @@ import pytest
 from gleaner import app as gleaner_app
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "ff-secret"
+SECRET = "ff-secret-0123456789abcdef0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
 
 

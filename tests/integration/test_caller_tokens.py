@@ -93,3 +93,17 @@ def test_a_token_acts_as_its_workspace_and_sees_others_only_as_counts(make_deps,
     assert "ws-2" not in json.dumps(as_mine) and "private-feeds/ws-2" not in json.dumps(as_mine)
     assert sorted(a["workspace_id"] for a in as_admin["articles"]) == ["ws-1", "ws-2", "ws-3"]
     assert "other_workspaces" not in as_admin
+
+
+def test_only_the_operator_may_ask_for_a_full_reprocess_of_every_workspace(make_deps, cli_env, site):
+    mine = add_token(cli_env, "ws-1")
+    deps = make_deps(webhook_secret=SECRET)
+    with WebhookServer(deps, port=0) as server:
+        url = server.url + "/"
+        assert httpx.post(url, json={"articles": [article(site, "ws-1")]}, headers=bearer(mine["token"])
+                          ).status_code == 202
+        refused = [httpx.post(url, json={"full_reprocess": True}, headers=bearer(mine["token"])) for _ in range(5)]
+        assert [r.status_code for r in refused] == [403] * 5
+        assert "only the operator" in refused[0].json()["error"]
+        assert httpx.post(url, json={}, headers=bearer(mine["token"])).status_code == 202  # the plain walk
+        assert httpx.post(url, json={"full_reprocess": True}, headers=ADMIN).json()["walk"] is True

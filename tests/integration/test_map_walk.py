@@ -39,3 +39,20 @@ def test_listed_pages_are_fetched_once_and_pages_only_links_reach_are_still_foun
     assert site.requested("/docs/b") == 1
     assert site.requested("/docs/unlisted") == 1  # mapping read it for links; scrape used that answer
     assert site.requested("/robots.txt") == 1  # once per host per run, however many stages and batches
+
+
+def test_a_link_with_an_encoded_nul_in_its_path_is_kept_encoded_and_the_run_goes_on(deps):
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update({
+            "/": _page("Home", "/docs/a", "/docs/bad%00name", "/docs/ctl%01x"),
+            "/docs/a": _page("A"),
+        })
+        summary = crawl(deps, new_request(site.url + "/", site_domain="nul.test"))
+
+    assert summary["status"] == "finished"
+    assert summary["fetched"] >= 2
+    paths = {row["path"] for row in deps.metadata.documents_tree("nul.test")}
+    assert {"/", "/docs/a", "/docs/bad%00name", "/docs/ctl%01x"} <= paths
+    urls = {u["url"]: u["status"] for u in deps.metadata.run_urls(summary["run_id"])}
+    assert urls[site.url + "/docs/bad%00name"]  # the odd URL has a status of its own, like every URL

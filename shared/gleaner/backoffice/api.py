@@ -49,7 +49,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from gleaner import runcontrol
@@ -62,6 +62,7 @@ from gleaner.operator import sites as operator_sites
 from gleaner.provenance.conflicts import ConflictStatus
 from gleaner.store import browse
 from gleaner.store.references import QUALITY_FLAGS
+from gleaner.textcheck import text_problem
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ Answer = tuple[int, dict[str, Any]]
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
+# Past any table this holds and inside PostgreSQL's integer: a larger offset or version is bad input.
+MAX_INT_ARG = 2**31 - 1
 
 
 def valid_site_domain(value: str) -> bool:
@@ -121,13 +124,13 @@ def int_arg(query: Mapping[str, str], name: str, default: int | None, low: int =
     raw = query.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HttpError(400, f"{name} must be an integer, not {raw[:40]!r}") from None
-    if value < low or (high is not None and value > high):
-        raise HttpError(400, f"{name} must be between {low} and {high}" if high is not None
-                        else f"{name} must be at least {low}")
+    # int() also takes other scripts' digits and "1_000"; a query value is plain ASCII decimal digits.
+    if not re.fullmatch(r"-?[0-9]{1,10}", raw):
+        raise HttpError(400, f"{name} must be an integer, not {raw[:40]!r}")
+    value = int(raw)
+    top = MAX_INT_ARG if high is None else high
+    if value < low or value > top:
+        raise HttpError(400, f"{name} must be between {low} and {top}")
     return value
 
 
@@ -149,9 +152,12 @@ def time_arg(query: Mapping[str, str], name: str) -> datetime | None:
     if not query.get(name):
         return None
     try:
-        return datetime.fromisoformat(query[name])
-    except ValueError:
-        raise HttpError(400, f"{name} must be an ISO 8601 time") from None
+        value = datetime.fromisoformat(query[name])
+        # Near the ends of the calendar an offset moves the instant out of it (year 0 or 10000): the
+        # database cannot hold that, so it is refused here. A time without an offset is UTC.
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise HttpError(400, f"{name} must be an ISO 8601 time between the years 1 and 9999") from None
 
 
 def prefix_arg(query: Mapping[str, str]) -> str:
@@ -278,7 +284,7 @@ def read_body(deps: Deps, ref: str | None) -> str:
 
 def get_version(deps: Deps, req: ApiRequest, document_id: str, number: str) -> dict[str, Any]:
     doc = _document(deps, document_id)
-    if not number.isdigit() or len(number) > 9:
+    if not re.fullmatch(r"[0-9]{1,9}", number):
         raise HttpError(400, "the version must be a positive integer")
     raw = req.query.get("raw", "0")
     if raw not in ("0", "1"):
@@ -362,10 +368,13 @@ def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
 def json_body(req: ApiRequest) -> dict[str, Any]:
     try:
         body = json.loads(req.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise HttpError(400, "the body must be a JSON object") from None
     if not isinstance(body, dict):
         raise HttpError(400, "the body must be a JSON object")
+    problem = text_problem(body)
+    if problem:
+        raise HttpError(400, f"the body {problem}")
     return body
 
 

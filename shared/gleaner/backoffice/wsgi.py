@@ -41,7 +41,10 @@ from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access
 from gleaner.callers import bearer_token, identity_claims, secret_matches
+from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
+from gleaner.textcheck import text_problem
+from gleaner.web import query_of
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,14 @@ class BackofficeApp:
             # No tenant until the credential names one: _answer enters the caller's scope (docs/security.md).
             with tenancy.no_tenant():
                 status, headers, body = self._answer(environ)
+        except DatabaseRefused as exc:
+            if not is_permanent(exc):
+                raise
+            # A backstop: the parsers refuse what they know; a value the database still cannot store is
+            # the caller's bad input all the same (logged, as it names a check the parsers lack).
+            log.warning("back office input refused by the database: %s", exc)
+            status, headers, body = 400, [("Content-Type", "application/json")], \
+                b'{"error": "the database refused a value in the request"}'
         except Exception:  # one failing request must not take the server down; the log has the traceback
             log.exception("back office request failed")
             status, headers, body = 500, [("Content-Type", "application/json")], b'{"error": "internal error"}'
@@ -104,15 +115,25 @@ class BackofficeApp:
     def _dispatch(self, environ: dict[str, Any], path: str, method: str, access: Access
                   ) -> tuple[int, list[tuple[str, str]], bytes]:
         is_api = path.startswith("/v1/")
-        query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        # WSGI hands the path and query as latin-1-decoded bytes (PEP 3333): read them as the UTF-8 they are,
+        # keeping bytes that are not as lone surrogates, so that they are refused below with NULs.
+        path = path.encode("latin-1").decode("utf-8", "surrogateescape")
+        query = query_of(str(environ.get("QUERY_STRING", "")).encode("latin-1"))
         read = _read_body(environ)
         if read is None:
             return _json(413, {"error": f"bodies are limited to {MAX_BODY_BYTES} bytes"})
         body = read
+        form = query_of(body) if body and not is_api else {}
+        problem = text_problem([path, *query.keys(), *query.values(), *form.keys(), *form.values()])
+        if problem:
+            message = f"the path, query or form {problem}"
+            if is_api:
+                return _json(400, {"error": message})
+            page = pages.render("error.html", 400, status=400, message=message)
+            return page.status, [("Content-Type", page.content_type)], page.body.encode("utf-8")
         if is_api:
             status, answer = api.handle(api.ApiRequest(method, path, query, body, access), self.deps)
             return _json(status, answer)
-        form = dict(parse_qsl(body.decode("utf-8", errors="replace"))) if body else {}
         page = pages.handle(pages.PageRequest(method, path, query, form, access), self.deps)
         headers = [("Content-Type", page.content_type), ("Cache-Control", "no-store"),
                    ("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline';"

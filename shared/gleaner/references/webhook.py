@@ -10,7 +10,8 @@ token from ``gleaner tokens add``, which acts as its workspace)::
 
     POST /             {"articles": [...]}  -> 202 {"accepted", "duplicates", "rejected": [{"index", "reason"}]}
                        empty body or {}     -> 202 {"walk": true, "scheduled": n}
-                       {"full_reprocess": true} -> the same walk, re-fetching every passed URL
+                       {"full_reprocess": true} -> the same walk, re-fetching every passed URL (the
+                                            operator's bearer only: a workspace token gets 403)
     GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
     GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
     GET  /v1/texts/{text_hash}?start=&end=  a slice of canonical text -> 200 {"text_hash", "start",
@@ -46,6 +47,7 @@ from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.references import ArticleRow
 from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller
 from gleaner.tenancy import scope
+from gleaner.textcheck import text_problem
 from gleaner.urls import canonicalize
 from gleaner.web import BodyRefused
 
@@ -141,31 +143,6 @@ def parse_payload(body: bytes) -> Batch | Walk:
     if articles and not rows:
         raise MalformedRequest([f"no valid article among {len(articles)}"], rejected)
     return Batch(tuple(rows), tuple(rejected))
-
-
-def text_problem(value: object) -> str | None:
-    """Why a parsed JSON value (or a query string) cannot be stored as text, or None.
-
-    JSON may escape a lone surrogate (``"\\ud800"``), which is no Unicode text any database or
-    UTF-8 encoder accepts, and a NUL, which PostgreSQL's text type refuses: both are bad input,
-    refused here rather than failing halfway through a transaction.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "contains a lone surrogate (not valid Unicode text)"
-    return None
 
 
 def parse_article(raw: object) -> ArticleRow:
@@ -314,6 +291,11 @@ def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
 
 def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:
     payload = parse_payload(body)
+    if isinstance(payload, Walk) and payload.full_reprocess and not caller.is_admin:
+        # A full reprocess re-fetches every workspace's passed URLs: one workspace's token must not make
+        # Gleaner re-fetch everyone's, as often as it likes (issue 26). The plain walk stays open to all.
+        return 403, {"error": "a full reprocess re-fetches every workspace's URLs: only the operator "
+                              "(GLEANER_WEBHOOK_SECRET) may ask for it"}
     if isinstance(payload, Walk):
         refs = deps.references
         scheduled = len(refs.pending(full_reprocess=payload.full_reprocess))
@@ -348,7 +330,7 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
     if not text:
         raise MalformedRequest(["query parameter 'q' is required"])
     raw_limit = query.get("limit") or "20"
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
+    if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
         raise MalformedRequest([f"'limit' must be an integer from 1 to {MAX_SEARCH_RESULTS}"])
     return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
 
