@@ -121,6 +121,11 @@ class BackofficeApp:
             headers.append(("Location", page.location))
         return page.status, headers, page.body.encode("utf-8")
 
+    def access_for(self, environ: dict[str, Any]) -> Access | None:
+        """Whom a request with this environ acts for, or None (401): other surfaces served beside the
+        back office (``/mcp``) decide their caller through this same gate."""
+        return self._access(environ)
+
     def _access(self, environ: dict[str, Any]) -> Access | None:
         """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
         without an operator bearer, on loopback) the operator."""
