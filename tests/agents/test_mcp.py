@@ -53,13 +53,21 @@ def test_the_http_server_lists_the_tools_and_gets_the_bytes_gleaner_slice_prints
     text = served.current_text("/docs/install")
     start, end = 0, min(len(text.body), 120)
 
-    async def work(session: ClientSession) -> tuple[set[str], dict[str, Any], str]:
+    async def work(session: ClientSession) -> tuple[set[str], dict[str, Any], str, dict[str, Any], dict[str, Any]]:
         listed = await session.list_tools()
         got = _structured(await session.call_tool("get", {"text_hash": text.text_hash, "start": start, "end": end}))
         resource = await session.read_resource(f"gleaner://documents/{served.document_id('/docs/install')}")
-        return {t.name for t in listed.tools}, got, resource.contents[0].text
+        found = _structured(await session.call_tool("search", {"query": "install", "limit": 3}))
+        hit = found["results"][0]
+        verbatim = _structured(await session.call_tool(
+            "get", {"text_hash": hit["text_hash"], "start": hit["start"], "end": hit["end"]}))
+        return {t.name for t in listed.tools}, got, resource.contents[0].text, hit, verbatim
 
-    names, got, resource = anyio.run(_http_session, served.url, None, work)
+    names, got, resource, hit, verbatim = anyio.run(_http_session, served.url, None, work)
+    # A search hit's byte range is a verbatim slice: the bytes `get` returns are the stored text's.
+    assert hit["site_domain"] == SITE and "install" in hit["preview"].lower()
+    hit_text = served.deps.provenance.text_bytes(hit["text_hash"])
+    assert verbatim["text"].encode("utf-8") == hit_text[hit["start"]:hit["end"]]
     assert names >= TOOLS
     assert got["text"].encode("utf-8") == _slice_cli(_env(served, tmp_path), text.text_hash, start, end)
     current = json.loads(resource)
@@ -112,12 +120,14 @@ def test_a_site_token_reaches_its_own_site_through_mcp_and_nothing_of_another(se
         checked = _structured(await session.call_tool("verify", {"citation_id": cited["citation_id"]}))
         run = _structured(await session.call_tool("crawl_status", {"run_id": run_id}))
         events = _structured(await session.call_tool("changes", {}))
-        return {"got": got, "cited": cited, "checked": checked, "run": run, "events": events}
+        found = _structured(await session.call_tool("search", {"query": "install"}))
+        return {"got": got, "cited": cited, "checked": checked, "run": run, "events": events, "found": found}
 
     owner = anyio.run(_http_session, served.url, own, as_owner)
     assert owner["got"]["text"].encode("utf-8") == text.body[:40]
     assert owner["cited"]["quote"] == quote and owner["checked"]["state"] == "verified"
     assert owner["run"]["run_id"] == run_id
+    assert owner["found"]["results"] and {r["site_domain"] for r in owner["found"]["results"]} == {SITE}
     assert owner["events"]["events"] and {e["site_domain"] for e in owner["events"]["events"]} == {SITE}
 
     async def as_other(session: ClientSession) -> dict[str, Any]:
@@ -128,6 +138,7 @@ def test_a_site_token_reaches_its_own_site_through_mcp_and_nothing_of_another(se
                  "search": {"query": "install", "site": SITE}}
         answers = {name: await session.call_tool(name, args) for name, args in calls.items()}
         answers["changes"] = await session.call_tool("changes", {})
+        answers["everywhere"] = await session.call_tool("search", {"query": "install"})
         answers["runs"] = await session.call_tool("crawl_status", {})
         try:
             await session.read_resource(f"gleaner://documents/{document_id}")
@@ -141,6 +152,7 @@ def test_a_site_token_reaches_its_own_site_through_mcp_and_nothing_of_another(se
         assert seen[name].is_error, name
         assert "no " in seen[name].content[0].text, (name, seen[name].content[0].text)
     assert _structured(seen["changes"]) == {"events": []}
+    assert _structured(seen["everywhere"])["results"] == []
     assert _structured(seen["runs"])["runs"] == []
     assert "no document" in seen["resource"]
 

@@ -12,7 +12,6 @@ a site token asking for another site's id or text hash gets the answer an absent
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -62,17 +61,16 @@ def _site_arg(access: Access, site: str | None) -> str | None:
 
 def search(deps: Deps, access: Access, query: str, site: str | None = None, limit: int = 10) -> dict[str, Any]:
     """Ranked chunks of current, routed documents; each hit's (text_hash, start, end) is a slice for ``get``."""
-    if not query.strip():
-        raise ToolRefused("query must not be empty")
+    from gleaner.retrieval import search as search_copy
+
     if not 1 <= limit <= MAX_RESULTS:
         raise ToolRefused(f"limit must be between 1 and {MAX_RESULTS}")
     site = _site_arg(access, site)
-    try:
-        retrieval = importlib.import_module("gleaner.retrieval")
-    except ImportError:  # the retrieval core is a separate piece of work that may not be in this build
-        raise ToolRefused("search is not available in this build of Gleaner") from None
     with acting_for(access):
-        return dict(retrieval.search(deps, query, site_domain=site, limit=limit))
+        try:
+            return search_copy(deps, query, site_domain=site, limit=limit)
+        except InvalidInput as exc:  # an empty or overlong query: the agent reads why
+            raise ToolRefused(str(exc)) from None
 
 
 def get(deps: Deps, access: Access, text_hash: str, start: int | None = None, end: int | None = None
