@@ -25,6 +25,7 @@ Routes (GET unless marked)::
     /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
     POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
     /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
+    /v1/openapi.json                               this API as OpenAPI 3.1, from the route table below
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.textsapi``), not this module's.
@@ -482,6 +483,13 @@ def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 
+def get_openapi(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    """This API described as OpenAPI 3.1, generated from the route table below (``openapi.py``)."""
+    from gleaner.backoffice.openapi import document
+
+    return document()
+
+
 H = TypeVar("H")
 Handler = Callable[..., dict[str, Any] | Answer]
 
@@ -523,6 +531,7 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/sites/{site}/conflicts/?": {"GET": get_conflicts},
     "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
     "/v1/quality/?": {"GET": get_quality},
+    "/v1/openapi.json": {"GET": get_openapi},
 }
 ROUTES = compile_routes(_API)
 
