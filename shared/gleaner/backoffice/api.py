@@ -10,7 +10,7 @@ Routes (GET unless marked)::
     /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
     POST /v1/runs/{run}/cancel                     cancel an active or interrupted run
     POST /v1/runs/{run}/resume                     202: take a stopped run over and finish it in the background
-    /v1/documents/{doc}                            the document, its fetch facts, versions and citations
+    /v1/documents/{doc}                            the document, its fetch facts, versions, citations, current text
     /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
     /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
     /v1/changes?site&since&limit                   change events, oldest first
@@ -257,7 +257,10 @@ def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any
     versions = deps.metadata.snapshots_of(doc["id"])
     for v in versions:
         v["current"] = v["id"] == doc["current_snapshot_id"]
-    return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"])}
+    text = deps.provenance.current_text(doc["id"])  # the citable bytes: what /v1/texts/{text_hash} slices
+    current_text = {"text_hash": text.text_hash, "version": text.version, "length": len(text.body)} if text else None
+    return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"]),
+            "current_text": current_text}
 
 
 def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:
