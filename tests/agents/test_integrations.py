@@ -50,6 +50,17 @@ def test_the_llamaindex_reader_yields_the_same_citable_texts(served):
     assert install.id_ == f"{text.text_hash}:0:{len(text.body)}"
 
 
+def test_the_langchain_retriever_returns_search_hits_as_their_verbatim_slices(served):
+    from gleaner.integrations.langchain import GleanerRetriever
+
+    hits = GleanerRetriever(base_url=served.url, token=OPERATOR_SECRET, site=SITE, k=3).invoke("install")
+    assert hits and all(set(h.metadata) >= PROVENANCE | {"score"} for h in hits)
+    top = hits[0].metadata
+    stored = served.deps.provenance.text_bytes(top["text_hash"])
+    assert hits[0].page_content.encode("utf-8") == stored[top["start"]:top["end"]]
+    assert hits[0].page_content.encode("utf-8") == _slice_cli(served, top["text_hash"], top["start"], top["end"])
+
+
 def test_a_site_token_loads_only_its_own_site(served):
     from gleaner import tenancy
     from gleaner.integrations.client import GleanerApiError

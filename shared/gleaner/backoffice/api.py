@@ -26,6 +26,7 @@ Routes (GET unless marked)::
     POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
     /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
     /v1/openapi.json                               this API as OpenAPI 3.1, from the route table below
+    /v1/search?q&site&limit                        ranked citable chunks (backoffice/searchapi.py)
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.textsapi``), not this module's.
@@ -493,6 +494,12 @@ def get_openapi(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return document()
 
 
+def _search(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    from gleaner.backoffice.searchapi import get_search  # retrieval's own module (it imports this one)
+
+    return get_search(deps, req)
+
+
 H = TypeVar("H")
 Handler = Callable[..., dict[str, Any] | Answer]
 
@@ -535,6 +542,7 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
     "/v1/quality/?": {"GET": get_quality},
     "/v1/openapi.json": {"GET": get_openapi},
+    "/v1/search/?": {"GET": lambda deps, req: _search(deps, req)},
 }
 ROUTES = compile_routes(_API)
 

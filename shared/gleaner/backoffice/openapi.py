@@ -64,7 +64,9 @@ def route_docs(docstring: str) -> dict[tuple[str, str], RouteDoc]:
 
 def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[..., Any] | None) -> dict[str, Any]:
     summary = doc.summary if doc and doc.summary else (handler.__doc__ or "").strip().split("\n")[0]
-    name = handler.__name__ if handler is not None else f"{method.lower()}_{_shape(path).strip('/')}"
+    name = getattr(handler, "__name__", "")
+    if not name.isidentifier():  # no handler (another module's route) or a lambda: named by method and path
+        name = f"{method.lower()}_{_shape(path).strip('/')}"
     params: list[dict[str, Any]] = [{"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
                                     for p in _PARAM.findall(path)]
     params += [{"name": q, "in": "query", "required": False,

@@ -153,6 +153,14 @@ class SearchIndex:
                 " FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, v text)"
                 " WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"rows": payload, "m": model, "d": dimension})
 
+    def drop_other_models(self, model: str) -> int:
+        """Forget vectors made by any other model, so the re-embedding never ranks two models together."""
+        with self.engine.begin() as conn:
+            dropped = conn.execute(sa.text(
+                "UPDATE knowledge.text_chunks SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL"
+                " WHERE embedding_model IS DISTINCT FROM :m AND embedding_model IS NOT NULL"), {"m": model})
+        return int(dropped.rowcount or 0)
+
     def counts(self) -> dict[str, Any]:
         """Chunks in the index, embedded ones per model, and whether vectors are available (gleaner info)."""
         with self.engine.connect() as conn:
