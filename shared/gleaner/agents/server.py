@@ -48,8 +48,10 @@ def caller_of(ctx: Context[Any, Any], fixed: Access | None) -> Access:
 
 def build_server(deps: Deps, fixed: Access | None = None) -> MCPServer[Any]:
     """The MCP server over ``deps``; ``fixed`` is the caller of a stdio server (None: HTTP only)."""
+    # The SDK calls logging.basicConfig at this level when nothing configured logging yet (the CLI
+    # always has): WARNING keeps a library user's root logger as quiet as Gleaner's own default.
     server: MCPServer[Any] = MCPServer(name="gleaner", version=__version__, instructions=INSTRUCTIONS,
-                                       warn_on_duplicate_tools=False)
+                                       warn_on_duplicate_tools=False, log_level="WARNING")
 
     def run(fn: Callable[..., dict[str, Any]], ctx: Context[Any, Any], **kwargs: Any) -> dict[str, Any]:
         try:
