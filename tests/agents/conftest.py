@@ -1,6 +1,6 @@
-"""One kept site for every agent test in a module: the demo site crawled once, served by `gleaner serve`.
+"""One kept site for every agent test: the demo site crawled once, served by `gleaner serve`.
 
-Module-scoped (its own database cloned from the migrated template) so that the MCP, OpenAPI and
+Session-scoped (its own database cloned from the migrated template) so that the MCP, OpenAPI and
 loader tests share one crawl instead of paying for one each.
 """
 
@@ -49,8 +49,8 @@ class Served:
         return text
 
 
-@pytest.fixture(scope="module")
-def module_database_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
+@pytest.fixture(scope="session")
+def agents_database_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     name = "m_" + uuid.uuid4().hex[:12]
     admin = _admin_engine(pg_server_url)
     with admin.connect() as conn:
@@ -61,9 +61,9 @@ def module_database_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     admin.dispose()
 
 
-@pytest.fixture(scope="module")
-def served(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    settings = test_settings(tmp_path_factory.mktemp("agents"), module_database_url, webhook_secret=OPERATOR_SECRET)
+@pytest.fixture(scope="session")
+def served(agents_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    settings = test_settings(tmp_path_factory.mktemp("agents"), agents_database_url, webhook_secret=OPERATOR_SECRET)
     deps = Deps(settings, bus_override=LocalBus(backoff_seconds=0.01))
     pages: dict[str, Any] = {}
     try:
@@ -71,6 +71,6 @@ def served(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -
             pages.update(demo_pages(site.url))
             run = crawl(deps, new_request(site.url + "/", site_domain=SITE))
             with WebhookServer(deps, port=0) as server:
-                yield Served(deps, site, server, run, module_database_url)
+                yield Served(deps, site, server, run, agents_database_url)
     finally:
         deps.close()
