@@ -31,7 +31,7 @@ from gleaner.runner import crawl, new_request
 from gleaner.serve import WebhookServer
 from gleaner.testsite import TestSite
 
-SECRET = "bench-secret"
+SECRET = "mcp-bench-operator-secret-0123456789abcdef"  # >= 32 characters
 
 
 def _summary(samples: list[float]) -> dict[str, float]:

@@ -23,7 +23,7 @@ from gleaner.testsite import TestSite
 from tests.conftest import TEMPLATE_DB, _admin_engine, _with_database, test_settings
 
 SITE = "demo.test"
-OPERATOR_SECRET = "admin-secret"
+OPERATOR_SECRET = "agents-operator-secret-0123456789abcdef"  # >= 32 characters, as Settings asks
 
 
 @dataclass
