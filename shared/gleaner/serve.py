@@ -4,8 +4,8 @@ The same :func:`gleaner.references.webhook.handle` as the deployed function answ
 webhook and ``/refs``; work the webhook publishes goes to the in-process bus,
 which a background thread drains, so a poller gets its 202 without waiting for
 the landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``;
-``/v1/texts/`` stays the webhook's). Bound to 127.0.0.1 by default: put a TLS
-proxy in front to expose it. The server's limits (threads, connections,
+``/v1/texts/`` stays the webhook's); ``/mcp`` is the MCP server (``gleaner.agents.http``).
+Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it. The server's limits (threads, connections,
 timeouts, body cap) are in :class:`gleaner.web.ServerLimits`; more surfaces join
 as routes (``WebhookServer(deps, routes=[("/x/", app)])``).
 """
@@ -83,7 +83,12 @@ class WebhookServer:
         # The back office needs no credential on loopback (DESIGN.md); bound elsewhere it takes the admin bearer.
         backoffice = BackofficeApp(deps, bearer=None if _loopback(host) else deps.settings.webhook_secret)
         webhook = webhook_app(deps, self._landing_due)
-        app = compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice), ("/", webhook)])
+        # MCP over streamable HTTP, its caller decided by the back office's gate (gleaner/agents/http.py).
+        from gleaner.agents.http import MCP_PATH, McpHttp
+
+        self._mcp = McpHttp(deps, backoffice, host)
+        app = compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice),
+                       (MCP_PATH, self._mcp), ("/", webhook)])
         self._server = make_server(app, host, port, self.limits)
         self._threads = [threading.Thread(target=self._server.run, name="gleaner-serve", daemon=True),
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
@@ -122,6 +127,7 @@ class WebhookServer:
         server.task_dispatcher.shutdown()
         for thread in self._threads:
             thread.join(timeout=30)
+        self._mcp.close()
 
     def __enter__(self) -> WebhookServer:
         return self.start()

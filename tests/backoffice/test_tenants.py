@@ -56,8 +56,11 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("GET", "/v1/sites/{site}/conflicts", None),
     ("POST", "/v1/sites/{site}/conflicts/{conflict}", {"status": "resolved"}),
     ("GET", "/v1/quality", None),
+    ("GET", "/v1/openapi.json", None),
 ]
-LISTS = {"/v1/sites", "/v1/runs", "/v1/changes", "/v1/notify/subscriptions", "/v1/notify/deliveries", "/v1/quality"}
+# Routes that name no object (lists, and the API's own description): a site token gets 200, not 404.
+LISTS = {"/v1/sites", "/v1/runs", "/v1/changes", "/v1/notify/subscriptions", "/v1/notify/deliveries", "/v1/quality",
+         "/v1/openapi.json"}
 OPERATOR_ONLY = {"/v1/quality"}
 
 

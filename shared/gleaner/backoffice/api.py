@@ -10,7 +10,7 @@ Routes (GET unless marked)::
     /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
     POST /v1/runs/{run}/cancel                     cancel an active or interrupted run
     POST /v1/runs/{run}/resume                     202: take a stopped run over and finish it in the background
-    /v1/documents/{doc}                            the document, its fetch facts, versions and citations
+    /v1/documents/{doc}                            the document, its fetch facts, versions, citations, current text
     /v1/documents/{doc}/versions/{n}?raw=1         one version's content.md (raw.md with raw=1)
     /v1/documents/{doc}/diff?from&to               unified diff and side-by-side rows of two versions
     /v1/changes?site&since&limit                   change events, oldest first
@@ -26,6 +26,7 @@ Routes (GET unless marked)::
     /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
     POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
     /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
+    /v1/openapi.json                               this API as OpenAPI 3.1, from the route table below
     /v1/search?q&site&limit                        ranked citable chunks (backoffice/searchapi.py)
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
@@ -264,7 +265,10 @@ def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any
     versions = deps.metadata.snapshots_of(doc["id"])
     for v in versions:
         v["current"] = v["id"] == doc["current_snapshot_id"]
-    return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"])}
+    text = deps.provenance.current_text(doc["id"])  # the citable bytes: what /v1/texts/{text_hash} slices
+    current_text = {"text_hash": text.text_hash, "version": text.version, "length": len(text.body)} if text else None
+    return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"]),
+            "current_text": current_text}
 
 
 def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:
@@ -494,6 +498,13 @@ def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 
+def get_openapi(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    """This API described as OpenAPI 3.1, generated from the route table below (``openapi.py``)."""
+    from gleaner.backoffice.openapi import document
+
+    return document()
+
+
 def _search(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     from gleaner.backoffice.searchapi import get_search  # retrieval's own module (it imports this one)
 
@@ -541,6 +552,7 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/sites/{site}/conflicts/?": {"GET": get_conflicts},
     "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
     "/v1/quality/?": {"GET": get_quality},
+    "/v1/openapi.json": {"GET": get_openapi},
     "/v1/search/?": {"GET": lambda deps, req: _search(deps, req)},
 }
 ROUTES = compile_routes(_API)

@@ -142,6 +142,11 @@ class BackofficeApp:
             headers.append(("Location", page.location))
         return page.status, headers, page.body.encode("utf-8")
 
+    def access_for(self, environ: dict[str, Any]) -> Access | None:
+        """Whom a request with this environ acts for, or None (401): other surfaces served beside the
+        back office (``/mcp``) decide their caller through this same gate."""
+        return self._access(environ)
+
     def _access(self, environ: dict[str, Any]) -> Access | None:
         """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
         without an operator bearer, on loopback) the operator."""
@@ -157,7 +162,9 @@ class BackofficeApp:
         return OPERATOR if self.bearer is None else None
 
     def _token_access(self, token: str) -> Access | None:
-        if secret_matches(token, self.bearer):
+        # On loopback (no bearer required) the operator's secret still names the operator, as it does
+        # at /v1/texts/ beside it: a client holding it needs one credential for every route.
+        if secret_matches(token, self.bearer or self.deps.settings.webhook_secret):
             return OPERATOR
         site = self._site_token(token)
         return Access(site.site_domain) if site is not None else None

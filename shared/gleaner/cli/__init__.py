@@ -9,6 +9,7 @@ import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed 
 
 # Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.
 from gleaner.cli import (  # noqa: F401
+    agents,
     changes,
     crawl,
     database,

@@ -120,6 +120,16 @@ class CitationStore(SqlStore):
         )
         return None if body is None else bytes(body)
 
+    def text_visible(self, text_hash: str) -> bool:
+        """Whether a version of a document the current tenant scope sees holds this text: texts are shared
+        by hash across tenants, so a site caller may read one only through its own documents."""
+        return self._first(
+            "SELECT 1 FROM knowledge.snapshot_texts t"
+            " JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
+            " JOIN knowledge.documents d ON d.id = s.document_id WHERE t.text_hash = :h LIMIT 1",
+            {"h": text_hash},
+        ) is not None
+
     def verify_citation(self, cited: CitedSpan) -> Verdict:
         link = None
         if cited.snapshot_id is not None:
