@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
+    from gleaner.render.browser import BrowserRenderer
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
@@ -86,6 +87,8 @@ class Deps:
     decider_override: Decider | None = None
     # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
     observer: RunObserver = field(default_factory=NoObserver)
+    # A browser shared by many Deps (the tests' one warm Chromium); None: this Deps launches its own on demand.
+    renderer_override: BrowserRenderer | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
     _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
@@ -222,6 +225,19 @@ class Deps:
 
         return ExtractPool(self.settings.extract_workers)
 
+    @_built_once
+    def renderer(self) -> BrowserRenderer:
+        """The process's browser (launched on the first page that needs it, kept warm)."""
+        if self.renderer_override is not None:
+            return self.renderer_override
+        from gleaner.render.browser import BrowserRenderer
+        from gleaner.render.gate import Limits
+
+        s = self.settings
+        return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent,
+                               limits=Limits(seconds=s.render_seconds, max_requests=s.render_max_requests,
+                                             max_bytes=s.render_max_bytes))
+
     def new_fetcher(self, *, run_id: str | None = None, **overrides: Any) -> Fetcher:
         """A fresh fetcher (DNS pins, host state) for one stage of a run.
 
@@ -301,6 +317,8 @@ class Deps:
             return None, None
 
     def close(self) -> None:
+        if "renderer" in self.__dict__ and self.renderer_override is None:
+            self.renderer.close()
         if "extract_pool" in self.__dict__:
             self.extract_pool.close()
         if "engine" in self.__dict__ and self.engine_override is None:

@@ -56,7 +56,7 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor,
             source_blake3=page.source_blake3, original_key=original_key,
-            mime_type=page.mime_type if original_key else None))
+            mime_type=page.mime_type if original_key else None, render_mode=page.render_mode))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:

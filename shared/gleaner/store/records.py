@@ -165,6 +165,7 @@ class SnapshotInput:
     source_blake3: str | None = None  # BLAKE3 of the bytes as fetched
     original_key: str | None = None  # a document's original bytes (original.pdf), beside content.md
     mime_type: str | None = None
+    render_mode: str = "plain_fetch"  # the ADR's snapshot render_mode: browser when its DOM was rendered
 
 
 @dataclass(frozen=True, slots=True)
