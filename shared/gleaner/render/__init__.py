@@ -5,7 +5,8 @@
     modes.py    when to render: never | auto | always, and which of two extractions is better (pure)
     gate.py     what one rendered page may ask for: per-page caps, refused methods and kinds (pure)
     browser.py  one warm headless Chromium per process; every request it makes answered by the Fetcher
-    remote.py   the same port over HTTP: scrape's client of the render service (Cloud Run)
+    sampling.py the sampler's question: is this section better read rendered (auto)?
+    scraping.py scrape's hook: which pages of a batch the browser reads, their render_mode and facts
 
 The browser has no network of its own: every request a page makes is intercepted and answered by
 Gleaner's :class:`~gleaner.fetch.fetcher.Fetcher` (address policy, robots.txt, politeness, caps), and

@@ -194,7 +194,9 @@ class BrowserRenderer:
 
     async def _scroll(self, page: Page, work: _PageWork, limits: Limits) -> None:
         """Scroll to the end a few times, for pages that load more as the reader scrolls."""
-        height = await page.evaluate("document.documentElement.scrollHeight")
+        height, viewport = await page.evaluate("[document.documentElement.scrollHeight, window.innerHeight]")
+        if height <= viewport:
+            return  # nothing below the fold: no scroll can load more
         for _ in range(limits.scroll_steps):
             await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
             work.last_activity = time.monotonic()
