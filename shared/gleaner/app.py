@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.render.browser import BrowserRenderer
+    from gleaner.render.remote import RemoteRenderer
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
@@ -88,7 +89,7 @@ class Deps:
     # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
     observer: RunObserver = field(default_factory=NoObserver)
     # A browser shared by many Deps (the tests' one warm Chromium); None: this Deps launches its own on demand.
-    renderer_override: BrowserRenderer | None = None
+    renderer_override: BrowserRenderer | RemoteRenderer | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
     _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
@@ -226,17 +227,22 @@ class Deps:
         return ExtractPool(self.settings.extract_workers)
 
     @_built_once
-    def renderer(self) -> BrowserRenderer:
-        """The process's browser (launched on the first page that needs it, kept warm)."""
+    def renderer(self) -> BrowserRenderer | RemoteRenderer:
+        """The process's browser (launched on the first page that needs it, kept warm), or the render
+        service's client when ``GLEANER_RENDER_URL`` names one (the cloud's functions hold no browser)."""
         if self.renderer_override is not None:
             return self.renderer_override
-        from gleaner.render.browser import BrowserRenderer
         from gleaner.render.gate import Limits
 
         s = self.settings
-        return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent,
-                               limits=Limits(seconds=s.render_seconds, max_requests=s.render_max_requests,
-                                             max_bytes=s.render_max_bytes))
+        limits = Limits(seconds=s.render_seconds, max_requests=s.render_max_requests, max_bytes=s.render_max_bytes)
+        if s.render_url:
+            from gleaner.render.remote import RemoteRenderer, service_auth
+
+            return RemoteRenderer(s.render_url, auth=service_auth(s), limits=limits)
+        from gleaner.render.browser import BrowserRenderer
+
+        return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent, limits=limits)
 
     def new_fetcher(self, *, run_id: str | None = None, **overrides: Any) -> Fetcher:
         """A fresh fetcher (DNS pins, host state) for one stage of a run.

@@ -63,3 +63,21 @@ def test_never_reads_the_spa_shell_as_it_is(make_deps: Any, browser_renderer: An
         asked = site.paths()
     assert not any(path.startswith("/api/") for path in asked)
     assert {mode for _v, mode, _r in _versions(deps).values()} <= {"plain_fetch"}
+
+
+def test_a_sites_render_mode_is_kept_and_goes_with_its_scheduled_runs(deps: Any) -> None:
+    from datetime import UTC, datetime
+
+    from gleaner.errors import InvalidInput
+    from gleaner.operator.schedule import crawl_request
+    from gleaner.operator.sites import add_site, find_site
+
+    add_site(deps, "https://spa.example.com/", every="1h", render="auto")
+    add_site(deps, "https://plain.example.com/", every="1h")
+    with pytest.raises(InvalidInput, match="render must be one of"):
+        add_site(deps, "https://spa.example.com/", render="sometimes")
+    assert find_site(deps, "spa.example.com").render == "auto"  # type: ignore[union-attr]
+    assert find_site(deps, "plain.example.com").render == "never"  # type: ignore[union-attr]
+    with deps.metadata.claim_due_sites(datetime.now(UTC)) as due:
+        requests = {s.site_domain: crawl_request(s, "r-" + s.site_domain) for s in due.sites}
+    assert requests["spa.example.com"].render == "auto" and requests["plain.example.com"].render == "never"

@@ -123,8 +123,11 @@ class BrowserRenderer:
 
     # -- public API ------------------------------------------------------------------------------
 
-    def render(self, document: FetchResult, fetcher: SubFetcher, limits: Limits | None = None) -> Rendering:
-        """Render a fetched HTML document; every further request answered by ``fetcher``. Never raises."""
+    def render(self, document: FetchResult, fetcher: SubFetcher, limits: Limits | None = None, *,
+               run_id: str | None = None) -> Rendering:
+        """Render a fetched HTML document; every further request answered by ``fetcher``. Never raises.
+
+        (``run_id`` is for the remote renderer's service; here ``fetcher`` already belongs to the run.)"""
         return loop.run(self.render_async(document, fetcher, limits))
 
     async def render_async(self, document: FetchResult, fetcher: SubFetcher,

@@ -51,7 +51,7 @@ class RenderPlan:
         key = str(result.key)
         if key not in self.browser_ids or not result.ok or result.kind is not ContentKind.HTML:
             return result
-        rendering = self._deps.renderer.render(result, fetcher)
+        rendering = self._deps.renderer.render(result, fetcher, run_id=self._run_id)
         self._facts[key] = rendering.facts()
         if rendering.html is None:
             return result
