@@ -400,6 +400,8 @@ def test_the_database_names_the_edition_its_custom_tier_needs(tf):
 _API_OF = {
     "google_cloudfunctions2_function": {"cloudfunctions", "run", "cloudbuild", "artifactregistry"},
     "google_cloud_run_service_iam_member": {"run"},
+    "google_cloud_run_v2_service": {"run"},  # the render service (render.tf)
+    "google_cloud_run_v2_service_iam_member": {"run"},
     "google_pubsub_topic": {"pubsub"}, "google_pubsub_subscription": {"pubsub"},
     "google_pubsub_topic_iam_member": {"pubsub"}, "google_pubsub_subscription_iam_member": {"pubsub"},
     "google_cloud_tasks_queue": {"cloudtasks"}, "google_cloud_tasks_queue_iam_member": {"cloudtasks"},
