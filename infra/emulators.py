@@ -40,6 +40,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_DIR = ROOT / "functions"
+# Not a function: the render service's handler, run by functions-framework as its container does.
+RENDER_SERVICE = ROOT / "shared" / "gleaner" / "render" / "service.py"
 DEAD_LETTER_TOPIC = "dead-letters"
 # The dead-letter topic is pushed to this function's on_event, which records the failure.
 DEAD_LETTER_HANDLER = ("map", "on_event")
@@ -250,6 +252,7 @@ class Stack:
     processes: list[Process] = field(default_factory=list)
     urls: dict[tuple[str, str], str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    render_url: str | None = None
 
     def start_emulators(self) -> Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -283,6 +286,17 @@ class Stack:
             [str(ROOT / "shared"), *filter(None, [os.environ.get("PYTHONPATH")])])}
         base.pop("GLEANER_TEST_DATABASE_URL", None)
         started = []
+        if wanted is None and "GLEANER_RENDER_URL" not in base:
+            # The render service (Cloud Run in the cloud, docs/rendering.md) beside the functions; sample and
+            # scrape call it for pages read by a browser. Its Chromium starts only when a page needs it.
+            port = free_port()
+            argv = [sys.executable, "-m", "functions_framework", "--source", str(RENDER_SERVICE), "--target",
+                    "on_http", "--host", "127.0.0.1", "--port", str(port)]
+            proc = Process("render.on_http", argv, port, self.workdir / "fn-render-on_http.log",
+                           env={**base, "THREADS": "4"}).launch()
+            self.processes.append(proc)
+            started.append(proc)
+            self.render_url = base["GLEANER_RENDER_URL"] = f"http://127.0.0.1:{port}/"
         for stage, entries in entry_points().items():
             for entry in entries:
                 if wanted is not None and (stage, entry) not in wanted:

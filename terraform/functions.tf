@@ -115,7 +115,7 @@ resource "google_cloudfunctions2_function" "http" {
     service_account_email            = google_service_account.fn[each.key].email
     # IAM guards every function; "external" ones are reachable from outside Google's network.
     ingress_settings = each.value.external ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 
@@ -169,7 +169,7 @@ resource "google_cloudfunctions2_function" "event" {
     service_account_email            = google_service_account.fn[each.key].email
     # Pub/Sub push counts as internal traffic for Cloud Run ingress.
     ingress_settings = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 

@@ -142,3 +142,14 @@ def make_deps(tmp_path: Path, database_url: str) -> Iterator[Any]:
 @pytest.fixture
 def deps(make_deps: Any) -> Deps:
     return make_deps()
+
+
+@pytest.fixture(scope="session")
+def browser_renderer() -> Iterator[Any]:
+    """One warm headless Chromium for the whole session (launched on its first page, stopped at the end)."""
+    from gleaner.render.browser import BrowserRenderer
+    from gleaner.render.gate import Limits
+
+    renderer = BrowserRenderer(limits=Limits(seconds=4.0))
+    yield renderer
+    renderer.close()

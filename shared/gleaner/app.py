@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.retrieval.embedder import Embedder
     from gleaner.retrieval.index import SearchIndex
+    from gleaner.render.browser import BrowserRenderer
+    from gleaner.render.remote import RemoteRenderer
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
@@ -89,6 +91,8 @@ class Deps:
     embedder_override: Embedder | None = None
     # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
     observer: RunObserver = field(default_factory=NoObserver)
+    # A browser shared by many Deps (the tests' one warm Chromium); None: this Deps launches its own on demand.
+    renderer_override: BrowserRenderer | RemoteRenderer | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
     _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
@@ -241,6 +245,24 @@ class Deps:
 
         return ExtractPool(self.settings.extract_workers)
 
+    @_built_once
+    def renderer(self) -> BrowserRenderer | RemoteRenderer:
+        """The process's browser (launched on the first page that needs it, kept warm), or the render
+        service's client when ``GLEANER_RENDER_URL`` names one (the cloud's functions hold no browser)."""
+        if self.renderer_override is not None:
+            return self.renderer_override
+        from gleaner.render.gate import Limits
+
+        s = self.settings
+        limits = Limits(seconds=s.render_seconds, max_requests=s.render_max_requests, max_bytes=s.render_max_bytes)
+        if s.render_url:
+            from gleaner.render.remote import RemoteRenderer, service_auth
+
+            return RemoteRenderer(s.render_url, auth=service_auth(s), limits=limits)
+        from gleaner.render.browser import BrowserRenderer
+
+        return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent, limits=limits)
+
     def new_fetcher(self, *, run_id: str | None = None, **overrides: Any) -> Fetcher:
         """A fresh fetcher (DNS pins, host state) for one stage of a run.
 
@@ -320,6 +342,8 @@ class Deps:
             return None, None
 
     def close(self) -> None:
+        if "renderer" in self.__dict__ and self.renderer_override is None:
+            self.renderer.close()
         if "extract_pool" in self.__dict__:
             self.extract_pool.close()
         if "engine" in self.__dict__ and self.engine_override is None:

@@ -271,6 +271,17 @@ class Settings:
     # 2nd-gen functions set LOG_EXECUTION_ID); plain lines on a developer's terminal otherwise.
     cloud_logging: bool = False
 
+    # -- rendering (gleaner.render) --
+    # Debian's Chromium: Playwright's own browser downloads are not reachable (FACTS.md).
+    chromium_path: str = "/usr/bin/chromium"
+    # One rendered page's time, sub-requests and bytes: an SPA needs a handful of requests and a few
+    # seconds; a page past these is read as it stands at its budget, never left to hang a batch.
+    render_seconds: float = 15.0
+    render_max_requests: int = 100
+    render_max_bytes: int = 25 * 1024 * 1024
+    # The render service (Cloud Run) scrape calls instead of a local browser; None renders in-process.
+    render_url: str | None = None
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -344,6 +355,11 @@ class Settings:
             db_pool_size=_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
             db_max_overflow=_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),
             cloud_logging=bool(env.get("K_SERVICE", "").strip() or env.get("LOG_EXECUTION_ID", "").strip()),
+            chromium_path=env.get("GLEANER_CHROMIUM", "").strip() or d.chromium_path,
+            render_seconds=_float(env, "GLEANER_RENDER_SECONDS", d.render_seconds, 0.5),
+            render_max_requests=_int(env, "GLEANER_RENDER_MAX_REQUESTS", d.render_max_requests, 0),
+            render_max_bytes=_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
+            render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
         )
         return replace(settings, **overrides) if overrides else settings

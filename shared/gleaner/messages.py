@@ -111,11 +111,17 @@ class CrawlRequested(Message):
     max_seconds: float | None = None
     # Skip URLs whose sitemap <lastmod> is not after their last fetch (scheduled runs of `auto` sites).
     honour_lastmod: bool = False
+    # never | auto | always (gleaner.render.modes); None: the site's, else never.
+    render: str | None = None
 
     def __post_init__(self) -> None:
         # The one message a caller shapes: its tenant key can never name a reserved tenant.
         if self.site_domain is not None:
             validate_site_domain(self.site_domain)
+        if self.render is not None:
+            from gleaner.render.modes import parse_render_mode
+
+            parse_render_mode(self.render)
 
     @property
     def run_id(self) -> str:
@@ -172,6 +178,7 @@ class FetchedPage:
     # A document (a PDF): its original bytes, run-scoped, and its type; snapshot keeps them beside content.md.
     original_key: str | None = None
     mime_type: str | None = None
+    render_mode: str = "plain_fetch"  # gleaner.render.modes.RenderedBy: browser when its DOM was rendered
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FetchedPage:

@@ -86,7 +86,8 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
                     site_domain=run.site_domain, limit=options.get("limit"), max_depth=options.get("max_depth"),
                     include=tuple(options.get("include", ())), exclude=tuple(options.get("exclude", ())),
                     feeds=tuple(options.get("feeds", ())), mode=run.mode, triggered_by=run.triggered_by,
-                    honour_lastmod=bool(options.get("honour_lastmod", False)), **dict(options.get("budget", {}))))
+                    honour_lastmod=bool(options.get("honour_lastmod", False)), render=options.get("render"),
+                    **dict(options.get("budget", {}))))
             else:
                 # Sample decides a mapped run; for a scraping one it sends the batches again, and scrape
                 # fetches only the pages without an outcome (fetched ones are announced to snapshot again).

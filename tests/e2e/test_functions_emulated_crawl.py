@@ -251,3 +251,21 @@ def test_a_poison_message_is_dead_lettered_and_its_run_records_the_failure(cloud
 
 def test_the_stack_serves_every_entry_point_of_functions_dir(cloud):
     assert set(cloud.stack.urls) == {(s, e) for s, entries in emulators.entry_points().items() for e in entries}
+
+
+def test_render_auto_on_the_emulator_path_renders_the_spa_section_through_the_render_service(cloud):
+    from tests.render_site import render_site
+
+    assert cloud.stack.render_url is not None
+    with render_site() as site:
+        accepted = cloud.post_crawl({"url": site.url + "/", "site_domain": "spa.test", "render": "auto",
+                                     "request_id": "render-" + uuid.uuid4().hex[:8]})
+        summary = wait_for(lambda: cloud.run_settled(accepted["run_id"]), 180, "the rendered crawl to settle")
+    assert summary["status"] == "finished", summary
+    with cloud.engine.connect() as conn:
+        modes = dict(conn.execute(sa.text(
+            "SELECT d.path, s.render_mode::text FROM knowledge.documents d JOIN knowledge.document_snapshots s"
+            " ON s.id = d.current_snapshot_id WHERE d.site_domain = 'spa.test'")).all())
+    assert modes == {"/app/one": "browser", "/app/two": "browser", "/docs/one": "plain_fetch",
+                     "/docs/two": "plain_fetch"}
+    assert "rendered " in (cloud.stack.workdir / "fn-render-on_http.log").read_text()  # the service did it

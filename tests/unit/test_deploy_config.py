@@ -416,6 +416,8 @@ _API_OF = {
     "google_artifact_registry_repository_iam_member": {"artifactregistry"},
     "time_sleep": set(),  # the time provider: no Google API
     "google_cloud_run_service_iam_member": {"run"},
+    "google_cloud_run_v2_service": {"run"},  # the render service (render.tf)
+    "google_cloud_run_v2_service_iam_member": {"run"},
     "google_pubsub_topic": {"pubsub"}, "google_pubsub_subscription": {"pubsub"},
     "google_pubsub_topic_iam_member": {"pubsub"}, "google_pubsub_subscription_iam_member": {"pubsub"},
     "google_cloud_tasks_queue": {"cloudtasks"}, "google_cloud_tasks_queue_iam_member": {"cloudtasks"},

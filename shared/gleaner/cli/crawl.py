@@ -75,11 +75,14 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
               "(GLEANER_HOST_DELAY; robots.txt's Crawl-delay can ask for more).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests at once to one host "
               "(GLEANER_HOST_CONCURRENCY).")
+@click.option("--render", type=click.Choice(["never", "auto", "always"]),
+              help="Read pages with a headless browser: auto when a section's plain sample says little "
+                   "(docs/rendering.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
 @guard
 def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_depth: int | None,
               include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], delay: float | None,
-              concurrency: int | None, as_json: bool) -> None:
+              concurrency: int | None, render: str | None, as_json: bool) -> None:
     """Crawl URL's site into versioned markdown snapshots.
 
     With --feed and no URL, crawls the feed's entries: the run starts at the feed host's root page and
@@ -100,7 +103,8 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
         validate_glob(glob)
     settings = load_settings(**politeness(delay, concurrency))
     summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
-                         include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual")
+                         include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual",
+                         render=render)
     exit_for_run(summary)
 
 

@@ -73,19 +73,21 @@ def sites_group() -> None:
 @click.option("--max-requests", type=click.IntRange(min=0), help="Run budget: requests (0: unlimited).")
 @click.option("--max-bytes", type=click.IntRange(min=0), help="Run budget: bytes (0: unlimited).")
 @click.option("--max-seconds", type=click.FloatRange(min=0), help="Run budget: seconds (0: unlimited).")
+@click.option("--render", type=click.Choice(["never", "auto", "always"]),
+              help="Read pages with a headless browser (docs/rendering.md); default never.")
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def sites_add(url: str, site_domain: str | None, every: str | None, include: tuple[str, ...],
               exclude: tuple[str, ...], limit: int | None, max_depth: int | None, delay: float | None,
               concurrency: int | None, max_requests: int | None, max_bytes: int | None, max_seconds: float | None,
-              as_json: bool) -> None:
+              render: str | None, as_json: bool) -> None:
     """Register URL's site (or update it); a scheduled site is due at the next tick."""
     from gleaner.operator.sites import add_site
 
     with open_deps(load_settings()) as deps:
         site = add_site(deps, url, site_domain=site_domain, every=every, include=include, exclude=exclude,
                         limit=limit, max_depth=max_depth, delay=delay, concurrency=concurrency,
-                        max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds)
+                        max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds, render=render)
     _show(site, as_json, f"site {site.site_domain}: {site.target_url}, every {site.every}"
           + (f", next run {site.next_run_at}" if site.next_run_at else ""))
 

@@ -149,6 +149,10 @@ class Fetcher:
         """Fetch one URL (robots first, redirects followed and re-checked); one outcome, never raises."""
         return loop.run(self._fetch(request))
 
+    async def fetch_async(self, request: FetchRequest) -> FetchResult:
+        """:meth:`fetch` for a caller already on the fetch loop (a rendered page's sub-requests)."""
+        return await self._fetch(request)
+
     def fetch_many(self, requests: Iterable[FetchRequest], *, stop_at: float | None = None) -> Iterator[FetchResult]:
         """Fetch concurrently (bounded overall and per host); yield results as they complete.
 

@@ -99,6 +99,7 @@ class DueSite:
     run_max_requests: int | None
     run_max_bytes: int | None
     run_max_seconds: float | None
+    render: str = "never"  # the site's render mode, for each of its runs
 
 
 def next_interval(site: DueSite, lowest: int, highest: int) -> int:
@@ -115,7 +116,7 @@ def crawl_request(site: DueSite, request_id: str) -> CrawlRequested:
                           limit=site.limit, max_depth=site.max_depth, include=site.include, exclude=site.exclude,
                           mode="website_mapping", triggered_by="cron", max_requests=site.run_max_requests,
                           max_bytes=site.run_max_bytes, max_seconds=site.run_max_seconds,
-                          honour_lastmod=site.adaptive)
+                          honour_lastmod=site.adaptive, render=site.render)
 
 
 @across_tenants  # the scheduler serves every site: Cloud Scheduler's tick and `gleaner tick` alike

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import InvalidInput
 from gleaner.operator.values import Plain
+from gleaner.render.modes import parse_render_mode
 from gleaner.urls import canonicalize, host_of, site_domain_of, validate_glob
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class SiteSpec(Plain):
     run_max_requests: int | None
     run_max_bytes: int | None
     run_max_seconds: float | None
+    render: str  # never | auto | always (gleaner.render.modes): whether its pages are read by a browser
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,7 @@ def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str
              include: Sequence[str] = (), exclude: Sequence[str] = (), limit: int | None = None,
              max_depth: int | None = None, delay: float | None = None, concurrency: int | None = None,
              max_requests: int | None = None, max_bytes: int | None = None, max_seconds: float | None = None,
-             now: datetime | None = None) -> Site:
+             render: str | None = None, now: datetime | None = None) -> Site:
     """Register a site, or update the one registered under the same site key. A scheduled site is due at once."""
     target = canonicalize(url)
     site = site_key(site_domain or site_domain_of(target))
@@ -124,7 +126,7 @@ def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str
     spec = SiteSpec(site, target, seconds, adaptive, settings.schedule_min_seconds if adaptive else None,
                     settings.schedule_max_seconds if adaptive else None, tuple(validate_glob(g) for g in include),
                     tuple(validate_glob(g) for g in exclude), limit, max_depth, delay, concurrency, max_requests,
-                    max_bytes, max_seconds)
+                    max_bytes, max_seconds, str(parse_render_mode(render)))
     host_id = deps.metadata.upsert_source_host(site, host_of(target), own_site=site_domain_of(target) == site)
     deps.metadata.save_site(spec, host_id, due_at=(now or datetime.now(UTC)) if seconds is not None else None)
     return get_site(deps, site)

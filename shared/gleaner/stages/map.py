@@ -135,6 +135,8 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         options["budget"] = budget
     if message.honour_lastmod:
         options["honour_lastmod"] = True
+    if message.render:
+        options["render"] = message.render
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
                               worker=deps.worker)
     if not created:

@@ -32,6 +32,8 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
+from gleaner.render.modes import RenderMode, parse_render_mode
+from gleaner.render.sampling import render_sample
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.store.blobs import sample_key
@@ -59,6 +61,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
     options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
+    render = parse_render_mode(options.get("render")) or RenderMode.NEVER
     meta.apply_site_rules(message.site_domain)  # a rule added since map holds for this run too
     # A large run holds one record a URL here: slim ones, and no decision object a page for a section's
     # members (they share their section's, made into rows only as they are written).
@@ -86,16 +89,18 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
     with deps.new_fetcher(run_id=run_id) as fetcher:
         for section, members in sections.items():
-            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers)
+            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers,
+                                      render)
             sample, verdict = outcome.sample, outcome.verdict
             if sample is None:
                 by_section[section] = _decision("", verdict, outcome.uri, outcome.error)
             else:
                 by_section[section] = _decision("", PageDecision(
                     verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
-                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence))
+                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence),
+                    render=outcome.render)
                 decisions[sample.document_id] = _decision(sample.document_id, verdict, outcome.uri, outcome.error,
-                                                          outcome.seen)
+                                                          outcome.seen, render=outcome.render)
     sections.clear()
 
     def decision_of(page: SamplePage) -> Decision:
@@ -154,10 +159,12 @@ def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list
 
 
 def _decision(document_id: str, verdict: PageDecision, uri: str | None = None, error: str | None = None,
-              sample: dict[str, Any] | None = None) -> Decision:
+              sample: dict[str, Any] | None = None, *, render: str | None = None) -> Decision:
     metadata: dict[str, Any] = {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}
     if sample:
         metadata["sample"] = sample
+    if render:
+        metadata["render"] = render  # the section's rendering verdict (store/rendering.py reads it)
     return Decision(document_id, verdict.decision, verdict.source, verdict.reason, verdict.confidence,
                     metadata, uri, error)
 
@@ -194,7 +201,7 @@ def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: Previou
     seen = {**meta["sample"], "etag": result.etag or prev.etag,
             "last_modified": result.last_modified or prev.last_modified,
             "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
-    return SampleOutcome(sample, verdict, key, seen=seen)
+    return SampleOutcome(sample, verdict, key, seen=seen, render=meta.get("render"))
 
 
 # A section whose first pages fail to fetch is not judged on a failure: try a few before giving up.
@@ -211,6 +218,7 @@ class SampleOutcome:
     uri: str | None = None
     error: str | None = None
     seen: dict[str, Any] | None = None
+    render: str | None = None  # "browser" when the section is read rendered (render/sampling.py)
 
 
 def _candidates(deps: Deps, fetcher: Fetcher, run_id: str, members: list[SamplePage],
@@ -274,7 +282,7 @@ def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult
 
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[SamplePage],
                     exclude: tuple[str, ...], prev: PreviousSample | None,
-                    answers: dict[str, dict[str, Any]]) -> SampleOutcome:
+                    answers: dict[str, dict[str, Any]], render: RenderMode = RenderMode.NEVER) -> SampleOutcome:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
     again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []
@@ -312,6 +320,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         if result.outcome is not FetchOutcome.FETCHED:
             errors.append(f"{sample.path}: {result.outcome} {result.reason}".strip())
             continue
+        rendered = None
         if result.content_type == PDF:
             content_md, main_text_chars, title = document.content.decode("utf-8"), len(document.content), document.title
         else:
@@ -319,6 +328,10 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             extracted = deps.extract_pool.call(extract_body, result.body or b"", result.charset,
                                                result.final_url or sample.fetch_url).result()
             content_md, main_text_chars, title = extracted.content_md, extracted.main_text_chars, extracted.title
+            rendered = render_sample(deps, fetcher, render, result, main_text_chars)
+            if rendered is not None:  # the browser read clearly more: the section is read rendered
+                read = rendered.extracted
+                content_md, main_text_chars, title = read.content_md, read.main_text_chars, read.title
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
                           main_text_chars=main_text_chars, title=title)
@@ -335,7 +348,9 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
-        return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen)
+        verdict = str(rendered.verdict) if rendered is not None else None
+        return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen,
+                             verdict)
     if refused is not None and refusals == allowed:
         sample, result = refused
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,

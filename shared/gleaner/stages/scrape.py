@@ -41,6 +41,7 @@ from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.render.scraping import RenderPlan
 from gleaner.runstate import RunStatus
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
@@ -84,7 +85,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
     kept = [p for p in pages.values() if replayable(p.prefetched, p.current_hash is not None)]
     kept_ids = {p.document_id for p in kept}
-    requests = [_request(p) for p in pages.values() if p.document_id not in kept_ids]
+    render = RenderPlan(deps, message.run_id, list(pages))  # which pages the browser reads (render = auto|always)
+    kept = [p for p in kept if p.document_id not in render.browser_ids]  # a kept answer is the plain document
+    kept_ids = {p.document_id for p in kept}
+    requests = [render.request(_request(p)) for p in pages.values() if p.document_id not in kept_ids]
     missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
 
     def replays() -> Iterator[FetchResult]:
@@ -150,6 +154,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                     records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
                                            reason=f"blob store: {exc}"[:500]))
                     continue
+                handed = render.handed(handed)
                 fetched.append(handed)
                 records.append(_record(page, result, extracted.title, handed))
         if records and (block or _write_due(records)):
@@ -165,7 +170,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
             if moved_to is not None:
                 records.append(_record(page, result, None, superseded_by=moved_to))
             elif result.outcome is FetchOutcome.FETCHED:
-                waiting.append((page, result))
+                waiting.append((page, render.read(fetcher, result)))
                 if len(waiting) >= PAGES_PER_EXTRACTION:
                     extract_waiting()
             else:
@@ -174,6 +179,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     if waiting:
         extract_waiting()
     settle(block=True)
+    render.finish()
     if store_failures:
         ended = meta.end_run_unstored(
             message.run_id, f"blob store failed: {store_failures[0]}; {len(store_failures)} fetched pages of batch "

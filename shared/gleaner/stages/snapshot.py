@@ -61,7 +61,8 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
             content_key=content_key or "", raw_key=raw_key, fetch_status=page.fetch_status,
             fetch_time_ms=page.fetch_time_ms, byte_size=page.byte_size, extractor=page.extractor,
             source_blake3=page.source_blake3, original_key=original_key,
-            mime_type=page.mime_type if original_key else None, same_as=same_as, ignored=ignored))
+            mime_type=page.mime_type if original_key else None, same_as=same_as, ignored=ignored,
+            render_mode=page.render_mode))
     results = meta.apply_snapshots(message.run_id, inputs, {"gleaner": __version__})
     written = tuple(r.snapshot_id for r in results if r.outcome != "unchanged" and r.snapshot_id)
     if written:

@@ -154,12 +154,12 @@ class ReadStore(SqlStore):
     def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
         rows = self._all(
             "SELECT id, version, content_hash, processed_markdown_ref, raw_markdown_ref, change_signal::text,"
-            " produced_by_run_id, created_at, fetch_status, byte_size"
+            " produced_by_run_id, created_at, fetch_status, byte_size, COALESCE(render_mode::text, 'plain_fetch')"
             " FROM knowledge.document_snapshots WHERE document_id = :d ORDER BY version DESC",
             {"d": document_id},
         )
         keys = ("id", "version", "content_hash", "content_ref", "raw_ref", "change_signal", "run_id", "created_at",
-                "fetch_status", "byte_size")
+                "fetch_status", "byte_size", "render_mode")
         return [dict(zip(keys, (str(r[0]), *r[1:6], str(r[6]) if r[6] else None, r[7].isoformat(), *r[8:]),
                          strict=True)) for r in rows]
 

@@ -169,6 +169,7 @@ class SnapshotInput:
     # ignored lines are left out (then nothing is written), and what a new version records about them.
     same_as: str | None = None
     ignored: dict[str, Any] | None = None
+    render_mode: str = "plain_fetch"  # the ADR's snapshot render_mode: browser when its DOM was rendered
 
 
 @dataclass(frozen=True, slots=True)

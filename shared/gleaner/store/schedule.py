@@ -41,7 +41,7 @@ class ScheduleStore(SqlStore):
                     "SELECT s.id, s.site_domain, s.target_url, s.include, s.exclude, s.url_limit, s.max_depth,"
                     " s.next_run_at, s.every_seconds, s.adaptive, s.min_interval_seconds, s.max_interval_seconds,"
                     " r.status::text, r.snapshots_changed, r.snapshots_unchanged, s.run_max_requests,"
-                    " s.run_max_bytes, s.run_max_seconds"
+                    " s.run_max_bytes, s.run_max_seconds, s.render"
                     " FROM knowledge.sites s LEFT JOIN knowledge.crawl_runs r ON r.id = s.last_run_id"
                     " WHERE s.next_run_at <= :now AND s.every_seconds IS NOT NULL"
                     " ORDER BY s.next_run_at, s.id FOR UPDATE OF s SKIP LOCKED"
@@ -50,5 +50,5 @@ class ScheduleStore(SqlStore):
             ).all()
             yield DueSites(conn, [
                 DueSite(str(r[0]), r[1], r[2], tuple(r[3] or ()), tuple(r[4] or ()), r[5], r[6], r[7], int(r[8]),
-                        bool(r[9]), r[10], r[11], r[12], int(r[13] or 0), int(r[14] or 0), r[15], r[16], r[17])
+                        bool(r[9]), r[10], r[11], r[12], int(r[13] or 0), int(r[14] or 0), r[15], r[16], r[17], r[18])
                 for r in rows])

@@ -19,7 +19,7 @@ _COLUMNS = (
     "s.id, s.site_domain, s.target_url, s.every_seconds, s.adaptive, s.min_interval_seconds,"
     " s.max_interval_seconds, s.include, s.exclude, s.url_limit, s.max_depth, h.host_delay_seconds,"
     " h.host_concurrency, s.run_max_requests, s.run_max_bytes, s.run_max_seconds, s.next_run_at, s.last_run_id,"
-    " s.last_run_at, s.created_at"
+    " s.last_run_at, s.created_at, s.render"
 )
 _FROM = " FROM knowledge.sites s LEFT JOIN knowledge.source_hosts h ON h.id = s.source_host_id"
 
@@ -33,7 +33,8 @@ def _site(r: Sequence[Any]) -> Site:
                 min_interval_seconds=r[5], max_interval_seconds=r[6], include=tuple(r[7] or ()),
                 exclude=tuple(r[8] or ()), limit=r[9], max_depth=r[10], delay=r[11], concurrency=r[12],
                 run_max_requests=r[13], run_max_bytes=r[14], run_max_seconds=r[15], next_run_at=_iso(r[16]),
-                last_run_id=str(r[17]) if r[17] else None, last_run_at=_iso(r[18]), created_at=r[19].isoformat())
+                last_run_id=str(r[17]) if r[17] else None, last_run_at=_iso(r[18]), created_at=r[19].isoformat(),
+                render=r[20])
 
 
 class SiteStore(SqlStore):
@@ -51,16 +52,16 @@ class SiteStore(SqlStore):
                 sa.text(
                     "INSERT INTO knowledge.sites AS s (site_domain, target_url, source_host_id, every_seconds,"
                     " adaptive, min_interval_seconds, max_interval_seconds, include, exclude, url_limit, max_depth,"
-                    " run_max_requests, run_max_bytes, run_max_seconds, next_run_at)"
+                    " run_max_requests, run_max_bytes, run_max_seconds, next_run_at, render)"
                     " VALUES (:s, :t, :h, :e, :a, :lo, :hi, CAST(:inc AS jsonb), CAST(:exc AS jsonb), :lim, :dep,"
-                    " :mr, :mb, :ms, :due)"
+                    " :mr, :mb, :ms, :due, :rm)"
                     " ON CONFLICT (site_domain) DO UPDATE SET target_url = EXCLUDED.target_url,"
                     " source_host_id = EXCLUDED.source_host_id, every_seconds = EXCLUDED.every_seconds,"
                     " adaptive = EXCLUDED.adaptive, min_interval_seconds = EXCLUDED.min_interval_seconds,"
                     " max_interval_seconds = EXCLUDED.max_interval_seconds, include = EXCLUDED.include,"
                     " exclude = EXCLUDED.exclude, url_limit = EXCLUDED.url_limit, max_depth = EXCLUDED.max_depth,"
                     " run_max_requests = EXCLUDED.run_max_requests, run_max_bytes = EXCLUDED.run_max_bytes,"
-                    " run_max_seconds = EXCLUDED.run_max_seconds,"
+                    " run_max_seconds = EXCLUDED.run_max_seconds, render = EXCLUDED.render,"
                     # a changed schedule keeps a pending due time; a newly scheduled site is due now
                     " next_run_at = CASE WHEN EXCLUDED.every_seconds IS NULL THEN NULL"
                     "   ELSE COALESCE(s.next_run_at, EXCLUDED.next_run_at) END, updated_at = now()"
@@ -69,7 +70,7 @@ class SiteStore(SqlStore):
                  "a": spec.adaptive, "lo": spec.min_interval_seconds, "hi": spec.max_interval_seconds,
                  "inc": json.dumps(list(spec.include)), "exc": json.dumps(list(spec.exclude)), "lim": spec.limit,
                  "dep": spec.max_depth, "mr": spec.run_max_requests, "mb": spec.run_max_bytes,
-                 "ms": spec.run_max_seconds, "due": due_at},
+                 "ms": spec.run_max_seconds, "due": due_at, "rm": spec.render},
             )
 
     def sites(self) -> list[Site]:

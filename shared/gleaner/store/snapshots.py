@@ -155,7 +155,8 @@ class SnapshotStore(SqlStore):
         rows = [{"d": page.document_id, "h": page.content_hash, "ck": page.content_key, "rk": page.raw_key,
                  "ok": page.original_key, "m": _metadata(page, meta),
                  "fs": page.fetch_status, "ft": page.fetch_time_ms, "bs": page.byte_size,
-                 "cs": "hash_changed" if outcome == "changed" else None, "sb": page.source_blake3}
+                 "cs": "hash_changed" if outcome == "changed" else None, "sb": page.source_blake3,
+                 "rm": page.render_mode}
                 for page, outcome in pages]
         params = {"rows": json_rows(rows), "r": run_id}
         inserted = {str(d): str(i) for i, d in conn.execute(
@@ -164,10 +165,12 @@ class SnapshotStore(SqlStore):
                 " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
                 " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
                 " SELECT t.d, COALESCE((SELECT max(s.version) FROM knowledge.document_snapshots s"
-                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.ok, t.m, 'plain_fetch', t.fs, t.ft, t.bs,"
+                "   WHERE s.document_id = t.d), 0) + 1, t.h, t.ck, t.rk, t.ok, t.m,"
+                " CAST(t.rm AS knowledge.render_mode), t.fs, t.ft, t.bs,"
                 " CAST(t.cs AS knowledge.change_signal), CAST(:r AS uuid), t.sb"
                 " FROM json_to_recordset(CAST(:rows AS json))"
-                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text, sb text)"
+                "   AS t(d uuid, h text, ck text, rk text, ok text, m jsonb, fs int, ft int, bs int, cs text, sb text,"
+                " rm text)"
                 " ON CONFLICT (document_id, content_hash) DO NOTHING RETURNING id, document_id"
             ),
             params,

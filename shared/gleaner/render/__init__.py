@@ -1,0 +1,15 @@
+"""Rendering pages with JavaScript, behind the same gate as every plain fetch.
+
+::
+
+    modes.py    when to render: never | auto | always, and which of two extractions is better (pure)
+    gate.py     what one rendered page may ask for: per-page caps, refused methods and kinds (pure)
+    browser.py  one warm headless Chromium per process; every request it makes answered by the Fetcher
+    sampling.py the sampler's question: is this section better read rendered (auto)?
+    scraping.py scrape's hook: which pages of a batch the browser reads, their render_mode and facts
+
+The browser has no network of its own: every request a page makes is intercepted and answered by
+Gleaner's :class:`~gleaner.fetch.fetcher.Fetcher` (address policy, robots.txt, politeness, caps), and
+Chromium is started with its resolver mapped to nowhere and a proxy that does not exist, so a request
+that slipped past the interception fails instead of reaching the network.
+"""

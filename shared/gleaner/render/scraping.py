@@ -1,0 +1,70 @@
+"""Scrape's side of rendering: which pages of a batch the browser reads, and what it found there.
+
+A page is rendered when its run says ``always``, or ``auto`` and its section's sample was judged to
+need the browser. Such a page is asked for without validators: its document may be the same shell
+while the content its scripts fetch has changed, so only the rendered markdown can say whether it
+changed (its content hash, like any page's). The rendered DOM replaces the fetched body before
+extraction; the version records ``render_mode = browser``, the ledger row what the page asked for.
+A rendering that read nothing leaves the plain fetch standing (recorded with the reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from gleaner.fetch.types import ContentKind, FetchRequest, FetchResult
+from gleaner.messages import FetchedPage
+from gleaner.render.modes import RenderedBy, RenderMode, parse_render_mode
+from gleaner.store.rendering import browser_pages, record_render_facts
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
+    from gleaner.render.browser import SubFetcher
+
+
+class RenderPlan:
+    """Built once per scrape batch: ``request`` and ``read`` per page, ``handed`` per version, ``finish`` at the end."""
+
+    def __init__(self, deps: Deps, run_id: str, document_ids: Sequence[str]) -> None:
+        self._deps = deps
+        self._run_id = run_id
+        mode = parse_render_mode(deps.metadata.run_options(run_id).get("render"))
+        if mode is RenderMode.ALWAYS:
+            self.browser_ids = frozenset(document_ids)
+        elif mode is RenderMode.AUTO:
+            self.browser_ids = browser_pages(deps.engine, run_id, document_ids)
+        else:
+            self.browser_ids = frozenset()
+        self._rendered: set[str] = set()
+        self._facts: dict[str, dict[str, Any]] = {}
+
+    def request(self, request: FetchRequest) -> FetchRequest:
+        """The page's request: without validators when the browser reads it."""
+        if request.key in self.browser_ids:
+            return replace(request, etag=None, last_modified=None)
+        return request
+
+    def read(self, fetcher: SubFetcher, result: FetchResult) -> FetchResult:
+        """The result extraction should read: the rendered DOM for a browser page, else ``result`` as it is."""
+        key = str(result.key)
+        if key not in self.browser_ids or not result.ok or result.kind is not ContentKind.HTML:
+            return result
+        rendering = self._deps.renderer.render(result, fetcher, run_id=self._run_id)
+        self._facts[key] = rendering.facts()
+        if rendering.html is None:
+            return result
+        self._rendered.add(key)
+        return replace(result, body=rendering.html, charset="utf-8",
+                       elapsed_ms=result.elapsed_ms + rendering.elapsed_ms)
+
+    def handed(self, page: FetchedPage) -> FetchedPage:
+        if page.document_id in self._rendered:
+            return replace(page, render_mode=str(RenderedBy.BROWSER))
+        return page
+
+    def finish(self) -> None:
+        """Record each rendered page's facts on its ledger row."""
+        record_render_facts(self._deps.engine, self._run_id, self._facts)
+        self._facts.clear()

@@ -1,0 +1,83 @@
+"""A crawl with render = auto: the SPA section is read by the browser, the static one by plain fetch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gleaner.runner import crawl, new_request
+from tests.render_site import render_site
+
+from .db_helpers import rows
+
+pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian's chromium is not installed")
+
+SITE = "spa.test"
+
+
+def _versions(deps: Any) -> dict[str, tuple[int, str, str]]:
+    return {path: (version, mode, ref) for path, version, mode, ref in rows(
+        deps, "SELECT d.path, s.version, s.render_mode::text, s.processed_markdown_ref FROM knowledge.documents d"
+              " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id WHERE d.site_domain = :s",
+        s=SITE)}
+
+
+def test_auto_renders_the_spa_section_and_leaves_the_static_one_on_plain_fetch(make_deps: Any,
+                                                                                  browser_renderer: Any) -> None:
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    with render_site() as site:
+        first = crawl(deps, new_request(site.url + "/", site_domain=SITE, render="auto"))
+        versions = _versions(deps)
+        mark = len(site.paths())
+        second = crawl(deps, new_request(site.url + "/", site_domain=SITE, render="auto"))
+        asked = site.paths()
+    assert first["status"] == "finished", first
+    modes = {path: mode for path, (_v, mode, _r) in versions.items()}
+    assert modes == {"/app/one": "browser", "/app/two": "browser",  # "/" says too little: excluded
+                     "/docs/one": "plain_fetch", "/docs/two": "plain_fetch"}
+    assert "app one part 3." in deps.blobs.get(versions["/app/one"][2]).decode()
+    (doc,) = rows(deps, "SELECT id::text FROM knowledge.documents WHERE path = '/app/one'")
+    assert [v["render_mode"] for v in deps.metadata.snapshots_of(doc[0])] == ["browser"]  # what show --json lists
+    assert "docs two part 3." in deps.blobs.get(versions["/docs/two"][2]).decode()
+    # The fetch facts of a rendered page name what it asked for.
+    facts = dict(rows(deps, "SELECT d.path, c.decision_metadata -> 'rendering' FROM knowledge.crawl_page_decisions c"
+                            " JOIN knowledge.documents d ON d.id = c.document_id"
+                            " WHERE c.run_id = :r AND c.decision_metadata ? 'rendering'", r=first["run_id"]))
+    assert set(facts) == {"/app/one", "/app/two"}
+    assert [s["outcome"] for s in facts["/app/two"]["sub_requests"]] == ["fetched", "fetched"]
+    # Unchanged rendered pages write no new version on the recrawl (and the static ones answer 304).
+    assert second["status"] == "finished", second
+    assert second["snapshots"]["new"] == 0 and second["snapshots"]["changed"] == 0
+    assert _versions(deps) == versions
+    assert asked[mark:].count("/api/content?page=%2Fapp%2Fone") == 1  # rendered again, compared by its markdown
+
+
+def test_never_reads_the_spa_shell_as_it_is(make_deps: Any, browser_renderer: Any) -> None:
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    with render_site() as site:
+        crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        asked = site.paths()
+    assert not any(path.startswith("/api/") for path in asked)
+    assert {mode for _v, mode, _r in _versions(deps).values()} <= {"plain_fetch"}
+
+
+def test_a_sites_render_mode_is_kept_and_goes_with_its_scheduled_runs(deps: Any) -> None:
+    from datetime import UTC, datetime
+
+    from gleaner.errors import InvalidInput
+    from gleaner.operator.schedule import crawl_request
+    from gleaner.operator.sites import add_site, find_site
+
+    add_site(deps, "https://spa.example.com/", every="1h", render="auto")
+    add_site(deps, "https://plain.example.com/", every="1h")
+    with pytest.raises(InvalidInput, match="render must be one of"):
+        add_site(deps, "https://spa.example.com/", render="sometimes")
+    assert find_site(deps, "spa.example.com").render == "auto"  # type: ignore[union-attr]
+    assert find_site(deps, "plain.example.com").render == "never"  # type: ignore[union-attr]
+    with deps.metadata.claim_due_sites(datetime.now(UTC)) as due:
+        requests = {s.site_domain: crawl_request(s, "r-" + s.site_domain) for s in due.sites}
+    assert requests["spa.example.com"].render == "auto" and requests["plain.example.com"].render == "never"
