@@ -1,7 +1,7 @@
 """Ignore rules for volatile text, and run events on the change feed.
 
 Revision ID: 0028
-Revises: 0019
+Revises: 0024
 Create Date: 2026-12-01
 
 - rule_action gains ``ignore_text``; site_rules gains ``pattern`` (the regular expression such a rule
@@ -18,7 +18,7 @@ Create Date: 2026-12-01
 from alembic import op
 
 revision = "0028"
-down_revision = "0019"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 
