@@ -182,8 +182,11 @@ def embed_pending(index: SearchIndex, embedder: Embedder, max_chunks: int | None
         batch = index.unembedded(embedder.model, TEXTS_PER_EMBED_ROUND)
         if not batch:
             break
-        keys = [(text_hash, chunk.ordinal) for text_hash, _body, chunks in batch for chunk in chunks]
-        inputs = [embedding_input(body, chunk) for _h, body, chunks in batch for chunk in chunks]
+        pairs = [(text_hash, body, chunk) for text_hash, body, chunks in batch for chunk in chunks]
+        if max_chunks is not None:
+            pairs = pairs[:max_chunks - done]
+        keys = [(text_hash, chunk.ordinal) for text_hash, _body, chunk in pairs]
+        inputs = [embedding_input(body, chunk) for _h, body, chunk in pairs]
         vectors = embedder.embed(inputs)
         index.store_vectors(embedder.model, embedder.dimension,
                             [(h, o, v) for (h, o), v in zip(keys, vectors, strict=True)])

@@ -51,6 +51,10 @@ CREATE TABLE knowledge.search_index (
 );
 CREATE INDEX search_index_text ON knowledge.search_index (text_hash);
 CREATE INDEX search_index_site ON knowledge.search_index (site_domain);
+-- search asks "has this document an enabled rag routing?" per candidate; the routings' unique index
+-- leads with an expression (COALESCE(document_id, composite_document_id)) the planner does not use here.
+CREATE INDEX document_routings_document ON knowledge.document_routings (document_id, destination)
+    WHERE document_id IS NOT NULL;
 
 CREATE TABLE knowledge.routing_handovers (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
