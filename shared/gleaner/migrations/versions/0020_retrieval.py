@@ -14,7 +14,7 @@ Create Date: 2026-12-01
   Search joins it to the document's current snapshot, status and rag routing, so a new version,
   a block, an erasure or a removed routing takes the document out in the transaction that makes it.
 - routing_handovers: what a ``skill`` or ``config`` routing hands to its downstream system, one
-  record per document version and destination.
+  record per document version and destination, announced by a ``routing.handover`` change event.
 - reference_items.embedding: the feed spec's whole-record embedding (pgvector only).
 """
 
@@ -96,6 +96,7 @@ $$;
 
 
 def upgrade() -> None:
+    op.execute("ALTER TYPE knowledge.document_event_type ADD VALUE IF NOT EXISTS 'routing.handover'")
     op.execute(UPGRADE)
     op.execute(VECTOR)
     for table in ("knowledge.search_index", "knowledge.routing_handovers"):
