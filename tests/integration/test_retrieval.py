@@ -147,3 +147,38 @@ def test_feed_references_are_not_site_documents_and_are_never_found_by_site_sear
     embed_pending(deps.search_index, deps.embedder)
     hits = search(deps, "why does the sea at the shore rise and fall twice a day", limit=20)["results"]
     assert hits and all(h["site_domain"] == SITE for h in hits)
+
+
+def test_the_search_endpoint_answers_in_the_callers_scope(topics):
+    from gleaner.backoffice.api import Access, ApiRequest, handle
+
+    deps, site = topics
+    question = "repairing a flat tyre on my bike"
+    status, body = handle(ApiRequest("GET", "/v1/search", {"q": question, "site": SITE, "limit": "2"}), deps)
+    assert status == 200 and body["query"] == question
+    assert len(body["results"]) == 2 and body["results"][0]["url"] == site.url + "/bicycle"
+    with tenancy.scope("other.test"):
+        answer = handle(ApiRequest("GET", "/v1/search", {"q": question, "site": SITE},
+                                   access=Access(site_domain="other.test")), deps)
+        assert answer[0] == 404
+        assert handle(ApiRequest("GET", "/v1/search", {"q": question}, access=Access("other.test")), deps) == (
+            200, {"query": question, "results": []})
+    assert handle(ApiRequest("GET", "/v1/search", {"q": " "}), deps)[0] == 400
+    assert handle(ApiRequest("GET", "/v1/search", {"q": question, "limit": "0"}), deps)[0] == 400
+
+
+def test_a_skill_routing_gets_one_handover_record_and_event_per_version(topics):
+    from gleaner.provenance.canonical import canonicalise
+
+    deps, site = topics
+    doc = deps.metadata.document_by_url(site.url + "/taxes")
+    with deps.engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO knowledge.document_routings (site_domain, document_id, destination,"
+                             " target_ref) VALUES (:s, :d, 'skill', 'tax-helper')"), {"s": SITE, "d": doc["id"]})
+    item = (doc["current_snapshot_id"], canonicalise(b"# Filing your income tax return\n"))
+    for _ in range(2):  # a redelivered ingest hands nothing over twice
+        deps.search_index.index_snapshots([item])
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.routing_handovers WHERE document_id = :d"
+                         " AND destination = 'skill' AND target_ref = 'tax-helper'", d=doc["id"]) == 1
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.document_events WHERE document_id = :d"
+                         " AND type = 'routing.handover'", d=doc["id"]) == 1

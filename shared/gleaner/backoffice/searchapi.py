@@ -10,7 +10,7 @@ from typing import Any
 
 from gleaner.app import Deps
 from gleaner.backoffice.api import ApiRequest, HttpError, check_site, int_arg
-from gleaner.retrieval.search import MAX_LIMIT, MAX_QUERY_CHARS, search
+from gleaner.retrieval.ranking import MAX_LIMIT, MAX_QUERY_CHARS, search
 
 
 def get_search(deps: Deps, req: ApiRequest) -> dict[str, Any]:

@@ -36,6 +36,8 @@ class EventType(StrEnum):
     # Not a document's own change: a duplicate or contradiction found between it and another document
     # (document_conflicts); the event names the document the conflict was found for (provenance).
     CONFLICT_OPENED = "conflict.opened"
+    # A current version handed to a ``skill`` or ``config`` routing's downstream system (routing_handovers).
+    HANDOVER = "routing.handover"
     # A run's end (recorded by a trigger on crawl_runs, migration 0028): the run id, its status and
     # counters; sent only to subscriptions that name these types.
     RUN_FINISHED = "run.finished"

@@ -4,6 +4,6 @@
 and the agent interface share; it answers in the caller's tenant scope.
 """
 
-from gleaner.retrieval.search import search
+from gleaner.retrieval.ranking import search
 
 __all__ = ["search"]

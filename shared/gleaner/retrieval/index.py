@@ -5,7 +5,9 @@ is its document's current version, with the document active and an enabled ``rag
 that document's row in ``search_index`` (replacing the previous version's) and the document's
 ``kb_indexed`` is set; a document of the batch that no longer qualifies leaves the index. Texts not
 chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors; a text already
-chunked, by this document's earlier crawl or by any other document, is not touched again.
+chunked, by this document's earlier crawl or by any other document, is not touched again. A current
+version with an enabled ``skill`` or ``config`` routing gets a ``routing_handovers`` record and a
+``routing.handover`` change event, once per version and destination.
 
 Embedding (:func:`embed_pending`) is a separate step over chunks without a vector of the current
 model: the CLI runs it when a crawl ends, ``gleaner index`` runs it on demand, and a model change
@@ -22,10 +24,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from gleaner.changes.events import Change, EventType
 from gleaner.errors import GleanerError
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.retrieval.chunks import Chunk, chunk_text, embedding_input
 from gleaner.retrieval.embedder import Embedder
+from gleaner.store.events import record_changes
 
 TEXTS_PER_EMBED_ROUND = 64  # texts read per round of embed_pending: bounded memory, batches stay full
 
@@ -49,6 +53,20 @@ _LEAVE = sa.text(
     "   AND s.document_id <> ALL(CAST(:kept AS uuid[]))),"
     " gone AS (DELETE FROM knowledge.search_index i USING batch WHERE i.document_id = batch.document_id)"
     " UPDATE knowledge.documents d SET kb_indexed = false FROM batch WHERE d.id = batch.document_id AND d.kb_indexed"
+)
+# skill / config routings: one hand-over record per current version and destination (the downstream
+# system reads the text by its hash); the RETURNING rows are new ones, each announced by one event.
+_HANDOVER = sa.text(
+    "INSERT INTO knowledge.routing_handovers (site_domain, document_id, snapshot_id, destination, target_ref,"
+    " text_hash)"
+    " SELECT d.site_domain, d.id, s.id, r.destination, COALESCE(r.target_ref, ''), st.text_hash"
+    " FROM knowledge.document_snapshots s"
+    " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+    " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+    " JOIN knowledge.document_routings r ON r.document_id = d.id AND r.enabled"
+    "   AND r.destination IN ('skill', 'config')"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+    " ON CONFLICT DO NOTHING RETURNING document_id, snapshot_id, destination, target_ref"
 )
 _CHUNKS = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv)"
@@ -94,6 +112,9 @@ class SearchIndex:
         ids = [snapshot_id for snapshot_id, _text in items]
         texts = {text.text_hash: text for _snapshot_id, text in items}
         with self.engine.begin() as conn:
+            handed = conn.execute(_HANDOVER, {"ids": ids}).all()
+            record_changes(conn, [Change(document_id=str(r[0]), type=EventType.HANDOVER, snapshot_id=str(r[1]),
+                                         cause=f"{r[2]}:{r[3]}") for r in handed])
             entered = conn.execute(_ENTER, {"ids": ids}).all()
             kept = [str(r[0]) for r in entered]
             conn.execute(_LEAVE, {"ids": ids, "kept": kept})
@@ -182,8 +203,11 @@ def embed_pending(index: SearchIndex, embedder: Embedder, max_chunks: int | None
         batch = index.unembedded(embedder.model, TEXTS_PER_EMBED_ROUND)
         if not batch:
             break
-        keys = [(text_hash, chunk.ordinal) for text_hash, _body, chunks in batch for chunk in chunks]
-        inputs = [embedding_input(body, chunk) for _h, body, chunks in batch for chunk in chunks]
+        pairs = [(text_hash, body, chunk) for text_hash, body, chunks in batch for chunk in chunks]
+        if max_chunks is not None:
+            pairs = pairs[:max_chunks - done]
+        keys = [(text_hash, chunk.ordinal) for text_hash, _body, chunk in pairs]
+        inputs = [embedding_input(body, chunk) for _h, body, chunk in pairs]
         vectors = embedder.embed(inputs)
         index.store_vectors(embedder.model, embedder.dimension,
                             [(h, o, v) for (h, o), v in zip(keys, vectors, strict=True)])

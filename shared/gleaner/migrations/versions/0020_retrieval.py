@@ -14,7 +14,7 @@ Create Date: 2026-12-01
   Search joins it to the document's current snapshot, status and rag routing, so a new version,
   a block, an erasure or a removed routing takes the document out in the transaction that makes it.
 - routing_handovers: what a ``skill`` or ``config`` routing hands to its downstream system, one
-  record per document version and destination.
+  record per document version and destination, announced by a ``routing.handover`` change event.
 - reference_items.embedding: the feed spec's whole-record embedding (pgvector only).
 """
 
@@ -51,6 +51,10 @@ CREATE TABLE knowledge.search_index (
 );
 CREATE INDEX search_index_text ON knowledge.search_index (text_hash);
 CREATE INDEX search_index_site ON knowledge.search_index (site_domain);
+-- search asks "has this document an enabled rag routing?" per candidate; the routings' unique index
+-- leads with an expression (COALESCE(document_id, composite_document_id)) the planner does not use here.
+CREATE INDEX document_routings_document ON knowledge.document_routings (document_id, destination)
+    WHERE document_id IS NOT NULL;
 
 CREATE TABLE knowledge.routing_handovers (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -92,6 +96,7 @@ $$;
 
 
 def upgrade() -> None:
+    op.execute("ALTER TYPE knowledge.document_event_type ADD VALUE IF NOT EXISTS 'routing.handover'")
     op.execute(UPGRADE)
     op.execute(VECTOR)
     for table in ("knowledge.search_index", "knowledge.routing_handovers"):

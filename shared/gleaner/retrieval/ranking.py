@@ -14,7 +14,8 @@ Only documents in ``search_index`` whose indexed snapshot is still their current
 active, not deleted and have an enabled ``rag`` routing are answered: row-level security on
 ``documents`` and ``search_index`` limits that to the caller's tenant scope. The HNSW index holds
 every tenant's chunks, so its nearest neighbours may all belong to others; when too few of them are
-visible, the visible chunks are ranked exactly instead (a small tenant's chunks are few).
+visible, the visible chunks are ranked exactly instead (a small tenant's chunks are few). The same
+holds for the full-text candidates.
 """
 
 from __future__ import annotations
@@ -44,34 +45,40 @@ _VISIBLE = (
     " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
     "   AND r.destination = 'rag' AND r.enabled)"
 )
-# Any stemmed word of the query matches (a paraphrase shares few of a page's words); rank orders them.
+# Scoring: any stemmed word of the query counts (a paraphrase shares few of a page's words).
 _QUERY = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
 _TSQUERY = f"CAST(NULLIF({_QUERY}, '') AS tsquery)"
+# Candidates by words, beside the embedding's: chunks with every word of the query. Ranking every chunk
+# with any one word would rank most of a large index for each query; with vectors the meaning side
+# finds the paraphrases. Without vectors (full text only) any word selects.
+_ALL_WORDS = "plainto_tsquery('english', :q)"
 
 
-def _by_meaning(conn: Any, vector: str, model: str, site: str | None, k: int, exact: bool) -> list[tuple[str, int]]:
-    if not exact:
+def _by_meaning(conn: Any, vector: str, model: str, site: str | None, k: int, visible_only: bool
+                ) -> list[tuple[str, int]]:
+    if not visible_only:  # the HNSW index's nearest, whoever holds them: _scored keeps the visible ones
         conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(k, 40)}"))
-        near = conn.execute(sa.text(
-            "SELECT n.text_hash, n.ordinal FROM (SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c"
-            " WHERE c.embedding_model = :m ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)"
-            " LIMIT :k) n WHERE EXISTS (SELECT 1 FROM knowledge.text_chunks c" + _VISIBLE +
-            " AND c.text_hash = n.text_hash AND c.ordinal = n.ordinal)"),
-            {"v": vector, "m": model, "k": k, "site": site}).all()
-        return [(r[0], r[1]) for r in near]
-    return [(r[0], r[1]) for r in conn.execute(sa.text(
-        "SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c" + _VISIBLE +
-        " AND c.embedding_model = :m GROUP BY c.text_hash, c.ordinal, c.embedding"
-        " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k"),
-        {"v": vector, "m": model, "k": k, "site": site}).all()]
+        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c WHERE c.embedding_model = :m"
+               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
+    else:
+        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c" + _VISIBLE +
+               " AND c.embedding_model = :m GROUP BY c.text_hash, c.ordinal, c.embedding"
+               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
+    return [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"v": vector, "m": model, "k": k, "site": site})]
 
 
-def _by_words(conn: Any, query: str, site: str | None, k: int) -> list[tuple[str, int]]:
+def _by_words(conn: Any, query: str, site: str | None, k: int, every_word: bool, visible_only: bool
+              ) -> list[tuple[str, int]]:
+    selector = _ALL_WORDS if every_word else _TSQUERY
+    source = "knowledge.text_chunks c CROSS JOIN (SELECT " + selector + " AS tq) q"
+    if visible_only:
+        sql = (f"SELECT c.text_hash, c.ordinal FROM {source}"
+               + _VISIBLE.replace(" WHERE ", " WHERE c.tsv @@ q.tq AND ", 1)
+               + " GROUP BY c.text_hash, c.ordinal, c.tsv, q.tq")
+    else:  # the GIN index's matches, whoever holds them: _scored keeps the visible ones
+        sql = f"SELECT c.text_hash, c.ordinal FROM {source} WHERE c.tsv @@ q.tq"
     return [(r[0], r[1]) for r in conn.execute(sa.text(
-        f"SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c CROSS JOIN (SELECT {_TSQUERY} AS tq) q"
-        + _VISIBLE.replace(" WHERE ", " WHERE c.tsv @@ q.tq AND ", 1) +
-        " GROUP BY c.text_hash, c.ordinal, c.tsv, q.tq ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC LIMIT :k"),
-        {"q": query, "site": site, "k": k}).all()]
+        sql + " ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC LIMIT :k"), {"q": query, "site": site, "k": k})]
 
 
 def _scored(conn: Any, keys: list[tuple[str, int]], query: str, vector: str | None, site: str | None
@@ -118,13 +125,16 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
     k = max(CANDIDATES, limit)
     with deps.engine.begin() as conn:
-        keys = _by_words(conn, query, site_domain, k)
-        if vector is not None:
-            near = _by_meaning(conn, vector, model, site_domain, k, exact=False)
-            if len(near) < limit:
-                near = _by_meaning(conn, vector, model, site_domain, k, exact=True)
-            keys = list(dict.fromkeys(near + keys))
-        rows = _scored(conn, keys, query, vector, site_domain) if keys else []
+        rows: list[Mapping[str, Any]] = []
+        # First from the indexes over every tenant's chunks; when too few of those are this caller's
+        # (a small tenant among large ones), again over the caller's visible chunks only.
+        for visible_only in (False, True):
+            keys = _by_words(conn, query, site_domain, k, vector is not None, visible_only)
+            if vector is not None:
+                keys = list(dict.fromkeys(_by_meaning(conn, vector, model, site_domain, k, visible_only) + keys))
+            rows = _scored(conn, keys, query, vector, site_domain) if keys else []
+            if len(rows) >= limit:
+                break
     results = []
     for r in rows:
         es = None if r["embedding_score"] is None else round(min(1.0, float(r["embedding_score"])), 6)
