@@ -157,10 +157,16 @@ def test_a_site_token_reaches_its_own_site_through_mcp_and_nothing_of_another(se
     assert "no document" in seen["resource"]
 
 
-def test_mcp_over_http_refuses_a_wrong_token_and_stdio_refuses_to_start_with_one(served, tmp_path):
+def test_mcp_over_http_refuses_a_wrong_token_takes_the_operators_and_stdio_refuses_a_wrong_one(served, tmp_path):
     answer = httpx2.post(served.url + "/mcp", headers={"Authorization": "Bearer glt_not-a-token"},
                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
     assert answer.status_code == 401
+
+    async def names(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    # The operator's secret names the operator on loopback too (where no credential is needed).
+    assert anyio.run(_http_session, served.url, OPERATOR_SECRET, names) >= TOOLS
     done = subprocess.run([sys.executable, "-m", "gleaner.cli", "mcp"], capture_output=True, timeout=120,
                           env=_env(served, tmp_path, GLEANER_MCP_TOKEN="glt_not-a-token"),
                           stdin=subprocess.DEVNULL)
