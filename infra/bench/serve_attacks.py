@@ -78,11 +78,11 @@ def run(source: Path) -> dict[str, Any]:
         process, port = start(source, data_dir)
         try:
             figures["idle"] = sample(process.pid)
-            head = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            head = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     b"Content-Length: -1\r\n\r\n")
             figures["content_length_-1_300MiB"] = {"answer": stream_unauthenticated(port, head, 300 << 20, False),
                                                    **sample(process.pid)}
-            head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
             figures["chunked_300MiB"] = {"answer": stream_unauthenticated(port, head, 300 << 20, True),
                                          **sample(process.pid)}
             idle = []

@@ -136,6 +136,10 @@ class Settings:
     # Non-public networks the fetcher may reach. Empty: only public addresses (SSRF safety).
     allow_networks: tuple[IPNetwork, ...] = ()
     webhook_secret: str | None = None
+    # Host names `gleaner serve` answers to besides the bound one (a proxy's public name): any other Host
+    # is refused (DNS rebinding), and naming one means someone else reaches the server, so every request
+    # then needs a credential (docs/security.md).
+    allowed_hosts: tuple[str, ...] = ()
     # "local" runs the stages in-process; "gcp" publishes to Pub/Sub and Cloud Tasks.
     bus: str = "local"
     project: str | None = None
@@ -301,6 +305,7 @@ class Settings:
             blob_url=env.get("GLEANER_BLOB_URL", "").strip() or None,
             allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),
             webhook_secret=webhook_secret_of(env),
+            allowed_hosts=allowed_hosts_of(env.get("GLEANER_ALLOWED_HOSTS", "")),
             bus=bus,
             project=env.get("GOOGLE_CLOUD_PROJECT", "").strip() or None,
             region=env.get("GLEANER_REGION", "").strip() or "europe-west1",
@@ -384,3 +389,17 @@ def webhook_secret_of(env: Mapping[str, str]) -> str | None:
 
 
 SECRET_RECIPE = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def allowed_hosts_of(raw: str) -> tuple[str, ...]:
+    """``GLEANER_ALLOWED_HOSTS``: comma-separated host names or IPv4 addresses (no scheme, port or path)."""
+    names = []
+    for item in raw.split(","):
+        name = item.strip().lower().rstrip(".")
+        if not name:
+            continue
+        if not all(c.isascii() and (c.isalnum() or c in "-.") for c in name):
+            raise ConfigError(f"GLEANER_ALLOWED_HOSTS holds {item.strip()!r}: give host names only, "
+                              "comma-separated (e.g. gleaner.example.org), without scheme, port or path")
+        names.append(name)
+    return tuple(names)

@@ -5,7 +5,8 @@ webhook and ``/refs``; work the webhook publishes goes to the in-process bus,
 which a background thread drains, so a poller gets its 202 without waiting for
 the landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``;
 ``/v1/texts/`` stays the webhook's); ``/mcp`` is the MCP server (``gleaner.agents.http``).
-Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it. The server's limits (threads, connections,
+Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it (and name it in
+``GLEANER_ALLOWED_HOSTS``: any other ``Host`` is refused, :mod:`gleaner.hostgate`). The server's limits (threads, connections,
 timeouts, body cap) are in :class:`gleaner.web.ServerLimits`; more surfaces join
 as routes (``WebhookServer(deps, routes=[("/x/", app)])``).
 """
@@ -20,6 +21,7 @@ from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.config import MIN_SECRET_CHARS, SECRET_RECIPE
 from gleaner.errors import ConfigError
+from gleaner.hostgate import HostPolicy, guard
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.web import (
     Environ,
@@ -80,15 +82,17 @@ class WebhookServer:
         self._work = threading.Event()
         self._stopping = threading.Event()
         self.limits = limits or ServerLimits(max_body_bytes=deps.settings.webhook_max_bytes)
-        # The back office needs no credential on loopback (DESIGN.md); bound elsewhere it takes the admin bearer.
-        backoffice = BackofficeApp(deps, bearer=None if _loopback(host) else deps.settings.webhook_secret)
+        # Every route is behind the Host check (DNS rebinding); the back office needs no credential only from
+        # this machine to a loopback name with no proxy in between (gleaner.hostgate, docs/security.md).
+        self.hosts = HostPolicy.for_bind(host, deps.settings.allowed_hosts)
+        backoffice = BackofficeApp(deps, bearer=deps.settings.webhook_secret, hosts=self.hosts)
         webhook = webhook_app(deps, self._landing_due)
         # MCP over streamable HTTP, its caller decided by the back office's gate (gleaner/agents/http.py).
         from gleaner.agents.http import MCP_PATH, McpHttp
 
         self._mcp = McpHttp(deps, backoffice, host)
-        app = compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice),
-                       (MCP_PATH, self._mcp), ("/", webhook)])
+        app = guard(compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice),
+                             (MCP_PATH, self._mcp), ("/", webhook)]), self.hosts)
         self._server = make_server(app, host, port, self.limits)
         self._threads = [threading.Thread(target=self._server.run, name="gleaner-serve", daemon=True),
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
@@ -150,13 +154,3 @@ class WebhookServer:
             except Exception:  # a crash here must not stop later landings; the walk retries pending rows
                 log.exception("landing failed; pending articles stay pending for the next walk")
 
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -137,5 +137,7 @@ def make_server(app: WsgiApp, host: str, port: int, limits: ServerLimits) -> Any
         channel_timeout=int(max(1, limits.channel_timeout)), cleanup_interval=max(1, int(limits.channel_timeout) // 2),
         # waitress refuses a body of max_request_body_size or more; ours refuses more than the cap.
         max_request_body_size=limits.max_body_bytes + 1, inbuf_overflow=limits.in_memory_body_bytes,
-        ident="gleaner", expose_tracebacks=False, clear_untrusted_proxy_headers=True,
+        # Forwarding headers reach the app, which trusts none of them for addresses but reads their presence
+        # as "a proxy is in front": no credential-less access then (gleaner.hostgate).
+        ident="gleaner", expose_tracebacks=False, clear_untrusted_proxy_headers=False,
     )

@@ -96,6 +96,7 @@ class Access:
     """Who a request acts for: the operator (every tenant) or one site (a site-bound token)."""
 
     site_domain: str | None = None
+    session: bool = False  # acting through a browser login session (the pages offer a logout)
 
     @property
     def is_operator(self) -> bool:

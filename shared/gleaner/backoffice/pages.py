@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -23,6 +24,9 @@ from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
 from gleaner.errors import InvalidInput
 from gleaner.store import browse
 from gleaner.store.references import QUALITY_FLAGS
+
+# Whether the request being rendered came with a login session (set by the WSGI layer per request).
+SIGNED_IN: ContextVar[bool] = ContextVar("signed_in", default=False)
 
 # Run statuses after which nothing changes: the run page stops refreshing.
 TERMINAL_RUN_STATUSES = frozenset({"finished", "partial", "failed", "cancelled", "interrupted"})
@@ -54,6 +58,7 @@ def environment() -> jinja2.Environment:
     env.globals["terminal"] = TERMINAL_RUN_STATUSES
     # The operator's pages (the quality log) are linked only where the request sees every tenant.
     env.globals["every_tenant"] = lambda: tenancy.current().all_tenants
+    env.globals["signed_in"] = SIGNED_IN.get  # a logout button for a login session (wsgi sets it)
     return env
 
 

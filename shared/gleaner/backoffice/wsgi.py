@@ -9,47 +9,46 @@ function, waitress) can serve it as is. Two credentials, each an
   ``tenancy.scope(SITE)``, so row-level security hides every other tenant's rows and
   another site's ids answer 404, exactly like ids that do not exist.
 
-Locally on 127.0.0.1 it runs without the operator bearer (DESIGN.md): a request
-without a credential is the operator's, one with a site token acts for that
-site, one with a wrong token gets 401. Given the bearer, every request needs a
-credential or gets 401. A browser cannot add that header, so ``/ui/login``
-takes the token once and sets a cookie holding an HMAC keyed by the operator
-bearer (of a constant for the operator, of the token's id and digest for a site
-token: revoking the token ends the session), HttpOnly, Secure, SameSite=Strict,
-which the pages then carry; the token itself never sits in the browser.
+Without a credential, a request is the operator's only when it comes from this
+machine to a loopback name with no proxy in between (``gleaner.hostgate``; the
+server's Host rule has already refused names that are not its own). A wrong
+token is 401 everywhere. A browser cannot add the header, so ``/ui/login``
+takes the token once and starts a server-side session
+(``gleaner.backoffice.login``): a random id in an HttpOnly, SameSite=Strict
+cookie, Secure when served over HTTPS, its digest and expiry in the database,
+ended by ``/ui/logout``, by its expiry or by revoking the site token.
 
 A browser on the operator's machine also runs other sites' pages, which can
 send it requests: state-changing requests (anything but GET and HEAD) are refused with 403 unless
-they come from the back office's own origin (``Sec-Fetch-Site``/``Origin``), and
-the API's commands must be JSON, which no cross-site form can send.
+they come from the back office's own origin (``Sec-Fetch-Site``/``Origin``), the API's commands
+must be JSON, which no cross-site form can send, and every form POST must carry the page's CSRF token.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
+import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access
+from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.callers import bearer_token, identity_claims, secret_matches
+from gleaner.hostgate import HostPolicy
 from gleaner.store.dberrors import DatabaseRefused, is_permanent
+from gleaner.store.sessions import SessionStore
 from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
 from gleaner.textcheck import text_problem
 from gleaner.web import query_of
 
 log = logging.getLogger(__name__)
 
-LOGIN_PATH = "/ui/login"
-COOKIE = "gleaner_backoffice"
 MAX_BODY_BYTES = 64 * 1024  # forms and JSON commands are a few hundred bytes
 PREFIXES = ("/v1/", "/ui")
 
@@ -65,9 +64,17 @@ def serves(path: str) -> bool:
 
 
 class BackofficeApp:
-    def __init__(self, deps: Deps, bearer: str | None = None) -> None:
+    def __init__(self, deps: Deps, bearer: str | None = None, hosts: HostPolicy | None = None) -> None:
+        """``bearer`` None: no credential exists and every request is the operator's (an in-process embedding,
+        tests, the benchmark; never ``gleaner serve``). ``hosts``: the server's Host policy, which lets a
+        request from this machine to a loopback name act as the operator without a credential."""
         self.deps = deps
         self.bearer = bearer
+        self.hosts = hosts
+        # The forms' CSRF key: the operator bearer where there is one (tokens survive a restart), else random.
+        self._csrf_key = (bearer or secrets.token_urlsafe(32)).encode()
+        self.sessions = SessionStore(deps.engine)
+        self.login = Login(self.sessions, lambda token: secret_matches(token, self.bearer), self._site_token)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -100,8 +107,13 @@ class BackofficeApp:
             refused = _cross_site(environ, is_api and method == "POST")
             if refused:
                 return _json(403, {"error": refused})
-        if self.bearer is not None and path == LOGIN_PATH:
-            return self._login(environ, method)
+        if self.bearer is not None and path in (LOGIN_PATH, LOGOUT_PATH):
+            form = query_of(_read_body(environ) or b"") if method == "POST" else {}
+            if text_problem(list(form.items())):
+                return _json(400, {"error": "the form is not valid text"})
+            if path == LOGOUT_PATH:
+                return self.login.logout(environ) if method == "POST" else _json(405, {"error": "use POST"})
+            return self.login.answer(environ, method, form, query_of(str(environ.get("QUERY_STRING", "")).encode()))
         access = self._access(environ)
         if access is None:
             if not is_api and method == "GET" and self.bearer is not None:
@@ -109,8 +121,12 @@ class BackofficeApp:
             status, headers, body = _json(401, {"error": "send Authorization: Bearer <token>"})
             headers.append(("WWW-Authenticate", 'Bearer realm="gleaner"'))
             return status, headers, body
-        with _acting_for(access):
-            return self._dispatch(environ, path, method, access)
+        signed_in = pages.SIGNED_IN.set(access.session)
+        try:
+            with _acting_for(access):
+                return self._dispatch(environ, path, method, access)
+        finally:
+            pages.SIGNED_IN.reset(signed_in)
 
     def _dispatch(self, environ: dict[str, Any], path: str, method: str, access: Access
                   ) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -134,13 +150,17 @@ class BackofficeApp:
         if is_api:
             status, answer = api.handle(api.ApiRequest(method, path, query, body, access), self.deps)
             return _json(status, answer)
+        csrf = Csrf.of(self._csrf_key, environ)
+        if method == "POST" and not csrf.accepts(form):
+            return refused_form()
         page = pages.handle(pages.PageRequest(method, path, query, form, access), self.deps)
         headers = [("Content-Type", page.content_type), ("Cache-Control", "no-store"),
                    ("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline';"
                                                " script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")]
         if page.location:
             headers.append(("Location", page.location))
-        return page.status, headers, page.body.encode("utf-8")
+        body = page.body.encode("utf-8")
+        return page.status, headers, csrf.stamp(environ, body, headers) if "html" in page.content_type else body
 
     def access_for(self, environ: dict[str, Any]) -> Access | None:
         """Whom a request with this environ acts for, or None (401): other surfaces served beside the
@@ -148,18 +168,22 @@ class BackofficeApp:
         return self._access(environ)
 
     def _access(self, environ: dict[str, Any]) -> Access | None:
-        """Whom the request acts for, or None (401): its bearer, else its session cookie, else (only
-        without an operator bearer, on loopback) the operator."""
+        """Whom the request acts for, or None (401): its bearer, else its login session, else (from this
+        machine to a loopback name, no proxy: gleaner.hostgate) the operator."""
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
         token = bearer_token(header)
         # A Google identity token there is Cloud Run's gate (IAM admitted the caller, e.g. through
         # `gcloud run services proxy`), never the back office's credential: the cookie still decides.
         if header and not (token is not None and identity_claims(token) is not None):
             return self._token_access(token) if token is not None else None
-        session = _cookie(environ)
+        session = cookie(environ, COOKIE)
         if session is not None and self.bearer is not None:
-            return self._session_access(session)
-        return OPERATOR if self.bearer is None else None
+            found = self.sessions.find(session)
+            if found is not None:
+                return Access(found.site_domain, session=True)
+        if self.bearer is None or (self.hosts is not None and self.hosts.credential_free(environ)):
+            return OPERATOR
+        return None
 
     def _token_access(self, token: str) -> Access | None:
         # On loopback (no bearer required) the operator's secret still names the operator, as it does
@@ -174,40 +198,6 @@ class BackofficeApp:
             return None
         return self.deps.tokens.site_token(token)
 
-    def _session_access(self, session: str) -> Access | None:
-        if hmac.compare_digest(session.encode(), self._session(None).encode()):
-            return OPERATOR
-        token_id, _, _mac = session.partition(".")
-        site = self.deps.tokens.site_token_by_id(token_id)
-        if site is not None and hmac.compare_digest(session.encode(), self._session(site).encode()):
-            return Access(site.site_domain)
-        return None
-
-    def _session(self, site: SiteToken | None) -> str:
-        """The cookie value: for the operator an HMAC of a constant, for a site token its id and an HMAC
-        of its id and digest (so revoking the token ends its sessions); keyed by the operator bearer."""
-        assert self.bearer is not None
-        if site is None:
-            return hmac.new(self.bearer.encode(), b"gleaner back office session", hashlib.sha256).hexdigest()
-        mac = hmac.new(self.bearer.encode(), f"site session {site.id} ".encode() + site.token_sha256, hashlib.sha256)
-        return f"{site.id}.{mac.hexdigest()}"
-
-    def _login(self, environ: dict[str, Any], method: str) -> tuple[int, list[tuple[str, str]], bytes]:
-        html = [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")]
-        if method == "POST":
-            body = _read_body(environ) or b""
-            token = dict(parse_qsl(body.decode("utf-8", errors="replace"))).get("token", "")
-            operator = secret_matches(token, self.bearer)
-            site = None if operator else self._site_token(token)
-            if operator or site is not None:
-                cookie = f"{COOKIE}={self._session(site)}; Path=/; HttpOnly; Secure; SameSite=Strict"
-                return 303, [("Location", "/ui/"), ("Set-Cookie", cookie), ("Content-Type", "text/plain")], b"ok"
-            return 401, html, pages.render("login.html", failed=True).body.encode("utf-8")
-        if method != "GET":
-            return _json(405, {"error": "use GET or POST"})
-        return 200, html, pages.render("login.html", failed=False).body.encode("utf-8")
-
-
 @contextmanager
 def _acting_for(access: Access) -> Iterator[object]:
     """The operator's console reads and steers every tenant; a site token's, its own site only."""
@@ -217,16 +207,6 @@ def _acting_for(access: Access) -> Iterator[object]:
     else:
         with tenancy.scope(access.site_domain) as chosen:
             yield chosen
-
-
-def _cookie(environ: dict[str, Any]) -> str | None:
-    cookie = SimpleCookie()
-    try:
-        cookie.load(str(environ.get("HTTP_COOKIE", "")))
-    except CookieError:
-        return None
-    session = cookie.get(COOKIE)
-    return session.value if session is not None else None
 
 
 def _json(status: int, answer: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -259,5 +239,5 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
 
 _REASONS = {200: "OK", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
-            500: "Internal Server Error"}
+            429: "Too Many Requests", 500: "Internal Server Error"}
 
