@@ -50,6 +50,8 @@ locals {
   db_scrape_budget = local.http_functions["scrape"].max_instances
   # Seconds of a scrape task's deadline kept for queueing, a cold start and finishing (common_env).
   scrape_deadline_margin = 600
+  # Seconds of map's timeout kept for the level of links in flight and writing the map.
+  map_deadline_margin = 180
 
   common_env = {
     GOOGLE_CLOUD_PROJECT          = var.project_id
@@ -71,6 +73,9 @@ locals {
     # from the dispatch: Cloud Run's request queueing and a cold start come off it before the code
     # starts its own clock, then the fetches in flight, their outcomes and the hand-on must fit.
     GLEANER_SCRAPE_SOFT_DEADLINE = tostring(local.http_functions["scrape"].timeout - local.scrape_deadline_margin)
+    # Map's walk starts no new level of links past this, so it ends inside the function's timeout
+    # rather than being killed and redelivered from the start until it is dead-lettered.
+    GLEANER_MAP_SOFT_DEADLINE = tostring(local.event_functions["map"].timeout - local.map_deadline_margin)
     # Webhook deliveries (changes.tf): the queue, and its attempts so the handler knows the last one.
     GLEANER_NOTIFY_QUEUE        = google_cloud_tasks_queue.notify.name
     GLEANER_NOTIFY_MAX_ATTEMPTS = tostring(var.notify_max_attempts)

@@ -264,6 +264,10 @@ class Settings:
     # new task: the function's timeout (and the task's dispatch deadline) is 1,800 s, and the margin
     # leaves time to extract and record what is in flight.
     scrape_soft_deadline: float = 1500.0
+    # Map's walk starts no new level of links this many seconds after the map began (0: no limit) and
+    # the run goes on with what it found: a Pub/Sub-fed function that overruns its timeout is killed
+    # and redelivered from the start, so a walk that never fits would end dead-lettered.
+    map_soft_deadline: float = 0.0
     # Apply migrations when the engine is first built. On for laptops and tests; Terraform turns it
     # off: the deploy's migrate step owns the schema and runtime roles cannot run DDL.
     auto_migrate: bool = True
@@ -356,6 +360,7 @@ class Settings:
             http_auth=_http_auth(env),
             shared_politeness=_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
             scrape_soft_deadline=_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),
+            map_soft_deadline=_float(env, "GLEANER_MAP_SOFT_DEADLINE", d.map_soft_deadline, 0.0),
             auto_migrate=_bool(env, "GLEANER_AUTO_MIGRATE", d.auto_migrate),
             db_pool_size=_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
             db_max_overflow=_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),

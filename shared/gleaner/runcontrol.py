@@ -7,7 +7,9 @@ call :func:`sweep`; ``runner.resume`` drives a claimed run to its end on the in-
 How a sweep decides, for each run in an active status::
 
     worker on this host alive             keep (it is being worked on, however slowly)
-    worker gone, or none / another host   settle once idle >= the limit (0: settle now)
+    worker on this host gone              settle now (its process is dead or restarted: nobody works on it)
+    no worker (cloud) / another host's    settle once idle >= the limit (0: settle now): liveness
+                                          cannot be known there, only the heartbeat
     settling: every included page done    finished / partial (what try_finish_run decides)
               otherwise                   interrupted (``gleaner runs resume RUN_ID`` goes on)
 """
@@ -40,9 +42,12 @@ def liveness(run: RunControl) -> Liveness:
 
 
 def sweep_verdict(run: RunControl, idle_limit: float, alive: Liveness) -> bool:
-    """Whether a sweep settles this active run: no live worker here, and idle past the limit."""
+    """Whether a sweep (or a resume) may settle this active run: its worker on this host is gone, or
+    nobody can tell (a cloud run, another host's worker) and it has been idle past the limit."""
     if alive is Liveness.ALIVE:
         return False
+    if alive is Liveness.GONE:
+        return True
     return idle_limit <= 0 or run.idle_seconds >= idle_limit
 
 
@@ -114,8 +119,9 @@ def resume_phase(run: RunControl) -> RunStatus:
 def claim_for_resume(meta: MetadataStore, run_id: str, worker: Worker, idle_limit: float) -> RunControl:
     """Take a stopped run over for this process, in the status its remaining work starts from.
 
-    An active run is taken over only when no worker can be running it: its local worker is gone, or
-    (a cloud run, another host's) nothing touched it for ``idle_limit`` seconds."""
+    An active run is taken over only when no worker can be running it: at once when its worker on
+    this host is gone (``kill -9``, a crash, a reboot), else (a cloud run, another host's) once nothing
+    touched it for ``idle_limit`` seconds."""
     run = meta.run_control(run_id)
     if run is None:
         raise RunNotFound(f"no run {run_id}")

@@ -337,3 +337,56 @@ def test_a_postgresql_restart_mid_crawl_costs_a_pause_not_the_run(site: TestSite
     assert_no_page_fetched_more_than_twice(site, since)
     assert_the_copy_is_whole(url, tmp_path / "data")
     server.cleanup()
+
+
+def test_a_killed_crawl_is_resumed_at_once_without_a_sweep_or_an_idle_wait(
+        site: TestSite, env: dict[str, str], database_url: str, tmp_path: Path) -> None:
+    """kill -9 leaves the run active with a dead worker on this host: resume takes it over right away."""
+    since = len(site.log)
+    _kill_mid_scrape(site, env)
+    run_id = only_run(database_url)
+    assert rows(database_url, "SELECT status::text FROM knowledge.crawl_runs")[0][0] == "scraping"
+    resumed = gleaner(env, "runs", "resume", run_id, "--json")  # no sweep, no --idle: the default limit
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "finished"
+    assert_the_copy_is_whole(database_url, tmp_path / "data")
+    assert_no_page_fetched_more_than_twice(site, since)
+
+
+def test_a_blob_directory_made_read_only_mid_crawl_leaves_every_url_with_a_status_and_exact_counters(
+        site: TestSite, env: dict[str, str], database_url: str, tmp_path: Path) -> None:
+    original = site.pages["/p/30"]
+    gate = Gate(original)
+    site.pages["/p/30"] = type(original)("", handler=gate.handler)
+    frozen = None
+    try:
+        crawl = Crawl(env, site.url + "/")
+        assert gate.reached.wait(60)
+        run_id = only_run(database_url)
+        # The run's blob directory and everything in it become read-only (a full or failed disk).
+        frozen = next((tmp_path / "data" / "blobs").glob(f"domains/*/runs/{run_id}"))
+        if subprocess.run(["chattr", "-R", "+i", str(frozen)], capture_output=True, check=False).returncode:
+            frozen = None
+            pytest.skip("this filesystem does not support chattr +i")
+    finally:
+        gate.released.set()
+        site.pages["/p/30"] = original
+    try:
+        code, out = crawl.finish()
+    finally:
+        if frozen is not None:
+            subprocess.run(["chattr", "-R", "-i", str(frozen)], check=False)
+    summary = json.loads(out)
+    assert code == 1 and summary["status"] in ("failed", "partial"), summary
+    listed = gleaner(env, "runs", run_id, "--urls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    included = [u for u in json.loads(listed.stdout) if u["decision"] == "include"]
+    assert len(included) == summary["included"] >= PAGES
+    statuses = {u["status"] for u in included}
+    assert "pending" not in statuses and "store-failed" in statuses, statuses
+    # The summary's counters are the ledger's, counted after the last stage wrote.
+    ledger = rows(database_url, "SELECT count(*) FILTER (WHERE fetch_outcome = 'fetched'),"
+                  " count(*) FILTER (WHERE snapshot_outcome = 'new') FROM knowledge.crawl_page_decisions"
+                  " WHERE run_id = :r", r=run_id)[0]
+    final = json.loads(gleaner(env, "runs", run_id, "--json").stdout)
+    assert (final["fetched"], final["snapshots"]["new"]) == tuple(ledger)

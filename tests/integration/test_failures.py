@@ -49,8 +49,13 @@ def test_a_blob_store_that_fails_writes_ends_the_run_failed_and_asks_the_site_fo
     breakdown = deps.metadata.outcome_breakdown(summary["run_id"])
     assert summary["status"] == "failed" and "blob store failed" in summary["error"]
     assert "No space left on device" in summary["error"]
-    # Only the batches already under way were fetched; each of their pages is settled as not stored.
-    assert 0 < breakdown["store-failed"] <= 2 * 25 and breakdown["pending"] == 150 - breakdown["store-failed"]
+    # Only the batches already under way were fetched; each of their pages is settled as not stored, and
+    # the pages of the batches that never ran say so (issue 26: a status for every URL).
+    assert 0 < breakdown["store-failed"] <= 2 * 25 and breakdown["not-attempted"] == 150 - breakdown["store-failed"]
+    assert "pending" not in breakdown
+    listed = deps.metadata.run_urls(summary["run_id"], "not-attempted")
+    assert len(listed) == breakdown["not-attempted"]
+    assert {u["reason"] for u in listed} == {"the run ended failed before this URL was fetched"}
     assert max(n for path, n in pages.items() if path != "/p/0") == 1  # never asked twice in the run
     assert requests < 150  # fewer requests than the site has pages
     statuses = {r[0] for r in rows(deps, "SELECT status::text FROM knowledge.documents WHERE path LIKE '/p/%'")}

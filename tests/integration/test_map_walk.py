@@ -56,3 +56,22 @@ def test_a_link_with_an_encoded_nul_in_its_path_is_kept_encoded_and_the_run_goes
     assert {"/", "/docs/a", "/docs/bad%00name", "/docs/ctl%01x"} <= paths
     urls = {u["url"]: u["status"] for u in deps.metadata.run_urls(summary["run_id"])}
     assert urls[site.url + "/docs/bad%00name"]  # the odd URL has a status of its own, like every URL
+
+
+def test_a_walk_past_its_soft_deadline_stops_and_the_run_goes_on_with_what_it_found(make_deps):
+    """In the cloud map is killed at its timeout and redelivered from the start; a walk that cannot fit
+    must end on its own (GLEANER_MAP_SOFT_DEADLINE), crawl what it found, and declare nothing gone."""
+    deps = make_deps(map_soft_deadline=0.001)  # past as soon as the start page is read
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update({
+            "/": _page("Home", "/docs/index.html"),
+            "/docs/index.html": _page("Docs", "/docs/a"),
+            "/docs/a": _page("A"),
+        })
+        summary = crawl(deps, new_request(site.url + "/", site_domain="deadline.test"))
+        assert site.requested("/docs/a") == 0  # the second level was never walked
+
+    assert summary["status"] == "finished"
+    found = {row["path"] for row in deps.metadata.documents_tree("deadline.test")}
+    assert {"/", "/docs/index.html"} <= found and "/docs/a" not in found

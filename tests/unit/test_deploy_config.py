@@ -695,3 +695,10 @@ def test_scrape_stops_fetching_with_room_for_queueing_a_cold_start_and_finishing
     soft = Settings.from_env(_function_env(tf, "scrape")).scrape_soft_deadline
     assert _functions(tf)["scrape"]["timeout"] == TASK_DISPATCH_DEADLINE_SECONDS
     assert TASK_DISPATCH_DEADLINE_SECONDS - soft >= 600
+
+
+def test_maps_walk_ends_inside_its_functions_timeout(tf):
+    """A Pub/Sub-fed function killed at its timeout is redelivered from the start: the walk must end first."""
+    walk = Settings.from_env(_function_env(tf, "map")).map_soft_deadline
+    assert 0 < walk <= _functions(tf)["map"]["timeout"] - 120
+    assert Settings().map_soft_deadline == 0  # a laptop's walk has no function timeout to fit in

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -87,6 +88,19 @@ class Discovery:
     start_failure: str | None = None
     # Told the count after each URL found (progress while a polite map walks a large site).
     on_found: Callable[[int], None] | None = None
+    # time.monotonic() after which the walk starts no new level (the map's soft deadline), and whether
+    # it stopped there: then the map is incomplete (nothing is declared gone for not being found).
+    stop_at: float | None = None
+    cut_short: bool = False
+
+    def out_of_time(self) -> bool:
+        if self.stop_at is None or time.monotonic() < self.stop_at:
+            return False
+        if not self.cut_short:
+            self.cut_short = True
+            self.problems.append("the walk stopped at the map's soft deadline (GLEANER_MAP_SOFT_DEADLINE) with"
+                                 f" {len(self.urls)} URLs found; the next run walks again")
+        return True
 
     def add(self, source_url: str, depth: int, via: str, canonical: str | None = None) -> bool:
         """Add a URL (absolute, as found; ``canonical`` if the caller has it already); False if invalid,
@@ -157,7 +171,9 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
                              keeper=keeper, max_links=settings.max_links_per_page,
                              skipped=lambda url: gate.skipped(url, path_of(url)),
-                             on_found=deps.observer.urls_found)
+                             on_found=deps.observer.urls_found,
+                             stop_at=time.monotonic() + settings.map_soft_deadline if settings.map_soft_deadline
+                             else None)
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
@@ -186,7 +202,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         meta.set_run_status(run_id, "failed", error=reason)
         raise MapFailed(reason) from exc
     # Before finish_map: a redelivery after a crash here still finds the run mapping and gets this far again.
-    complete = not found.full and not include and max_depth >= 1
+    complete = not found.full and not found.cut_short and not include and max_depth >= 1
     meta.mark_unmapped_stale(run_id, site, complete)
     meta.finish_map(run_id, key, len(found.beyond))
     mapped = CrawlMapped(run_id=run_id, site_domain=site)
@@ -246,9 +262,9 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
              walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
              keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE,
              skipped: Callable[[str], bool] = lambda url: False,
-             on_found: Callable[[int], None] | None = None) -> Discovery:
+             on_found: Callable[[int], None] | None = None, stop_at: float | None = None) -> Discovery:
     target = canonicalize(start_url)
-    found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found)
+    found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found, stop_at=stop_at)
     robots = fetcher.robots(start_url)
     if robots.state is RobotsState.UNKNOWN:
         raise MapFailed(f"cannot crawl {host_of(target)}: {robots.reason}")
@@ -279,7 +295,7 @@ def _read_sitemaps(fetcher: Fetcher, roots: list[str], found: Discovery) -> None
         except InvalidInput as exc:
             found.problems.append(f"robots.txt names an invalid sitemap: {exc}")
     fetched = 0
-    while queue and not found.full and fetched < MAX_SITEMAPS:
+    while queue and not found.full and fetched < MAX_SITEMAPS and not found.out_of_time():
         url, level = queue.popleft()
         if url in seen:
             continue
@@ -341,6 +357,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     # Each URL with its canonical form, made once: a level's links are canonicalised as they are found.
     level = [(start_url, start)]
     for depth in range(max(max_depth, 1)):
+        if depth and found.out_of_time():  # the start page is always read
+            return
         todo: dict[str, str] = {}  # url -> canonical, in discovery order
         for url, canonical in level:
             if canonical in walked or skipped(canonical) or (

@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.store.reads import URL_REASON, URL_STATUS
 from gleaner.store.references import QUALITY_COLUMNS, quality_row
 from gleaner.store.sqlstore import SqlStore
 
@@ -92,13 +93,10 @@ class BrowseStore(SqlStore):
                       ) -> tuple[list[dict[str, Any]], int]:
         """One page of a run's URLs with their status and reason (the shape of ``ReadStore.run_urls``)."""
         inner = (
-            "SELECT d.id AS document_id, d.canonical_url,"
-            " COALESCE(c.fetch_outcome::text, CASE WHEN c.decision = 'include' THEN 'pending'"
-            "   ELSE c.decision::text END) AS status,"
-            " COALESCE(c.fetch_reason, CASE WHEN c.decision <> 'include' THEN c.decision_reason END) AS reason,"
+            f"SELECT d.id AS document_id, d.canonical_url, {URL_STATUS} AS status, {URL_REASON} AS reason,"
             " c.fetch_status, c.snapshot_outcome::text AS snapshot, c.decision::text AS decision"
             " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
-            " WHERE c.run_id = :r"
+            " JOIN knowledge.crawl_runs r ON r.id = c.run_id WHERE c.run_id = :r"
         )
         params = {"r": run_id, "st": status, "n": limit, "o": offset}
         where = "CAST(:st AS text) IS NULL OR u.status = :st"

@@ -66,8 +66,11 @@ class CounterStore(SqlStore):
         # Lock the run first, so the counting statement below starts after every concurrent refresh
         # committed and sees every ledger row they saw: an UPDATE … FROM counts with the snapshot of
         # its start and, if it then waits for the row lock, would write that stale count last.
+        # A run that has ended is recounted whatever the age of its counters: a stage still in flight
+        # when it ended (a snapshot written after a disk-full end) must not leave them stale.
         fresh = conn.execute(sa.text(
-            "SELECT counted_at > now() - make_interval(secs => :f) FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"),
+            "SELECT counted_at > now() - make_interval(secs => :f) AND finished_at IS NULL"
+            " FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"),
             {"r": run_id, "f": RECOUNT_SECONDS}).scalar()
         if unless_fresh and fresh:
             return

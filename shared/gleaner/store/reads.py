@@ -13,6 +13,20 @@ import sqlalchemy as sa
 
 from gleaner.store.sqlstore import SqlStore
 
+# A URL's status in a run's listing: its fetch outcome; an included URL without one is `pending`
+# while the run is active and `not-attempted` once it stopped (its batch never ran: the run failed,
+# was cancelled or interrupted first; docs/failures.md). Needs ``c`` (the ledger) and ``r`` (the run).
+URL_STATUS = (
+    "COALESCE(c.fetch_outcome::text, CASE WHEN c.decision <> 'include' THEN c.decision::text"
+    " WHEN r.status IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping') THEN 'pending'"
+    " ELSE 'not-attempted' END)"
+)
+URL_REASON = (
+    "COALESCE(c.fetch_reason, CASE WHEN c.decision <> 'include' THEN c.decision_reason"
+    " WHEN r.status NOT IN ('queued', 'mapping', 'mapped', 'sampling', 'scraping')"
+    " THEN 'the run ended ' || r.status::text || ' before this URL was fetched' END)"
+)
+
 
 class ReadStore(SqlStore):
     # -- runs -----------------------------------------------------------------------------------
@@ -51,9 +65,10 @@ class ReadStore(SqlStore):
 
     def outcome_breakdown(self, run_id: str) -> dict[str, int]:
         rows = self._all(
-            "SELECT COALESCE(fetch_outcome::text, CASE WHEN decision = 'include' THEN 'pending'"
-            " ELSE 'not-fetched (' || decision::text || ')' END), count(*)"
-            " FROM knowledge.crawl_page_decisions WHERE run_id = :r GROUP BY 1 ORDER BY 1",
+            "SELECT CASE WHEN c.decision = 'include' OR c.fetch_outcome IS NOT NULL THEN "
+            f"{URL_STATUS} ELSE 'not-fetched (' || c.decision::text || ')' END, count(*)"
+            " FROM knowledge.crawl_page_decisions c JOIN knowledge.crawl_runs r ON r.id = c.run_id"
+            " WHERE c.run_id = :r GROUP BY 1 ORDER BY 1",
             {"r": run_id},
         )
         return {str(k): int(v) for k, v in rows}
@@ -61,13 +76,11 @@ class ReadStore(SqlStore):
     def run_urls(self, run_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """Each URL of a run with its status (the fetch outcome, else why it was not fetched) and reason."""
         rows = self._all(
-            "SELECT * FROM (SELECT d.canonical_url,"
-            " COALESCE(c.fetch_outcome::text, CASE WHEN c.decision = 'include' THEN 'pending'"
-            "   ELSE c.decision::text END) AS status,"
-            " COALESCE(c.fetch_reason, CASE WHEN c.decision <> 'include' THEN c.decision_reason END),"
+            f"SELECT * FROM (SELECT d.canonical_url, {URL_STATUS} AS status, {URL_REASON},"
             " c.fetch_status, c.snapshot_outcome::text, c.decision::text"
             " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
-            " WHERE c.run_id = :r) u WHERE CAST(:st AS text) IS NULL OR u.status = :st ORDER BY 2, 1",
+            " JOIN knowledge.crawl_runs r ON r.id = c.run_id WHERE c.run_id = :r) u"
+            " WHERE CAST(:st AS text) IS NULL OR u.status = :st ORDER BY 2, 1",
             {"r": run_id, "st": status},
         )
         return [{"url": r[0], "status": r[1], "reason": r[2], "http_status": r[3], "snapshot": r[4],

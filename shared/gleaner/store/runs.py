@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from gleaner.runstate import RunStatus
 from gleaner.store import discovery
+from gleaner.store.counters import CounterStore
 from gleaner.store.decisions import PreviousSample
 from gleaner.store.decisions import previous_samples as store_previous_samples
 from gleaner.store.decisions import record_decisions as store_decisions
@@ -99,12 +100,16 @@ class RunStore(SqlStore):
                        error: str | None = None) -> bool:
         """Move a run to status (optionally only from the given statuses); True if it moved."""
         guard = " AND status::text = ANY(CAST(:from AS text[]))" if only_from else ""
-        finished = ", finished_at = COALESCE(finished_at, now())" if RunStatus(status).terminal else ""
-        row = self._write_first(
-            f"UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status),"
-            f" error = COALESCE(:err, error){finished} WHERE id = :r{guard} RETURNING id",
-            {"st": status, "err": error, "r": run_id, "from": list(only_from)},
-        )
+        terminal = RunStatus(status).terminal
+        finished = ", finished_at = COALESCE(finished_at, now())" if terminal else ""
+        with self._tx() as conn:
+            row = conn.execute(sa.text(
+                f"UPDATE knowledge.crawl_runs SET status = CAST(:st AS knowledge.crawl_status),"
+                f" error = COALESCE(:err, error){finished} WHERE id = :r{guard} RETURNING id"),
+                {"st": status, "err": error, "r": run_id, "from": list(only_from)},
+            ).first()
+            if row is not None and terminal:
+                CounterStore._refresh_counters(conn, run_id)  # whatever ends a run recounts it
         return row is not None
 
     def record_run_error(self, run_id: str, error: str) -> None:

@@ -1,5 +1,5 @@
-"""The cloud's sweep (no worker, heartbeats only) tells a run waiting its turn in the scrape queue from a
-stuck one: batches of one run wait while other runs' batches hold the instances."""
+"""Run control in the store: the cloud's sweep tells a run waiting its turn in the scrape queue from a
+stuck one, and a run's URL listing gives every included URL a status whatever stopped the run."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sqlalchemy as sa
 from gleaner.errors import PermanentError
 from gleaner.runcontrol import claim_for_resume, sweep
 from gleaner.runstate import RunStatus, Worker
+from gleaner.store.discovery import record_discovery
+from gleaner.urls import url_hash
 
 LIMIT = 1800.0
 WAITING, BUSY = "00000000-0000-0000-0000-0000000000b1", "00000000-0000-0000-0000-0000000000b2"
@@ -42,3 +44,22 @@ def test_once_the_whole_queue_is_quiet_past_the_limit_the_stuck_runs_are_settled
     settled = {s.run_id: s.now for s in sweep(deps.metadata, LIMIT)}
     assert set(settled) == {WAITING, BUSY}  # (a run without included pages left settles finished)
     assert settled[WAITING] in (RunStatus.INTERRUPTED, RunStatus.FINISHED)
+
+
+def test_an_included_url_is_pending_while_its_run_is_active_and_not_attempted_once_it_stopped(deps):
+    """`runs RUN_ID --urls` accounts for every included URL whatever stopped the run."""
+    meta = deps.metadata
+    host = meta.upsert_source_host("stopped.test", "stopped.test", own_site=True)
+    run = "00000000-0000-0000-0000-0000000000c1"
+    meta.create_run(run, "stopped.test", host, "https://stopped.test/", {}, "manual", "api")
+    found = [("https://stopped.test/a", url_hash("https://stopped.test/a"), "/a", "https://stopped.test/a", 1,
+              "sitemap")]
+    record_discovery(meta.engine, run, "stopped.test", host, found)
+    with deps.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.crawl_page_decisions SET decision = 'include' WHERE run_id = :r"),
+                     {"r": run})
+    assert [u["status"] for u in meta.run_urls(run)] == ["pending"]
+    assert meta.end_run(run, RunStatus.CANCELLED, "cancelled by the operator")
+    (url,) = meta.run_urls(run)
+    assert (url["status"], url["reason"]) == ("not-attempted", "the run ended cancelled before this URL was fetched")
+    assert meta.outcome_breakdown(run) == {"not-attempted": 1}
