@@ -1,7 +1,7 @@
 """A site's render mode: never | auto | always (gleaner.render.modes).
 
 Revision ID: 0024
-Revises: 0020
+Revises: 0022
 Create Date: 2026-12-01
 
 Scheduled runs of a site read it like its other settings (sites add --render); a crawl's own
@@ -11,7 +11,7 @@ Scheduled runs of a site read it like its other settings (sites add --render); a
 from alembic import op
 
 revision = "0024"
-down_revision = "0020"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
