@@ -58,6 +58,7 @@ def export_cmd(site: str, directory: Path, raw: bool) -> None:
 
     with open_deps(load_settings()) as deps:
         items = deps.metadata.current_versions(site)
+        erased = deps.metadata.erased_forms_of(site)
         if not items:
             fail(f"no active documents with a version for site {site!r}")
         bodies: dict[str, bytes] = {}
@@ -68,5 +69,6 @@ def export_cmd(site: str, directory: Path, raw: bool) -> None:
                 bodies[ref] = deps.blobs.get(ref)
             except KeyError:
                 fail(f"the body of {item['url']} v{item['version']} is missing from the blob store ({ref})")
-    written = write_export(directory, items, bodies)
-    click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)", err=True)
+    written = write_export(directory, items, bodies, erased)
+    click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)"
+               + (f"; {len(erased)} erased" if erased else ""), err=True)
