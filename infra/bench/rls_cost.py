@@ -30,8 +30,9 @@ from tests.generated_site import generated_site  # noqa: E402  (the tests' deter
 def one_crawl(shared: Path, url: str, pages: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="rls-cost-") as home:
         out = Path(home) / "report.json"
-        env = {**os.environ, "PYTHONPATH": str(shared), "GLEANER_HOME": home, "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
-               "GLEANER_HOST_DELAY": "0", "GLEANER_HOST_CONCURRENCY": "8"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env.update({"PYTHONPATH": str(shared), "GLEANER_HOME": home, "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
+                    "GLEANER_HOST_DELAY": "0", "GLEANER_HOST_CONCURRENCY": "8"})
         subprocess.run([sys.executable, str(ROOT / "infra/bench/gleaner_run.py"), url, "--limit", str(pages + 10),
                         "--out", str(out), "--site-domain", "bench.local"], env=env, check=True,
                        stdout=subprocess.DEVNULL)

@@ -68,6 +68,12 @@ def test_every_reader_says_erased_for_an_erased_page_and_none_prints_its_url(cli
         docs = gleaner(cli_env, "docs", "news.test", "--json")
         urls = gleaner(cli_env, "runs", run_id, "--urls", "--json")
         export = gleaner(cli_env, "export", "news.test", str(tmp_path / "out"))
+        cited = json.loads(gleaner(cli_env, "cite", site.url + "/news/other", "Councillors argued", "--json").stdout)
+        span = [cited["text_hash"], str(cited["start"]), str(cited["start"] + 11)]
+        own = gleaner(cli_env, "--tenant", "news.test", "slice", *span)
+        other = gleaner(cli_env, "--tenant", "elsewhere.test", "slice", *span)
+    assert own.returncode == 0 and own.stdout == b"Councillors"
+    assert other.returncode != 0 and b"no canonical text" in other.stderr  # another tenant's text: as if absent
     assert show.returncode == 0 and b"erased" in show.stdout and b"/news/budget" not in show.stdout + show.stderr
     assert json.loads(show_json.stdout)["erased"] is True
     listed = [d for d in json.loads(docs.stdout) if d["status"] == "erased"]

@@ -118,11 +118,14 @@ def citation_drift_cmd(citation_id: str, as_json: bool) -> None:
 @guard
 def slice_cmd(text_hash: str, start: int, end: int) -> None:
     """Print bytes [START, END) of the stored canonical text TEXT_HASH, exactly as stored."""
+    from gleaner import tenancy
     from gleaner.provenance.slices import slice_text_bytes
     from gleaner.textsapi import TextReader, read_text
 
     with open_deps(load_settings()) as deps:
-        body = read_text(deps, text_hash, TextReader.operator())  # the operator's console reads every text
+        # The operator's console reads every text; `gleaner --tenant SITE slice` only that site's.
+        site = tenancy.current().site_domain
+        body = read_text(deps, text_hash, TextReader.site(site) if site else TextReader.operator())
     if body is None:
         fail(f"no canonical text {text_hash}")
         return
