@@ -88,12 +88,19 @@ def upkeep(deps: Deps) -> UpkeepReport:
     store, blobs, settings = deps.provenance, deps.blobs, deps.settings
     discarded = bodies = 0
     for run_id, site in store.runs_holding_bodies([str(s) for s in SETTLED]):
-        bodies += discard_bodies(store, blobs, site, run_id)
-        discarded += 1
+        try:
+            bodies += discard_bodies(store, blobs, site, run_id)
+            discarded += 1
+        except Exception:  # a store that refuses deletes (a creator-only bucket role): the next one tries again
+            log.warning("upkeep: could not delete the fetched bodies of run %s", run_id, exc_info=True)
     pruned = prune(store, blobs, None, settings.keep_versions)
     expired = artefacts = 0
     for run_id, site in store.expired_runs([str(s) for s in TERMINAL], settings.run_artefact_days):
-        artefacts += _delete_under(blobs, f"{run_prefix(site, run_id)}/")
+        try:
+            artefacts += _delete_under(blobs, f"{run_prefix(site, run_id)}/")
+        except Exception:
+            log.warning("upkeep: could not expire the artefacts of run %s", run_id, exc_info=True)
+            continue
         store.mark_artefacts_expired(run_id)
         expired += 1
     report = UpkeepReport(discarded, bodies, pruned.versions_removed, pruned.blobs_deleted, expired, artefacts)
