@@ -80,3 +80,22 @@ def test_upkeep_prunes_versions_and_expires_old_run_artefacts_by_itself(make_dep
     assert report.versions_removed == 1 and report.runs_expired == 1
     assert deps.blobs.list(run_prefix(SITE, first["run_id"]) + "/") == []
     assert deps.metadata.run_summary(first["run_id"])["status"] == "finished"  # the ledger stays
+
+
+def test_pruning_a_pdfs_old_version_deletes_its_original_too(make_deps):
+    from gleaner.testsite import Page, TestSite
+
+    from .test_erasure_surfaces import _pdf
+
+    deps = make_deps(keep_versions=1)
+    index = Page("<html><body><main><h1>Reports</h1><p>The harbour reports, one a quarter, as PDF files for "
+                 "everyone who asks.</p><a href='/q2.pdf'>q2</a></main></body></html>")
+    with TestSite({"/": index, "/q2.pdf": Page(_pdf("First."), content_type="application/pdf")},
+                  max_seconds=120) as site:
+        crawl(deps, new_request(site.url + "/", site_domain="pdf.test"))
+        site.pages["/q2.pdf"] = Page(_pdf("Second, revised."), content_type="application/pdf", modified=1_700_000_600.0)
+        assert crawl(deps, new_request(site.url + "/", site_domain="pdf.test"))["snapshots"]["changed"] == 1
+    originals = [k for k in deps.blobs.list("domains/pdf.test/document-snapshots/") if "/original." in k]
+    assert len(originals) == 2
+    assert upkeep(deps).versions_removed == 1
+    assert len([k for k in deps.blobs.list("domains/pdf.test/document-snapshots/") if "/original." in k]) == 1
