@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
-    from gleaner.retrieval.embedder import Embedder
-    from gleaner.retrieval.index import SearchIndex
     from gleaner.render.browser import BrowserRenderer
     from gleaner.render.remote import RemoteRenderer
+    from gleaner.retrieval.embedder import Embedder
+    from gleaner.retrieval.index import SearchIndex
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist

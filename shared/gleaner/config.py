@@ -253,6 +253,9 @@ class Settings:
     # Versions kept per document by `gleaner prune` (the ADR's open question suggests 10); the current
     # version and every version a citation or composite pins are kept whatever the number.
     keep_versions: int = 10
+    # Days a settled run's artefacts (map JSON, samples, raw and content copies) are kept; its fetched
+    # bodies go when it settles. Applied by tick, watch and the cloud's sweep (gleaner.stages.upkeep).
+    run_artefact_days: int = 30
 
     # -- production on Google Cloud (issue 14) --------------------------------------------------
     # Bearer by default: a laptop's port has no IAM in front of it. Terraform sets iam.
@@ -357,6 +360,7 @@ class Settings:
             watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
             erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
             keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
+            run_artefact_days=_int(env, "GLEANER_RUN_ARTEFACT_DAYS", d.run_artefact_days, 1),
             http_auth=_http_auth(env),
             shared_politeness=_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
             scrape_soft_deadline=_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),

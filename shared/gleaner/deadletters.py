@@ -18,6 +18,7 @@ from gleaner.decide.port import Verdict
 from gleaner.fetch.types import FetchOutcome
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, PagesFetched, ScrapeBatch, SnapshotsWritten
 from gleaner.runstate import RunStatus
+from gleaner.stages.upkeep import finish_run
 from gleaner.store.records import FetchRecord
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _record(message: Message, deps: Deps, reason: str) -> None:
         meta.record_fetches(message.run_id, [
             FetchRecord(p.document_id, FetchOutcome.UNAVAILABLE, reason[:500], None, 0, None, None, None)
             for p in pending])
-        meta.try_finish_run(message.run_id)
+        finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     elif isinstance(message, PagesFetched):
         meta.set_run_status(message.run_id, RunStatus.PARTIAL, only_from=(RunStatus.SCRAPING,),
                             error=f"snapshot of batch {message.batch_no}: {reason}")

@@ -331,14 +331,16 @@ def run_sweep(deps: Deps) -> HttpResponse:
     """Settle every run idle past ``GLEANER_SWEEP_IDLE_SECONDS`` (:func:`gleaner.runcontrol.sweep`); 200."""
     from gleaner import tenancy
     from gleaner.runcontrol import sweep
+    from gleaner.stages.upkeep import upkeep
 
     try:
         with tenancy.all_tenants():  # the sweep looks after every tenant's runs
             settled = sweep(deps.metadata, deps.settings.sweep_idle_seconds)
+        kept = upkeep(deps)  # retention: bodies of settled runs, old versions, expired artefacts
     except RetryableError as exc:
         log.error("sweep failed: %s", exc)
         return _json_response({"error": "could not sweep; retry"}, 503)
-    return _json_response({"swept": [s.to_dict() for s in settled]}, 200)
+    return _json_response({"swept": [s.to_dict() for s in settled], "upkeep": kept.to_dict()}, 200)
 
 
 def run_tick(deps: Deps) -> HttpResponse:

@@ -59,9 +59,11 @@ def export_paths(urls: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def write_export(directory: Path, items: list[dict[str, Any]], bodies: dict[str, bytes]) -> int:
+def write_export(directory: Path, items: list[dict[str, Any]], bodies: dict[str, bytes],
+                 erased: Iterable[str] = ()) -> int:
     """Write each item's body at its path and the manifest; items carry url, version, content_hash,
-    fetched_at and ``ref`` (the key ``bodies`` is indexed by). Returns how many files were written."""
+    fetched_at and ``ref`` (the key ``bodies`` is indexed by). Erased pages get a manifest line
+    ``{"url": <erased form>, "erased": true}`` and no file. Returns how many files were written."""
     root = directory.resolve()
     root.mkdir(parents=True, exist_ok=True)
     paths = export_paths(item["url"] for item in items)
@@ -75,5 +77,7 @@ def write_export(directory: Path, items: list[dict[str, Any]], bodies: dict[str,
         target.write_bytes(bodies[item["ref"]])
         lines.append(json.dumps({"url": item["url"], "path": relative, "version": item["version"],
                                  "content_hash": item["content_hash"], "fetched_at": item["fetched_at"]}))
+    written = len(lines)
+    lines += [json.dumps({"url": form, "erased": True}) for form in sorted(erased)]
     (root / "manifest.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return len(lines)
+    return written

@@ -22,6 +22,7 @@ from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableE
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
 from gleaner.runstate import RunStatus, Worker
 from gleaner.stages import acting_for, dispatch, tenant_of
+from gleaner.stages.upkeep import settle_bodies
 from gleaner.store.runcontrol import RunControl
 
 log = logging.getLogger(__name__)
@@ -191,6 +192,7 @@ def _summary(deps: Deps, bus: LocalBus, run_id: str) -> dict[str, Any]:
     if status is not None and not RunStatus(status).terminal and meta.try_finish_run(run_id) is None:
         _settle(deps, run_id, RunStatus.FAILED, f"stopped while {status} with {meta.unsettled_pages(run_id)} pages"
                 f" unsettled (see the log); `gleaner runs resume {run_id}` tries them again")
+    settle_bodies(deps, run_id)  # however the run ended: its fetched bodies go once it has settled
     summary = meta.run_summary(run_id)
     if summary is None:  # pragma: no cover - map always creates the run
         raise CrawlFailed("the run was not created")

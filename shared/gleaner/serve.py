@@ -6,8 +6,8 @@ which a background thread drains, so a poller gets its 202 without waiting for
 the landing. ``/v1/`` and ``/ui/`` go to the back office (``gleaner.backoffice``;
 ``/v1/texts/`` stays the webhook's); ``/mcp`` is the MCP server (``gleaner.agents.http``).
 Bound to 127.0.0.1 by default: put a TLS proxy in front to expose it (and name it in
-``GLEANER_ALLOWED_HOSTS``: any other ``Host`` is refused, :mod:`gleaner.hostgate`). The server's limits (threads, connections,
-timeouts, body cap) are in :class:`gleaner.web.ServerLimits`; more surfaces join
+``GLEANER_ALLOWED_HOSTS``: any other ``Host`` is refused, :mod:`gleaner.hostgate`). The server's limits
+(threads, connections, timeouts, body cap) are in :class:`gleaner.web.ServerLimits`; more surfaces join
 as routes (``WebhookServer(deps, routes=[("/x/", app)])``).
 """
 

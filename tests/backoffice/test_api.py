@@ -248,3 +248,16 @@ def test_a_document_lists_the_citations_that_pin_it(kept: Kept):
     assert [(c["citation_id"], c["version"], c["quote"]) for c in answer["citations"]] == [
         (cited.citation_id, 2, cited.quote)]
     assert cited.quote in kept.get(f"/ui/documents/{kept.document_id(CHANGED)}").text
+
+
+def test_an_erased_document_reads_as_erased_in_the_api_and_the_pages_without_its_url(kept: Kept):
+    from gleaner.store.erasure import erase_document
+
+    doc_id = kept.document_id(CHANGED)
+    erase_document(kept.deps.provenance, kept.deps.blobs, kept.deps.blocklist, doc_id, "request", "tester")
+    doc = kept.get(f"/v1/documents/{doc_id}").json()["document"]
+    assert doc["status"] == "erased" and doc["url"].startswith("erased:") and CHANGED not in doc["url"]
+    page = kept.get(f"/ui/documents/{doc_id}")
+    assert page.status_code == 200 and "erased" in page.text and CHANGED not in page.text
+    listing = kept.get(f"/v1/sites/{SITE}/documents", status="erased").json()
+    assert [d["id"] for d in listing["documents"]] == [doc_id]

@@ -53,3 +53,33 @@ def test_cite_verify_drift_and_slice_speak_the_documented_json(cli_env):  # noqa
     # The mirror held the same text as the article: the text stays for the article, which still verifies.
     assert json.loads(erase.stdout)["texts_shared"] == [cited["text_hash"]]
     assert gleaner(cli_env, "citation", "verify", cited["citation_id"]).returncode == 0
+
+
+def test_every_reader_says_erased_for_an_erased_page_and_none_prints_its_url(cli_env, tmp_path):  # noqa: F811
+    with news_site({"/news/budget": article_html("Budget", [LEAD, *BODY]),
+                    "/news/other": article_html("Other", BODY[:2])}) as site:
+        crawled = gleaner(cli_env, "crawl", site.url + "/", "--site-domain", "news.test", "--json")
+        assert crawled.returncode == 0, crawled.stderr
+        run_id = json.loads(crawled.stdout)["run_id"]
+        url = site.url + "/news/budget"
+        assert gleaner(cli_env, "erase", url, "--reason", "takedown").returncode == 0
+        show = gleaner(cli_env, "show", url)
+        show_json = gleaner(cli_env, "show", url, "--json")
+        docs = gleaner(cli_env, "docs", "news.test", "--json")
+        urls = gleaner(cli_env, "runs", run_id, "--urls", "--json")
+        export = gleaner(cli_env, "export", "news.test", str(tmp_path / "out"))
+        cited = json.loads(gleaner(cli_env, "cite", site.url + "/news/other", "Councillors argued", "--json").stdout)
+        span = [cited["text_hash"], str(cited["start"]), str(cited["start"] + 11)]
+        own = gleaner(cli_env, "--tenant", "news.test", "slice", *span)
+        other = gleaner(cli_env, "--tenant", "elsewhere.test", "slice", *span)
+    assert own.returncode == 0 and own.stdout == b"Councillors"
+    assert other.returncode != 0 and b"no canonical text" in other.stderr  # another tenant's text: as if absent
+    assert show.returncode == 0 and b"erased" in show.stdout and b"/news/budget" not in show.stdout + show.stderr
+    assert json.loads(show_json.stdout)["erased"] is True
+    listed = [d for d in json.loads(docs.stdout) if d["status"] == "erased"]
+    assert len(listed) == 1 and listed[0]["url"].startswith("erased:")
+    assert b"erased:" in urls.stdout and b"/news/budget" not in urls.stdout
+    assert export.returncode == 0, export.stderr
+    manifest = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    assert [m for m in manifest if m.get("erased")] == [{"url": listed[0]["url"], "erased": True}]
+    assert not any("/news/budget" in m["url"] for m in manifest)

@@ -12,9 +12,11 @@ from gleaner.provenance.verification import CitedSpan, DriftState, VerifyState
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.runner import crawl, new_request
 from gleaner.store.citations import Refused
-from gleaner.textsapi import text_slice
+from gleaner.textsapi import TextReader, text_slice
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish
+
+OPERATOR = TextReader.operator()
 
 QUOTE = "approved the new harbour budget on Monday"
 
@@ -114,11 +116,11 @@ def test_a_slice_of_stored_text_is_served_over_http_with_its_range_checked(make_
     with news_site({"/news/budget": article_html("Budget", [LEAD, *BODY])}) as site:
         _crawl(deps, site)
         cited = _cite(deps, site.url + "/news/budget")
-    status, body = text_slice(deps, cited.text_hash, {"start": str(cited.start), "end": str(cited.end)})
+    status, body = text_slice(deps, cited.text_hash, {"start": str(cited.start), "end": str(cited.end)}, OPERATOR)
     assert (status, body["text"]) == (200, QUOTE)
-    assert text_slice(deps, cited.text_hash, {"start": "5", "end": "1"})[0] == 400
-    assert text_slice(deps, "0" * 64, {})[0] == 404
-    assert text_slice(deps, "not-a-hash", {})[0] == 400
+    assert text_slice(deps, cited.text_hash, {"start": "5", "end": "1"}, OPERATOR)[0] == 400
+    assert text_slice(deps, "0" * 64, {}, OPERATOR)[0] == 404
+    assert text_slice(deps, "not-a-hash", {}, OPERATOR)[0] == 400
     status, answer = handle(WebhookRequest("GET", f"/v1/texts/{cited.text_hash}",
                                            headers={"authorization": "Bearer s3cret"},
                                            query={"start": str(cited.start), "end": str(cited.end)}), deps)

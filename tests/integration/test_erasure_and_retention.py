@@ -10,7 +10,7 @@ from gleaner.provenance.verification import CitedSpan, VerifyState
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch, wire
-from gleaner.store.erasure import erase_document
+from gleaner.store.erasure import erase_document, erased_forms
 from gleaner.store.retention import prune
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish
@@ -50,8 +50,11 @@ def test_erase_then_recrawl_and_the_same_content_at_another_url_stores_nothing(d
         assert _count(deps, "SELECT count(*) FROM knowledge.text_spans WHERE text_hash = :h", h=cited.text_hash) == 0
         erased = deps.provenance.citation(cited.citation_id)
         assert erased.quote is None and deps.provenance.verify_citation(erased).state is VerifyState.UNVERIFIABLE
-        row = deps.provenance.document_at(url)
-        assert row["is_deleted"] and row["current_snapshot_id"] is None
+        assert deps.provenance.document_at(url) is None  # the URL is held nowhere: only its erased form
+        ((erased_site, form),) = erased_forms(deps.blocklist, url, None)
+        assert erased_site == SITE and form.startswith("erased:") and url not in form
+        row = deps.provenance.document_at(form)
+        assert row["id"] == document["id"] and row["is_deleted"] and row["current_snapshot_id"] is None
         assert _count(deps, "SELECT scrape_policy::text FROM knowledge.documents WHERE id = :d",
                       d=document["id"]) == "skip"
         assert _count(deps, "SELECT requested_by || ':' || reason FROM knowledge.erasures") == "tester:request 42"

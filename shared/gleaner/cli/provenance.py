@@ -25,6 +25,11 @@ def _document(deps: Any, url: str, site_domain: str | None) -> dict[str, Any]:
     canonical = canonicalize(url)
     try:
         document = deps.provenance.document_at(canonical, site_domain)
+        if document is None:  # an erased page is found by its erased form (store/erasure.py)
+            from gleaner.store.erasure import erased_forms
+
+            for site, form in erased_forms(deps.blocklist, canonical, site_domain):
+                document = document or deps.provenance.document_at(form, site)
     except AmbiguousUrl as exc:
         fail(str(exc), 2)
         raise  # unreachable: fail exits
@@ -113,10 +118,14 @@ def citation_drift_cmd(citation_id: str, as_json: bool) -> None:
 @guard
 def slice_cmd(text_hash: str, start: int, end: int) -> None:
     """Print bytes [START, END) of the stored canonical text TEXT_HASH, exactly as stored."""
+    from gleaner import tenancy
     from gleaner.provenance.slices import slice_text_bytes
+    from gleaner.textsapi import TextReader, read_text
 
     with open_deps(load_settings()) as deps:
-        body = deps.provenance.text_bytes(text_hash)
+        # The operator's console reads every text; `gleaner --tenant SITE slice` only that site's.
+        site = tenancy.current().site_domain
+        body = read_text(deps, text_hash, TextReader.site(site) if site else TextReader.operator())
     if body is None:
         fail(f"no canonical text {text_hash}")
         return

@@ -100,8 +100,19 @@ def docs_cmd(site: str, as_json: bool) -> None:
 @guard
 def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, as_json: bool) -> None:
     """A page's current body (or --version N's) and its version history."""
+    from gleaner.store.erasure import is_erased_form
+
     with open_deps(load_settings()) as deps:
         doc = find_document(deps, url, site_domain)
+        if is_erased_form(doc["canonical_url"]):
+            # Nothing of it is left to show; that it was erased is the answer (exit 0).
+            if as_json:
+                click.echo(json.dumps({"document": doc, "erased": True, "version": None, "versions": [],
+                                       "body": ""}, default=str))
+            else:
+                click.echo(f"erased: {doc['canonical_url']} (site {doc['site_domain']}); its content was removed"
+                           " and is refused if it comes back")
+            return
         versions = deps.metadata.snapshots_of(doc["id"])
         chosen = pick_version(doc, versions, version)
         body = ""
@@ -124,10 +135,14 @@ def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, 
 
 def find_document(deps: Deps, url: str, site_domain: str | None) -> dict[str, Any]:
     """The one document for URL (and site); exits 2 listing the sites when several hold the URL."""
+    from gleaner.store.erasure import erased_forms
     from gleaner.urls import canonicalize
 
     canonical = canonicalize(url)
     docs = deps.metadata.documents_by_url(canonical, site_domain)
+    if not docs:  # an erased page is found by its erased form (store/erasure.py)
+        docs = [d for s, form in erased_forms(deps.blocklist, canonical, site_domain)
+                for d in deps.metadata.documents_by_url(form, s)]
     if not docs:
         fail(f"no document for {canonical}" + (f" in site {site_domain}" if site_domain else ""))
     if len(docs) > 1:

@@ -99,13 +99,17 @@ def resume_cmd(run_id: str, as_json: bool) -> None:
 def sweep_cmd(idle: float | None, as_json: bool) -> None:
     """Settle runs that nobody works on any more (crashed, killed): interrupted, or finished if they were done."""
     from gleaner.runcontrol import sweep
+    from gleaner.stages.upkeep import upkeep
 
     settings = load_settings()
     with open_deps(settings) as deps:
         settled = sweep(deps.metadata, settings.sweep_idle_seconds if idle is None else idle)
+        kept = upkeep(deps)  # retention, as the cloud's sweep job applies it
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in settled]))
         return
+    if any(kept.to_dict().values()):
+        click.echo(f"upkeep: {json.dumps(kept.to_dict())}", err=True)
     if not settled:
         click.echo("no idle runs to settle")
     for s in settled:

@@ -62,6 +62,7 @@ def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> 
 
     with open_deps(load_settings()) as deps:
         items = deps.metadata.current_versions(site)
+        erased = deps.metadata.erased_forms_of(site)
         if not items:
             fail(f"no active documents with a version for site {site!r}")
         if ExportFormat(fmt) is not ExportFormat.MD:
@@ -69,11 +70,12 @@ def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> 
             written = write(deps, site, directory, raw=raw, spans=spans)
             click.echo(f"exported {written} documents of {site} to {directory}/documents.{fmt}", err=True)
             return
-        written = _write_tree(deps, items, directory, raw)
-    click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)", err=True)
+        written = _write_tree(deps, items, directory, raw, erased)
+    click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)"
+               + (f"; {len(erased)} erased" if erased else ""), err=True)
 
 
-def _write_tree(deps: Any, items: list[dict[str, Any]], directory: Path, raw: bool) -> int:
+def _write_tree(deps: Any, items: list[dict[str, Any]], directory: Path, raw: bool, erased: Any) -> int:
     from gleaner.export import write_export
 
     bodies: dict[str, bytes] = {}
@@ -84,4 +86,4 @@ def _write_tree(deps: Any, items: list[dict[str, Any]], directory: Path, raw: bo
             bodies[ref] = deps.blobs.get(ref)
         except KeyError:
             fail(f"the body of {item['url']} v{item['version']} is missing from the blob store ({ref})")
-    return write_export(directory, items, bodies)
+    return write_export(directory, items, bodies, erased)

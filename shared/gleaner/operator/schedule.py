@@ -141,7 +141,18 @@ def tick(deps: Deps, now: datetime | None = None) -> TickReport:
                                       interval, next_at.isoformat()))
     for run in started:
         log.info("tick: started run %s of %s (next in %ss)", run.run_id, run.site_domain, run.interval_seconds)
+    _upkeep(deps)
     return TickReport(tuple(started), tuple(running))
+
+
+def _upkeep(deps: Deps) -> None:
+    """Retention on every tick (stages/upkeep.py); a failure there never stops the schedule."""
+    from gleaner.stages.upkeep import upkeep
+
+    try:
+        upkeep(deps)
+    except Exception:
+        log.warning("upkeep failed; the next tick tries again", exc_info=True)
 
 
 def watch(deps: Deps, *, every: float, rounds: int | None = None, after_tick: Callable[[TickReport], None],

@@ -48,6 +48,7 @@ from gleaner.store.references import ArticleRow
 from gleaner.store.tokens import ADMIN, TOKEN_PREFIX, Caller
 from gleaner.tenancy import scope
 from gleaner.textcheck import text_problem
+from gleaner.textsapi import TextReader, text_slice
 from gleaner.urls import canonicalize
 from gleaner.web import BodyRefused
 
@@ -232,26 +233,31 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
         return 404, {"error": f"no route {path}"}
     if method not in allowed:
         return 405, {"error": f"method {method} not allowed on {path}", "allow": list(allowed)}
-    caller = _caller(request.headers, deps)
-    if not isinstance(caller, Caller):
+    # A text is read by the operator, a workspace or a site token (textsapi.py); the rest by the first two.
+    caller = (_text_reader(request.headers, deps) if path.startswith("/v1/texts/")
+              else _caller(request.headers, deps))
+    if not isinstance(caller, Caller | TextReader):
         return caller
     try:
         problem = text_problem([path, *request.query.keys(), *request.query.values()])
         if problem:
             raise MalformedRequest([f"the path or query {problem}"])
-        if path == "/":
-            try:
-                body = request.read_body() if request.read_body is not None else request.body
-            except BodyRefused as exc:
-                return exc.status, {"error": exc.message}
-            return _post(body, deps, caller)
-        if path == "/refs":
-            return _search(request.query, deps)
-        if path.startswith("/v1/texts/"):
-            from gleaner.textsapi import text_slice
+        if isinstance(caller, TextReader):
+            return text_slice(deps, path[len("/v1/texts/"):], request.query, caller)
+        from gleaner.references.identity import REFERENCES_SITE
 
-            return text_slice(deps, path[len("/v1/texts/"):], request.query)
-        return _show(path[len("/refs/"):], deps, caller)
+        # Feed articles, reference items and the quality log are the references tenant's rows
+        # (row-level security): every other route acts for it.
+        with scope(REFERENCES_SITE):
+            if path == "/":
+                try:
+                    body = request.read_body() if request.read_body is not None else request.body
+                except BodyRefused as exc:
+                    return exc.status, {"error": exc.message}
+                return _post(body, deps, caller)
+            if path == "/refs":
+                return _search(request.query, deps)
+            return _show(path[len("/refs/"):], deps, caller)
     except MalformedRequest as exc:
         answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
         if exc.rejected:
@@ -287,6 +293,19 @@ def _caller(headers: Mapping[str, str], deps: Deps) -> Caller | Answer:
         if caller is not None:
             return caller
     return 401, {"error": "wrong bearer token"}
+
+
+def _text_reader(headers: Mapping[str, str], deps: Deps) -> TextReader | Answer:
+    """Who reads a text: the admin (the operator), a workspace token, or a site token (its site)."""
+    caller = _caller(headers, deps)
+    if isinstance(caller, Caller):
+        return TextReader.operator() if caller.workspace_id is None else TextReader.workspace(caller.workspace_id)
+    token = bearer_token(headers.get("authorization", ""))
+    if caller[0] == 401 and token and token.startswith(TOKEN_PREFIX) and len(token) < 100:
+        site = deps.tokens.site_token(token)
+        if site is not None:
+            return TextReader.site(site.site_domain)
+    return caller
 
 
 def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:

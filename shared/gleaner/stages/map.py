@@ -162,7 +162,10 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
-    keeper = WalkKeeper(deps, site, run_id)
+    # An erased URL found again is named by its erased form (store/erasure.py): its document is found by
+    # it and excluded, it is never fetched, and the URL is written nowhere.
+    erased = deps.blocklist.erased_urls(site)
+    keeper = WalkKeeper(deps, site, run_id, erased)
     # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
     gate = meta.gate_for(site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
@@ -170,7 +173,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
                              keeper=keeper, max_links=settings.max_links_per_page,
-                             skipped=lambda url: gate.skipped(url, path_of(url)),
+                             skipped=lambda url: gate.skipped(url, path_of(url)) or erased(url) is not None,
                              on_found=deps.observer.urls_found,
                              stop_at=time.monotonic() + settings.map_soft_deadline if settings.map_soft_deadline
                              else None)
@@ -178,8 +181,12 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
     # The sitemap's lastmod and the walk's kept answers go into the ledger rows as they are inserted.
+    masked = {url: form for url in found.urls if (form := erased(url)) is not None}
+    if masked:
+        found.urls = {masked.get(url, url): (depth, via, masked.get(url, source))
+                      for url, (depth, via, source) in found.urls.items()}
     meta.record_discovery(run_id, site, host_id,
-                          ((url, url_hash(url), path_of(url), source, depth, via)
+                          ((url, url_hash(url), url if url in masked.values() else path_of(url), source, depth, via)
                            for url, (depth, via, source) in found.urls.items()),
                           parsed_lastmods(found.lastmod), keeper.answers)
     keeper.save()
@@ -227,8 +234,9 @@ class WalkKeeper:
     writes once the run's documents exist.
     """
 
-    def __init__(self, deps: Deps, site: str, run_id: str) -> None:
-        self._deps, self._site, self._run_id = deps, site, run_id
+    def __init__(self, deps: Deps, site: str, run_id: str,
+                 erased: Callable[[str], str | None] = lambda _url: None) -> None:
+        self._deps, self._site, self._run_id, self._erased = deps, site, run_id, erased
         self.answers: dict[str, dict[str, object]] = {}
         self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
 
@@ -255,7 +263,10 @@ class WalkKeeper:
             self._links.append((canonical, etag, last_modified, page.links, page.feeds))
 
     def save(self) -> None:
-        self._deps.metadata.save_links(self._site, self._run_id, self._links)
+        # Links to erased pages are not remembered: the URL is kept nowhere.
+        links = [(u, et, lm, tuple(x for x in ln if self._erased(x) is None), fd)
+                 for u, et, lm, ln, fd in self._links]
+        self._deps.metadata.save_links(self._site, self._run_id, links)
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],

@@ -36,6 +36,7 @@ from gleaner.render.modes import RenderMode, parse_render_mode
 from gleaner.render.sampling import render_sample
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
+from gleaner.stages.upkeep import finish_run
 from gleaner.store.blobs import sample_key
 from gleaner.store.decisions import PreviousSample
 from gleaner.store.records import Decision, FetchRecord, RunPage, SamplePage
@@ -130,7 +131,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     _catch_up_ingest(deps, message)
     scheduled = _enqueue(deps, message, batches)
     if not batches:
-        meta.try_finish_run(run_id)
+        finish_run(deps, run_id)  # fetched bodies go if that settled the run
     return scheduled
 
 

@@ -44,6 +44,7 @@ from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
 from gleaner.render.scraping import RenderPlan
 from gleaner.runstate import RunStatus
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
+from gleaner.stages.upkeep import finish_run
 from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.dberrors import again_on_transient
 from gleaner.store.records import FetchRecord, RunPage
@@ -200,7 +201,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     if fetched:
         deps.bus.publish(out, ordering_key=message.site_domain)
     elif not left:
-        meta.try_finish_run(message.run_id)
+        finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
 

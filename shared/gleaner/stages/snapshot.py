@@ -24,6 +24,7 @@ from gleaner.changes import outbox
 from gleaner.changes.volatile import IgnorePattern, fingerprint, masked_hash
 from gleaner.errors import BlobConflict
 from gleaner.messages import FetchedPage, PagesFetched, SnapshotsWritten
+from gleaner.stages.upkeep import finish_run
 from gleaner.store.blobs import snapshot_content_key, snapshot_original_key, snapshot_raw_key
 from gleaner.store.records import SnapshotInput, SnapshotResult
 from gleaner.urls import glob_matches
@@ -69,7 +70,7 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
         deps.bus.publish(SnapshotsWritten(run_id=message.run_id, site_domain=site, snapshot_ids=written),
                          ordering_key=site)
     if message.run_id is not None:
-        meta.try_finish_run(message.run_id)
+        finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     outbox.flush_after_commit(deps)  # the versions' change events, committed with them
     return results
 

@@ -17,7 +17,8 @@ from gleaner.store.reads import URL_REASON, URL_STATUS
 from gleaner.store.references import QUALITY_COLUMNS, quality_row
 from gleaner.store.sqlstore import SqlStore
 
-DOCUMENT_STATUSES = ("discovered", "active", "failed", "stale", "blocked", "superseded")
+DOCUMENT_STATUSES = ("discovered", "active", "failed", "stale", "blocked", "superseded", "erased")
+_STATUS = "CASE WHEN d.is_deleted AND d.skip_reason = 'erased' THEN 'erased' ELSE d.status::text END"
 SCRAPE_POLICIES = ("scrape", "skip")
 DOCUMENT_ORIGINS = ("scrape", "upload", "feedback", "unknown")
 
@@ -27,7 +28,9 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 _DOC_COLUMNS = (
-    "d.id, d.site_domain, d.canonical_url, d.path, d.status::text, d.scrape_policy::text, d.title,"
+    # An erased page is shown by its erased form (store/erasure.py) with the status "erased".
+    "d.id, d.site_domain, d.canonical_url, d.path,"
+    f" {_STATUS}, d.scrape_policy::text, d.title,"
     " d.current_snapshot_id, d.status_reason, d.skip_reason, d.blocked_reason, d.origin::text, d.tags,"
     " d.http_etag, d.http_last_modified, d.last_fetched_at, d.last_seen_at,"
     " (SELECT count(*) FROM knowledge.document_snapshots v WHERE v.document_id = d.id),"
@@ -114,7 +117,7 @@ class BrowseStore(SqlStore):
         row = self._first(
             f"SELECT {_DOC_COLUMNS} FROM knowledge.documents d"
             " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-            " WHERE d.id = :d AND NOT d.is_deleted", {"d": document_id})
+            " WHERE d.id = :d AND (NOT d.is_deleted OR d.skip_reason = 'erased')", {"d": document_id})
         return _doc(row) if row is not None else None
 
 
@@ -122,9 +125,9 @@ class BrowseStore(SqlStore):
                   origin: str | None = None, tag: str | None = None, prefix: str | None = None,
                   direct_only: bool = False, limit: int = 100, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """One page of a site's documents by path, filtered; ``direct_only``: only those right under ``prefix``."""
-        where = ["d.site_domain = :s", "NOT d.is_deleted"]
+        where = ["d.site_domain = :s", "(NOT d.is_deleted OR d.skip_reason = 'erased')"]
         params: dict[str, Any] = {"s": site, "n": limit, "o": offset}
-        filters = (("st", status, "d.status::text = :st"), ("po", policy, "d.scrape_policy::text = :po"),
+        filters = (("st", status, f"{_STATUS} = :st"), ("po", policy, "d.scrape_policy::text = :po"),
                    ("og", origin, "d.origin::text = :og"), ("tg", tag, ":tg = ANY(d.tags)"),
                    ("pf", _like_prefix(prefix) if prefix else None, "d.path LIKE :pf"))
         for key, value, clause in filters:

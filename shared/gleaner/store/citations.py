@@ -120,15 +120,18 @@ class CitationStore(SqlStore):
         )
         return None if body is None else bytes(body)
 
-    def text_visible(self, text_hash: str) -> bool:
-        """Whether a version of a document the current tenant scope sees holds this text: texts are shared
-        by hash across tenants, so a site caller may read one only through its own documents."""
-        return self._first(
-            "SELECT 1 FROM knowledge.snapshot_texts t"
-            " JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
-            " JOIN knowledge.documents d ON d.id = s.document_id WHERE t.text_hash = :h LIMIT 1",
-            {"h": text_hash},
-        ) is not None
+    def workspace_text_bytes(self, text_hash: str, workspace_id: str) -> bytes | None:
+        """A canonical text of a reference its workspace's feed brought (any version of that page), else None."""
+        body = self._scalar(
+            "SELECT convert_to(c.body, 'UTF8') FROM knowledge.canonical_texts c WHERE c.text_hash = :h"
+            " AND EXISTS (SELECT 1 FROM knowledge.snapshot_texts t"
+            "  JOIN knowledge.document_snapshots s ON s.id = t.snapshot_id"
+            "  JOIN knowledge.reference_items ri ON ri.source_document_id = s.document_id"
+            "  JOIN knowledge.feed_articles fa ON fa.reference_item_id = ri.id"
+            "  WHERE t.text_hash = c.text_hash AND fa.workspace_id = :w)",
+            {"h": text_hash, "w": workspace_id},
+        )
+        return None if body is None else bytes(body)
 
     def verify_citation(self, cited: CitedSpan) -> Verdict:
         link = None

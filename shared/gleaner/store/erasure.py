@@ -5,13 +5,21 @@ Order, so that a crash at any point is finished by running the erasure again:
 1. one transaction records the erasure (who, when, why, the keyed digests), adds
    the digests to the tenant's blocklist and marks the document deleted and
    skipped: from then on nothing brings the content back, even mid-erasure;
-2. the blobs go (every snapshot's content.md and raw.md, the run artefacts and
-   samples of every run that fetched the page);
+2. the blobs go (every snapshot's content.md, raw.md and original.*, the run
+   artefacts of every run that fetched the page: kept bodies, samples, raw and
+   content copies), and the page's entries in those runs' map JSON name it by
+   its erased form instead;
 3. one transaction removes the rows that held content: the versions and their
    links to canonical text, the canonical text and its spans unless another
    document's version still uses the same text, the reference item made of the
    page, and it clears the quotes of citations of the page (they become
-   unverifiable, never verified).
+   unverifiable, never verified); the URL is replaced by its erased form
+   (``erased:<keyed digest>``) in the document, its change events, its ledger
+   rows and the links other pages' bodies held.
+
+The erased form is what map makes of the URL when it is discovered again
+(:meth:`Blocklist.erased_urls`): the document is found by it, excluded, never
+fetched, and the URL is never written in clear again.
 
 A text shared with another document is kept for that document (its owner did
 not ask for erasure) and reported; its digests are blocklisted all the same.
@@ -20,6 +28,7 @@ not ask for erasure) and reported; its digests are blocklisted all the same.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,13 +40,25 @@ from sqlalchemy.engine import Connection
 from gleaner.changes.events import EventType
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
 from gleaner.retrieval.index import remove_documents
-from gleaner.store.blobs import BlobStore, run_content_key, run_raw_key, sample_key
+from gleaner.store.blobs import BlobStore, map_key, run_body_key, run_content_key, run_raw_key, sample_key
 from gleaner.store.events import record_status_change
 from gleaner.store.sqlstore import SqlStore, json_value
+from gleaner.urls import url_hash
 
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
+
+ERASED_PREFIX = "erased:"
+
+
+def erased_form(url_digest: str) -> str:
+    """What stands for an erased URL wherever the URL stood: its keyed digest, never the URL."""
+    return ERASED_PREFIX + url_digest
+
+
+def is_erased_form(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(ERASED_PREFIX)
 
 
 @dataclass
@@ -71,6 +92,16 @@ class ErasureStore(SqlStore):
         )
         return {r[0] for r in rows}
 
+    def url_digests(self, site: str) -> set[str]:
+        """The tenant's blocklisted URL digests (few: one per erased page)."""
+        rows = self._all("SELECT digest FROM knowledge.erased_digests WHERE site_domain = :s AND kind = 'url'",
+                         {"s": site})
+        return {r[0] for r in rows}
+
+    def sites_with_erased_urls(self) -> list[str]:
+        return [str(r[0]) for r in self._all("SELECT DISTINCT site_domain FROM knowledge.erased_digests"
+                                             " WHERE kind = 'url' ORDER BY 1")]
+
     def settle_erased(self, run_id: str | None, document_ids: Sequence[str]) -> set[str]:
         """Of these documents, the ones erased since they were fetched; their ledger rows in the run are
         settled as refused-erased (the run can finish), and nothing of them may be versioned."""
@@ -98,7 +129,8 @@ class ErasureStore(SqlStore):
                 {"d": document_id},
             ).one()
             snapshots = conn.execute(
-                sa.text("SELECT id, processed_markdown_ref, raw_markdown_ref FROM knowledge.document_snapshots"
+                sa.text("SELECT id, processed_markdown_ref, raw_markdown_ref, original_ref"
+                        " FROM knowledge.document_snapshots"
                         " WHERE document_id = :d ORDER BY version"),
                 {"d": document_id},
             ).all()
@@ -113,7 +145,7 @@ class ErasureStore(SqlStore):
                 {"d": document_id},
             ).scalars().all()
         return {"site": doc[0], "url": doc[1] or "", "url_hash": doc[2],
-                "snapshots": [(str(s[0]), s[1], s[2]) for s in snapshots],
+                "snapshots": [(str(s[0]), s[1], s[2], s[3]) for s in snapshots],
                 "texts": [(str(t[0]), bytes(t[1])) for t in texts], "runs": [str(r) for r in runs]}
 
     def record_erasure(self, site: str, document_id: str, url_digest: str, reason: str | None, by: str,
@@ -146,9 +178,11 @@ class ErasureStore(SqlStore):
             )
         return str(erasure_id)
 
-    def drop_erased_rows(self, erasure_id: str, document_id: str, report: ErasureReport) -> None:
-        """Step 3: the rows that held the document's content."""
+    def drop_erased_rows(self, erasure_id: str, document_id: str, report: ErasureReport, url: str,
+                         url_digest: str) -> None:
+        """Step 3: the rows that held the document's content; the URL replaced by its erased form."""
         with self._tx() as conn:
+            _mask_url(conn, report.site_domain, document_id, url, url_digest)
             report.citations_cleared = conn.execute(
                 sa.text("UPDATE knowledge.citations SET quote = NULL, text_hash = NULL, snapshot_id = NULL,"
                         " erased_at = now() WHERE document_id = :d AND erased_at IS NULL"),
@@ -186,6 +220,59 @@ class ErasureStore(SqlStore):
             )
 
 
+def _mask_url(conn: Connection, site: str, document_id: str, url: str, url_digest: str) -> None:
+    """The URL, wherever the database held it, replaced by its erased form (or dropped from link lists)."""
+    masked = erased_form(url_digest)
+    conn.execute(
+        sa.text("UPDATE knowledge.documents SET canonical_url = :m, source_url = :m, path = :m,"
+                " url_hash = :h WHERE id = :d"),
+        {"m": masked, "h": url_hash(masked), "d": document_id},
+    )
+    conn.execute(sa.text("UPDATE knowledge.document_events SET url = :m WHERE document_id = :d"),
+                 {"m": masked, "d": document_id})
+    if url and not is_erased_form(url):  # the events as sent to subscribers (the signed bodies kept)
+        conn.execute(
+            sa.text("UPDATE knowledge.notify_deliveries SET body = replace(body, :u, :m) WHERE event_seq IN"
+                    " (SELECT seq FROM knowledge.document_events WHERE document_id = :d) AND strpos(body, :u) > 0"),
+            {"u": url, "m": masked, "d": document_id},
+        )
+    # The ledger keeps the row (the run accounted for the page) but not what the site answered about it.
+    conn.execute(sa.text("UPDATE knowledge.crawl_page_decisions SET prefetched = NULL, fetch_reason = NULL"
+                         " WHERE document_id = :d"), {"d": document_id})
+    conn.execute(sa.text("DELETE FROM knowledge.page_links WHERE document_id = :d"), {"d": document_id})
+    if not url or is_erased_form(url):
+        return
+    conn.execute(
+        sa.text("UPDATE knowledge.page_links SET links = links - CAST(:u AS text)"
+                " WHERE site_domain = :s AND links @> jsonb_build_array(CAST(:u AS text))"),
+        {"u": url, "s": site},
+    )
+    conn.execute(sa.text("UPDATE knowledge.crawl_runs SET target_url = :m WHERE site_domain = :s AND target_url = :u"),
+                 {"m": masked, "s": site, "u": url})
+
+
+def _mask_map(blobs: BlobStore, key: str, url: str, masked: str) -> bool:
+    """Rewrite one run's map JSON with the URL's entries naming its erased form; True if it changed."""
+    try:
+        data = json.loads(blobs.get(key))
+    except KeyError:
+        return False
+    text = json.dumps(data, sort_keys=True)
+    if url not in text:
+        return False
+    for entry in data.get("links", []):
+        for name in ("url", "source_url"):
+            if entry.get(name) == url:
+                entry[name] = masked
+    if data.get("target_url") == url:
+        data["target_url"] = masked
+    data["problems"] = [p for p in data.get("problems", []) if url not in json.dumps(p)]
+    # Blobs are create-only: the artefact is replaced by deleting it first (erasure may delete).
+    blobs.delete(key)
+    blobs.put(key, json.dumps(data, sort_keys=True).encode("utf-8"), "application/json")
+    return True
+
+
 def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """Delete versions and the canonical texts no other version uses; (texts removed, texts kept)."""
     if not snapshot_ids:
@@ -203,18 +290,25 @@ def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[
         conn.execute(sa.text("UPDATE knowledge.composite_document_sources SET source_snapshot_id = NULL"
                              " WHERE source_snapshot_id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
     conn.execute(sa.text("DELETE FROM knowledge.document_snapshots WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
-    removed = conn.execute(
-        sa.text("DELETE FROM knowledge.canonical_texts c WHERE c.text_hash = ANY(CAST(:h AS text[]))"
-                " AND NOT EXISTS (SELECT 1 FROM knowledge.snapshot_texts t WHERE t.text_hash = c.text_hash)"
-                " AND NOT EXISTS (SELECT 1 FROM knowledge.citations x WHERE x.text_hash = c.text_hash)"
-                " RETURNING c.text_hash"),
-        {"h": list(hashes)},
-    ).scalars().all()
-    if removed:  # a text's spans and retrieval chunks go with it (no foreign key cascades: migration 0019)
-        conn.execute(sa.text("DELETE FROM knowledge.text_spans WHERE text_hash = ANY(CAST(:h AS text[]))"),
-                     {"h": list(removed)})
-        conn.execute(sa.text("DELETE FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
-                     {"h": list(removed)})
+    # A canonical text is content-addressed, shared by every document (of any tenant) with the same text:
+    # whether another one still uses it is asked across tenants, for this statement only.
+    prior = conn.execute(sa.text("SELECT current_setting('app.all_tenants', true)")).scalar()
+    conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
+    try:
+        removed = conn.execute(
+            sa.text("DELETE FROM knowledge.canonical_texts c WHERE c.text_hash = ANY(CAST(:h AS text[]))"
+                    " AND NOT EXISTS (SELECT 1 FROM knowledge.snapshot_texts t WHERE t.text_hash = c.text_hash)"
+                    " AND NOT EXISTS (SELECT 1 FROM knowledge.citations x WHERE x.text_hash = c.text_hash)"
+                    " RETURNING c.text_hash"),
+            {"h": list(hashes)},
+        ).scalars().all()
+        if removed:  # a text's spans and retrieval chunks go with it (no foreign key cascades: migration 0019)
+            conn.execute(sa.text("DELETE FROM knowledge.text_spans WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                         {"h": list(removed)})
+            conn.execute(sa.text("DELETE FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                         {"h": list(removed)})
+    finally:
+        conn.execute(sa.text("SELECT set_config('app.all_tenants', :p, true)"), {"p": prior or ""})
     kept = sorted(set(hashes) - set(removed))
     return sorted(removed), kept
 
@@ -243,6 +337,28 @@ class Blocklist:
         hits = self.store.blocked_digests(site, sorted({d for values in digests.values() for d in values}))
         return {k for k, values in digests.items() if hits.intersection(values)} if hits else set()
 
+    def erased_urls(self, site: str) -> Callable[[str], str | None]:
+        """For map: a URL's erased form if the tenant erased it, else None (one query, then local hashing)."""
+        if not self.store.has_erasures(site):
+            return lambda _url: None
+        key = self.key(site)
+        erased = self.store.url_digests(site)
+
+        def form(url: str) -> str | None:
+            digest = erasure_digest(key, url.encode("utf-8"))
+            return erased_form(digest) if digest in erased else None
+
+        return form
+
+
+def erased_forms(blocklist: Blocklist, canonical_url: str, site: str | None) -> list[tuple[str, str]]:
+    """(site, erased form) for each tenant (or ``site``) that erased this URL: how a reader finds the
+    erased document by the URL it asks about, which the database no longer holds."""
+    if is_erased_form(canonical_url):
+        return []
+    sites = [site] if site else blocklist.store.sites_with_erased_urls()
+    return [(s, form) for s in sites if (form := blocklist.erased_urls(s)(canonical_url)) is not None]
+
 
 def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, document_id: str, reason: str | None,
                    by: str) -> ErasureReport:
@@ -250,9 +366,14 @@ def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, 
     plan = store.erasure_plan(document_id)
     site = plan["site"]
     key = blocklist.key(site)
-    digests: list[tuple[str, DigestKind]] = [(erasure_digest(key, plan["url"].encode("utf-8")), DigestKind.URL)]
+    url = plan["url"]
+    # An erasure cut short after its last step is run again on the erased form: the digest is in it.
+    url_digest = url[len(ERASED_PREFIX):] if is_erased_form(url) else erasure_digest(key, url.encode("utf-8"))
+    digests: list[tuple[str, DigestKind]] = [(url_digest, DigestKind.URL)]
     keys: list[str] = []
-    for _snapshot_id, content_ref, raw_ref in plan["snapshots"]:
+    for _snapshot_id, content_ref, raw_ref, original_ref in plan["snapshots"]:
+        if original_ref:  # the original's bytes (a PDF) are not blocklisted: its text and content.md are
+            keys.append(original_ref)
         for ref in (content_ref, raw_ref):
             if not ref:
                 continue
@@ -263,14 +384,18 @@ def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, 
     digests += [(erasure_digest(key, body), DigestKind.TEXT) for _hash, body in plan["texts"]]
     if plan["url_hash"]:
         for run_id in plan["runs"]:
-            keys += [run_content_key(site, run_id, plan["url_hash"]), run_raw_key(site, run_id, plan["url_hash"]),
-                     sample_key(site, run_id, plan["url_hash"])]
+            page = plan["url_hash"]
+            keys += [run_content_key(site, run_id, page), run_raw_key(site, run_id, page),
+                     sample_key(site, run_id, page), run_body_key(site, run_id, page)]
     unique = list(dict.fromkeys(digests))
     erasure_id = store.record_erasure(site, document_id, unique[0][0], reason, by, unique)
     report = ErasureReport(erasure_id, site, document_id, plan["url"], digests=len(unique))
     for blob_key in dict.fromkeys(keys):
         if blobs.delete(blob_key):
             report.blobs_deleted += 1
-    store.drop_erased_rows(erasure_id, document_id, report)
+    if not is_erased_form(url):
+        for run_id in dict.fromkeys(plan["runs"]):
+            _mask_map(blobs, map_key(site, run_id), url, erased_form(url_digest))
+    store.drop_erased_rows(erasure_id, document_id, report, url, url_digest)
     log.info("erased document %s of %s: %s", document_id, site, report.to_dict())
     return report

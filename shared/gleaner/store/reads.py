@@ -94,10 +94,12 @@ class ReadStore(SqlStore):
 
     def documents_tree(self, site: str) -> list[dict[str, Any]]:
         rows = self._all(
-            "SELECT d.path, d.status::text, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
+            # An erased page stays listed, by its erased form (store/erasure.py), as erased.
+            "SELECT d.path, CASE WHEN d.is_deleted AND d.skip_reason = 'erased' THEN 'erased'"
+            " ELSE d.status::text END, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
             " FROM knowledge.documents d"
             " LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
-            " WHERE d.site_domain = :s AND NOT d.is_deleted ORDER BY d.path",
+            " WHERE d.site_domain = :s AND (NOT d.is_deleted OR d.skip_reason = 'erased') ORDER BY d.path",
             {"s": site},
         )
         return [
@@ -163,6 +165,12 @@ class ReadStore(SqlStore):
             {"h": text_hash},
         )
         return [(r[0], r[1], r[2]) for r in rows]
+
+    def erased_forms_of(self, site: str) -> list[str]:
+        """The erased forms (store/erasure.py) of the site's erased pages."""
+        rows = self._all("SELECT canonical_url FROM knowledge.documents WHERE site_domain = :s AND is_deleted"
+                         " AND skip_reason = 'erased' AND canonical_url IS NOT NULL ORDER BY 1", {"s": site})
+        return [str(r[0]) for r in rows]
 
     def snapshots_of(self, document_id: str) -> list[dict[str, Any]]:
         rows = self._all(

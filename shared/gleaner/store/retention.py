@@ -14,6 +14,7 @@ prune can leave an unreferenced blob behind, never a broken version.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,7 @@ class RetentionStore(SqlStore):
             pinned = _PINNED + (_COMPOSITE_PIN if _table_exists(conn, "knowledge.composite_document_sources") else "")
             rows = conn.execute(
                 sa.text(
-                    "SELECT s.id, s.processed_markdown_ref, s.raw_markdown_ref FROM ("
+                    "SELECT s.id, s.processed_markdown_ref, s.raw_markdown_ref, s.original_ref FROM ("
                     "  SELECT s.id, row_number() OVER (PARTITION BY s.document_id ORDER BY s.version DESC) AS n"
                     "  FROM knowledge.document_snapshots s JOIN knowledge.documents d ON d.id = s.document_id"
                     "  WHERE CAST(:site AS text) IS NULL OR d.site_domain = :site"
@@ -66,8 +67,36 @@ class RetentionStore(SqlStore):
             ).all()
             ids = [str(r[0]) for r in rows]
             removed, _kept = drop_snapshots(conn, ids)
-        keys = [k for r in rows for k in (r[1], r[2]) if k]
+        keys = [k for r in rows for k in (r[1], r[2], r[3]) if k]
         return keys, len(ids), len(removed)
+
+    def run_site(self, run_id: str) -> tuple[str, str] | None:
+        """(site, status) of a run, or None."""
+        row = self._first("SELECT site_domain, status::text FROM knowledge.crawl_runs WHERE id = :r", {"r": run_id})
+        return (str(row[0]), str(row[1])) if row else None
+
+    def runs_holding_bodies(self, settled: Sequence[str], limit: int = 500) -> list[tuple[str, str]]:
+        """Settled runs whose fetched bodies were not discarded yet: (run id, site)."""
+        rows = self._all("SELECT id, site_domain FROM knowledge.crawl_runs WHERE bodies_discarded_at IS NULL"
+                         " AND status::text = ANY(CAST(:st AS text[])) ORDER BY created_at LIMIT :n",
+                         {"st": list(settled), "n": limit})
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def mark_bodies_discarded(self, run_id: str) -> None:
+        self._run("UPDATE knowledge.crawl_runs SET bodies_discarded_at = now() WHERE id = :r", {"r": run_id})
+
+    def expired_runs(self, terminal: Sequence[str], days: int, limit: int = 500) -> list[tuple[str, str]]:
+        """Ended runs older than ``days`` whose artefacts are still kept: (run id, site)."""
+        rows = self._all("SELECT id, site_domain FROM knowledge.crawl_runs WHERE artefacts_expired_at IS NULL"
+                         " AND status::text = ANY(CAST(:st AS text[]))"
+                         " AND coalesce(finished_at, created_at) < now() - make_interval(days => :d)"
+                         " ORDER BY created_at LIMIT :n",
+                         {"st": list(terminal), "d": days, "n": limit})
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def mark_artefacts_expired(self, run_id: str) -> None:
+        self._run("UPDATE knowledge.crawl_runs SET artefacts_expired_at = now(), bodies_discarded_at ="
+                  " coalesce(bodies_discarded_at, now()), raw_map_uri = NULL WHERE id = :r", {"r": run_id})
 
 
 def prune(store: RetentionStore, blobs: BlobStore, site: str | None, keep: int) -> PruneReport:

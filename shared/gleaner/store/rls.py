@@ -49,6 +49,65 @@ def tenant_isolation_sql(table: str) -> str:
             f"CREATE POLICY {POLICY} ON {table} USING {_MATCH} WITH CHECK {_MATCH};")
 
 
+_ALL = "current_setting('app.all_tenants', true) = 'on'"
+_REFERENCES = "NULLIF(current_setting('app.site_domain', true), '') = '_references'"
+
+# Tables without a site_domain column: a row is the tenant's when its parent row is. Each expression
+# reads the parent table, whose own policy (applied to the subquery too) decides the tenant; the
+# second is the INSERT check. Canonical texts are content-addressed and shared across tenants: a text
+# (and its spans) is visible to a tenant exactly when one of the tenant's versions uses it
+# (snapshot_texts), and anyone may insert one (its links decide who reads it; a conflict tells a
+# writer only that a text it holds in full exists). Spans are inserted in the statement that
+# inserts their text, before the text could be visible, hence their open insert too.
+PARENT_POLICIES: dict[str, tuple[str, str]] = {
+    "knowledge.document_snapshots": (
+        "EXISTS (SELECT 1 FROM knowledge.documents p WHERE p.id = document_snapshots.document_id)"
+        " OR EXISTS (SELECT 1 FROM knowledge.composite_documents p"
+        " WHERE p.id = document_snapshots.composite_document_id)", ""),
+    "knowledge.snapshot_texts": (
+        "EXISTS (SELECT 1 FROM knowledge.document_snapshots p WHERE p.id = snapshot_texts.snapshot_id)", ""),
+    "knowledge.canonical_texts": (
+        "EXISTS (SELECT 1 FROM knowledge.snapshot_texts p WHERE p.text_hash = canonical_texts.text_hash)", "true"),
+    "knowledge.text_spans": (
+        "EXISTS (SELECT 1 FROM knowledge.canonical_texts p WHERE p.text_hash = text_spans.text_hash)", "true"),
+    "knowledge.crawl_page_decisions": (
+        "EXISTS (SELECT 1 FROM knowledge.crawl_runs p WHERE p.id = crawl_page_decisions.run_id)", ""),
+    "knowledge.crawl_run_robots": (
+        "EXISTS (SELECT 1 FROM knowledge.crawl_runs p WHERE p.id = crawl_run_robots.run_id)", ""),
+    # Feed articles, their reference items and the quality log belong to Gleaner's own references
+    # tenant (gleaner.references: REFERENCES_SITE).
+    "knowledge.reference_items": (
+        f"EXISTS (SELECT 1 FROM knowledge.documents p WHERE p.id = reference_items.source_document_id)"
+        f" OR (reference_items.source_document_id IS NULL AND {_REFERENCES})", ""),
+    "knowledge.feed_articles": (_REFERENCES, ""),
+    "knowledge.ingestion_quality_log": (_REFERENCES, ""),
+    "knowledge.notify_deliveries": (
+        "EXISTS (SELECT 1 FROM knowledge.notify_subscriptions p WHERE p.id = notify_deliveries.subscription_id)",
+        ""),
+    "knowledge.notify_attempts": (
+        "EXISTS (SELECT 1 FROM knowledge.notify_deliveries p WHERE p.id = notify_attempts.delivery_id)", ""),
+}
+
+# Tables that hold no tenant's data: the schema version, and the per-host politeness turns every
+# tenant's crawls share (a host, a slot number and a lease).
+GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots"})
+
+
+def parent_isolation_sql(table: str) -> str:
+    """The statements that put ``table`` (a key of PARENT_POLICIES) under its parent's tenancy."""
+    visible, insert = PARENT_POLICIES[table]
+    check = insert or visible
+    return (f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;\n"
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;\n"
+            + "".join(f"DROP POLICY IF EXISTS {name} ON {table};\n"
+                      for name in (POLICY, "tenant_read", "tenant_insert", "tenant_update", "tenant_delete"))
+            + f"CREATE POLICY tenant_read ON {table} FOR SELECT USING ({_ALL} OR ({visible}));\n"
+            f"CREATE POLICY tenant_insert ON {table} FOR INSERT WITH CHECK ({_ALL} OR ({check}));\n"
+            f"CREATE POLICY tenant_update ON {table} FOR UPDATE USING ({_ALL} OR ({visible}))"
+            f" WITH CHECK ({_ALL} OR ({visible}));\n"
+            f"CREATE POLICY tenant_delete ON {table} FOR DELETE USING ({_ALL} OR ({visible}));")
+
+
 APP_ROLE_SQL = f"""
 DO $$
 BEGIN

@@ -20,6 +20,21 @@ from sqlalchemy.engine import Engine
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.provenance.simhash import bands, to_signed
 
+# Two statements, links first. Row-level security shows a tenant a canonical text only through its own
+# versions' links (gleaner.store.rls.PARENT_POLICIES), and the texts statement's RETURNING must see the
+# texts it inserts: so the links are in place one statement earlier (their foreign key to the text is
+# checked at commit, migration 0021).
+_LINK = sa.text(
+    "WITH links AS ("
+    "  SELECT * FROM json_to_recordset(CAST(:links AS json)) AS l(i uuid, h text)"
+    "), linked AS ("
+    "  INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
+    # source_blake3: the BLAKE3 of the bytes as fetched, which the snapshot recorded (seed 004)
+    "  SELECT l.i, s.source_blake3, l.h FROM links l JOIN knowledge.document_snapshots s ON s.id = l.i"
+    "  ON CONFLICT (snapshot_id) DO NOTHING"
+    ") UPDATE knowledge.documents d SET last_processed_at = now() FROM knowledge.document_snapshots s, links l"
+    "  WHERE s.id = l.i AND d.id = s.document_id"
+)
 # Data-modifying CTEs all run, to completion, whether or not the final SELECT reads them. A text's spans
 # are inserted only with the text itself (joined to ``inserted``), so none can exist yet: no ON CONFLICT
 # there, which would probe the spans' key once more per span before inserting it.
@@ -27,8 +42,6 @@ _STORE = sa.text(
     "WITH texts AS ("
     "  SELECT * FROM json_to_recordset(CAST(:texts AS json))"
     "    AS t(h text, o int, n int, s json, v int, f bigint, b0 int, b1 int, b2 int, b3 int)"
-    "), links AS ("
-    "  SELECT * FROM json_to_recordset(CAST(:links AS json)) AS l(i uuid, h text)"
     "), raw AS MATERIALIZED ("  # once: slices of bytes are cut by offset, slices of text by counting characters
     "  SELECT convert_to(CAST(:bodies AS text), 'UTF8') AS b"
     "), inserted AS ("
@@ -41,14 +54,6 @@ _STORE = sa.text(
     "  SELECT t.h, e.ordinal - 1, (e.span->>0)::int, (e.span->>1)::int, e.span->>2"
     "  FROM inserted JOIN texts t ON t.h = inserted.text_hash,"
     "  json_array_elements(t.s) WITH ORDINALITY AS e(span, ordinal)"
-    "), linked AS ("
-    "  INSERT INTO knowledge.snapshot_texts (snapshot_id, source_blake3, text_hash)"
-    # source_blake3: the BLAKE3 of the bytes as fetched, which the snapshot recorded (seed 004)
-    "  SELECT l.i, s.source_blake3, l.h FROM links l JOIN knowledge.document_snapshots s ON s.id = l.i"
-    "  ON CONFLICT (snapshot_id) DO NOTHING"
-    "), touched AS ("
-    "  UPDATE knowledge.documents d SET last_processed_at = now() FROM knowledge.document_snapshots s, links l"
-    "  WHERE s.id = l.i AND d.id = s.document_id"
     ") SELECT count(*) FROM inserted"
 )
 
@@ -76,6 +81,7 @@ class TextStore:
             bodies += text.text
         links = [{"i": snapshot_id, "h": text.text_hash} for snapshot_id, text in items]
         with self.engine.begin() as conn:
-            new = conn.execute(_STORE, {"texts": "[" + ",".join(texts) + "]", "links": json.dumps(links),
+            conn.execute(_LINK, {"links": json.dumps(links)})
+            new = conn.execute(_STORE, {"texts": "[" + ",".join(texts) + "]",
                                         "bodies": bodies.decode("utf-8")}).scalar_one()
         return int(new)

@@ -1,7 +1,7 @@
 """Back-office sessions kept server-side: one random id per login, stored as its SHA-256, with an expiry.
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-01
 
 Before, the login cookie was an HMAC of a constant (the same value at every login, never expiring,
@@ -17,7 +17,7 @@ from alembic import op
 from gleaner.store.rls import tenant_isolation_sql
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
