@@ -70,6 +70,9 @@ PARENT_POLICIES: dict[str, tuple[str, str]] = {
         "EXISTS (SELECT 1 FROM knowledge.snapshot_texts p WHERE p.text_hash = canonical_texts.text_hash)", "true"),
     "knowledge.text_spans": (
         "EXISTS (SELECT 1 FROM knowledge.canonical_texts p WHERE p.text_hash = text_spans.text_hash)", "true"),
+    # Retrieval chunks are content-addressed like the spans they are cut along (migration 0020).
+    "knowledge.text_chunks": (
+        "EXISTS (SELECT 1 FROM knowledge.canonical_texts p WHERE p.text_hash = text_chunks.text_hash)", "true"),
     "knowledge.crawl_page_decisions": (
         "EXISTS (SELECT 1 FROM knowledge.crawl_runs p WHERE p.id = crawl_page_decisions.run_id)", ""),
     "knowledge.crawl_run_robots": (
@@ -88,9 +91,10 @@ PARENT_POLICIES: dict[str, tuple[str, str]] = {
         "EXISTS (SELECT 1 FROM knowledge.notify_deliveries p WHERE p.id = notify_attempts.delivery_id)", ""),
 }
 
-# Tables that hold no tenant's data: the schema version, and the per-host politeness turns every
-# tenant's crawls share (a host, a slot number and a lease).
-GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots"})
+# Tables that hold no tenant's data: the schema version, the per-host politeness turns every
+# tenant's crawls share (a host, a slot number and a lease), and the back office's failed logins per
+# peer address (throttling happens before anyone is known, so before any tenant).
+GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.backoffice_login_failures"})
 
 
 def parent_isolation_sql(table: str) -> str:
