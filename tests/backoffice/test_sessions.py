@@ -10,12 +10,25 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
+
 from gleaner import tenancy
+from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.operator.sites import add_site
 from gleaner.store.sessions import login_delay
-from tests.backoffice.conftest import SITE, Answer, Kept
+from tests.backoffice.conftest import Answer
 
 SECRET = "operator-secret-0123456789abcdef0123456789"
+SITE = "shop.test"
+
+
+@pytest.fixture
+def deps(make_deps: Any) -> Deps:
+    """A site registered, nothing crawled: the pages and their forms need no more."""
+    built = make_deps(webhook_secret=SECRET)
+    add_site(built, "http://127.0.0.1:9/", site_domain=SITE, every="6h")
+    return built
 
 
 def request(app: BackofficeApp, method: str, path: str, *, form: dict[str, str] | None = None,
@@ -39,21 +52,21 @@ def log_in(app: BackofficeApp, token: str = SECRET, **headers: str) -> tuple[Ans
     return answer, answer.headers["Set-Cookie"].split(";", 1)[0]
 
 
-def stored_sessions(kept: Kept) -> list[tuple[bytes, Any]]:
-    with tenancy.all_tenants(), kept.deps.engine.begin() as conn:
+def stored_sessions(deps: Deps) -> list[tuple[bytes, Any]]:
+    with tenancy.all_tenants(), deps.engine.begin() as conn:
         return [(bytes(r[0]), r[1]) for r in conn.exec_driver_sql(
             "SELECT id_sha256, ended_at FROM knowledge.backoffice_sessions").all()]
 
 
-def test_each_login_is_a_new_random_session_stored_only_as_its_digest_and_logout_ends_it(kept: Kept):
-    app = BackofficeApp(kept.deps, bearer=SECRET)
+def test_each_login_is_a_new_random_session_stored_only_as_its_digest_and_logout_ends_it(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)
     first, cookie = log_in(app)
     _, second_cookie = log_in(app)
     assert cookie != second_cookie  # a new id at every login, not one value forever
     assert first.headers["Location"] == "/ui/login?took=1"
     assert "Max-Age=43200" in first.headers["Set-Cookie"]  # it expires
     session_id = cookie.split("=", 1)[1]
-    digests = [d for d, _ended in stored_sessions(kept)]
+    digests = [d for d, _ended in stored_sessions(deps)]
     assert hashlib.sha256(session_id.encode()).digest() in digests
     assert all(session_id.encode() not in d for d in digests)
     assert request(app, "GET", "/ui/login?took=1", cookie=cookie).headers["Location"] == "/ui/"
@@ -65,16 +78,16 @@ def test_each_login_is_a_new_random_session_stored_only_as_its_digest_and_logout
     assert request(app, "GET", "/v1/sites", cookie=second_cookie).status == 200  # the other login goes on
 
 
-def test_an_expired_session_opens_nothing(kept: Kept):
-    app = BackofficeApp(kept.deps, bearer=SECRET)
+def test_an_expired_session_opens_nothing(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)
     _, cookie = log_in(app)
-    with tenancy.all_tenants(), kept.deps.engine.begin() as conn:
+    with tenancy.all_tenants(), deps.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE knowledge.backoffice_sessions SET expires_at = now() - interval '1 second'")
     assert request(app, "GET", "/v1/sites", cookie=cookie).status == 401
 
 
-def test_failed_logins_from_one_address_make_it_wait_longer_and_longer(kept: Kept):
-    app = BackofficeApp(kept.deps, bearer=SECRET)
+def test_failed_logins_from_one_address_make_it_wait_longer_and_longer(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)
     statuses = [request(app, "POST", "/ui/login", form={"token": f"guess-{i}"}).status for i in range(6)]
     # Three typos are free; after them the address must wait (1 s, then 2, 4 ...): refused unread until then.
     assert statuses[:3] == [401] * 3 and set(statuses[3:]) == {429}
@@ -86,8 +99,8 @@ def test_failed_logins_from_one_address_make_it_wait_longer_and_longer(kept: Kep
     assert [login_delay(n) for n in range(3, 8)] == [1, 2, 4, 8, 16] and login_delay(50) == 30
 
 
-def test_every_post_form_carries_a_csrf_token_and_a_form_without_it_is_refused(kept: Kept):
-    app = BackofficeApp(kept.deps, bearer=SECRET)
+def test_every_post_form_carries_a_csrf_token_and_a_form_without_it_is_refused(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)
     _, cookie = log_in(app)
     tree = request(app, "GET", f"/ui/sites/{SITE}", cookie=cookie).body.decode()
     forms = re.findall(r"<form\b[^>]*method=\"post\"[^>]*>(.*?)</form>", tree, flags=re.S)
@@ -112,8 +125,8 @@ def test_every_post_form_carries_a_csrf_token_and_a_form_without_it_is_refused(k
                    cookie=other, **same_origin).status == 403
 
 
-def test_the_cookie_is_secure_exactly_when_the_page_is_served_over_https(kept: Kept):
-    app = BackofficeApp(kept.deps, bearer=SECRET)
+def test_the_cookie_is_secure_exactly_when_the_page_is_served_over_https(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)
     plain, _ = log_in(app)
     assert "Secure" not in plain.headers["Set-Cookie"]
     proxied, _ = log_in(app, x_forwarded_proto="https")
