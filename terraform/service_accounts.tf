@@ -16,6 +16,9 @@ locals {
   # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
   writes_blobs = ["map", "sample", "scrape", "snapshot", "ingest"]
   reads_blobs  = ["map", "sample", "scrape", "snapshot", "ingest", "ingest-webhook", "backoffice"]
+  # Deletes, and nothing else: a settled run's fetched bodies (stages/upkeep.py: whichever stage settles
+  # the run), and retention and artefact expiry on the sweep (map-http). Never an overwrite: no update.
+  deletes_blobs = ["map-http", "map", "sample", "scrape", "snapshot"]
   # Scrape batches that hit their soft deadline enqueue their remainder; sample enqueues the batches.
   enqueues_scrape = ["sample", "scrape"]
 }
@@ -56,6 +59,23 @@ resource "google_storage_bucket_iam_member" "create_blobs" {
   for_each = toset(local.writes_blobs)
   bucket   = google_storage_bucket.blobs.name
   role     = "roles/storage.objectCreator"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}
+
+# Fetched HTML is not kept past its run, and old versions are pruned (docs/provenance.md): the stages
+# that settle runs and the sweep may delete objects, through a role that grants only that.
+resource "google_project_iam_custom_role" "blob_remover" {
+  role_id     = "gleanerBlobRemover"
+  title       = "Gleaner blob remover"
+  description = "Delete objects (settled runs' bodies, pruned versions); no overwrite."
+  permissions = ["storage.objects.delete"]
+  depends_on  = [google_project_service.enabled]
+}
+
+resource "google_storage_bucket_iam_member" "delete_blobs" {
+  for_each = toset(local.deletes_blobs)
+  bucket   = google_storage_bucket.blobs.name
+  role     = google_project_iam_custom_role.blob_remover.id
   member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
