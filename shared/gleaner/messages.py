@@ -111,6 +111,10 @@ class CrawlRequested(Message):
     max_seconds: float | None = None
     # Skip URLs whose sitemap <lastmod> is not after their last fetch (scheduled runs of `auto` sites).
     honour_lastmod: bool = False
+    # Politeness the caller asked for (`gleaner crawl --delay/--concurrency`); kept with the run, so a
+    # resume fetches as the original crawl did. None: the settings' (and the site's) own.
+    delay: float | None = None
+    concurrency: int | None = None
 
     def __post_init__(self) -> None:
         # The one message a caller shapes: its tenant key can never name a reserved tenant.

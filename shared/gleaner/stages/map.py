@@ -135,6 +135,10 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         options["budget"] = budget
     if message.honour_lastmod:
         options["honour_lastmod"] = True
+    politeness = {name: value for name, value in (("host_delay", message.delay),
+                                                  ("host_concurrency", message.concurrency)) if value is not None}
+    if politeness:
+        options["politeness"] = politeness
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
                               worker=deps.worker)
     if not created:
@@ -155,7 +159,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
                              keeper=keeper, max_links=settings.max_links_per_page,
                              skipped=lambda url: gate.skipped(url, path_of(url)),
-                             on_found=deps.observer.urls_found)
+                             on_found=lambda count: deps.observer.urls_found(count, run_id))
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise

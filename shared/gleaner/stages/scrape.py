@@ -158,7 +158,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     with deps.new_fetcher(run_id=message.run_id) as fetcher:
         for result in chain(replays(), fetcher.fetch_many(requests, stop_at=stop_at),
                             fetcher.fetch_many(missing, stop_at=stop_at)):
-            deps.observer.page_fetched()
+            deps.observer.page_fetched(message.run_id)
             page = pages[str(result.key)]
             answered.add(page.document_id)
             moved_to = _moved_to_known(deps, message.site_domain, page, result)
