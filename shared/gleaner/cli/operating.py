@@ -220,7 +220,7 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
     return data
 
 
-def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any]]:
+def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any] | None]:
     """Drive the tick's runs to their ends here (with the in-process bus; Pub/Sub carries them elsewhere)."""
     if deps.local_bus is None:
         return [deps.metadata.run_summary(s.run_id) for s in report.started]
@@ -230,7 +230,7 @@ def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any]]:
     if not report.started:
         drain_local(deps)
         return []
-    return drive_many(deps, [RunRef(s.run_id, s.site_domain, "") for s in report.started])
+    return list(drive_many(deps, [RunRef(s.run_id, s.site_domain, "") for s in report.started]))
 
 
 @main.command("tick")
@@ -257,8 +257,12 @@ def watch_cmd(interval: float | None, rounds: int | None) -> None:
     settings = load_settings()
     with open_deps(settings) as deps:
         total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
-                      after_tick=lambda report: _drive_started(deps, report), sleep=time.sleep)
+                      after_tick=lambda report: _after_tick(deps, report), sleep=time.sleep)
     click.echo(f"watch: started {total} runs", err=True)
+
+
+def _after_tick(deps: Deps, report: TickReport) -> None:
+    _drive_started(deps, report)
 
 
 # -- review --------------------------------------------------------------------------------------
