@@ -193,10 +193,12 @@ class Settings:
     # little on two cores, where extraction, not the network, is the limit.
     fetch_concurrency: int = 16
     # Runs in progress at once in one process (`gleaner tick`/`watch`, `gleaner crawl URL URL ...`);
-    # the others start as these end. A polite run mostly waits, so many fit; each holds a few bus
-    # threads, a fetcher and its pages in flight (a few MB), so 32 stays well inside a laptop's memory
-    # and file descriptors while covering the usual number of sites one person keeps current.
-    max_runs: int = 32
+    # the others start as these end, so a cycle over more sites than this costs a second round. A
+    # polite run mostly waits for its host's delay: each holds three bus threads, a fetcher with one
+    # connection and its pages in flight (a few MB), so a hundred stay well inside a laptop's memory
+    # and file descriptors, while the shared extraction pool and GLEANER_FETCH_CONCURRENCY keep the
+    # CPU and the network bounded whatever this is.
+    max_runs: int = 100
     # Per-run budget; 0 means unlimited. Exhausting it ends the run partial.
     run_max_requests: int = 0
     run_max_bytes: int = 0
