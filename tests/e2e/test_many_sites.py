@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -165,3 +166,18 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_crawl_with_several_urls_prints_one_summary_per_url_in_order(env, hosts, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no gleaner.toml of the working tree
+    urls = [site.url + "/" for site in hosts[:2]]
+    result = CliRunner().invoke(main, ["crawl", *urls, "--delay", "0.1", "--json"], env=env)
+
+    assert result.exit_code == 0, result.output
+    summaries = json.loads(result.stdout)
+    assert [s["site_domain"] for s in summaries] == ["127.0.0.2", "127.0.0.3"]
+    assert [(s["status"], s["fetched"]) for s in summaries] == [("finished", PAGES)] * 2
