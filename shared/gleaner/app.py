@@ -95,7 +95,7 @@ class Deps:
     renderer_override: BrowserRenderer | RemoteRenderer | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
-    _budgets_by_run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    _options_by_run: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @_built_once
     def engine(self) -> Engine:
@@ -272,12 +272,16 @@ class Deps:
         counting reads the run's whole ledger; seconds since it started) counts against it.
         Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
+        own = self._run_options(run_id) if run_id is not None else {}
+        # The run's own politeness (`crawl --delay/--concurrency`, recorded by map) is this fetcher's default
+        # for its hosts, on the first crawl and on a resume alike; the host table decides from there.
+        overrides = {**dict(own.get("politeness") or {}), **overrides}
         settings = self.settings.with_(**overrides) if overrides else self.settings
         if self.fetcher_factory is not None:
             return self.fetcher_factory(settings)
         from gleaner.fetch.budget import RunBudget, Spent
 
-        own = self._run_budget(run_id) if run_id is not None else {}
+        own = dict(own.get("budget") or {})
         max_requests = int(own.get("max_requests", settings.run_max_requests))
         max_bytes = int(own.get("max_bytes", settings.run_max_bytes))
         max_seconds = float(own.get("max_seconds", settings.run_max_seconds))
@@ -307,17 +311,17 @@ class Deps:
 
         return HostSlots(self.engine)
 
-    def _run_budget(self, run_id: str) -> dict[str, float]:
-        """A run's own budget (a scheduled site's), read once per run and process."""
+    def _run_options(self, run_id: str) -> dict[str, Any]:
+        """A run's own options (a scheduled site's budget, a crawl's politeness), read once per run and process."""
         with self._lock:
-            if run_id in self._budgets_by_run:
-                return self._budgets_by_run[run_id]
-        budget = self.metadata.run_budget(run_id)
+            if run_id in self._options_by_run:
+                return self._options_by_run[run_id]
+        options = self.metadata.run_options(run_id)
         with self._lock:
-            self._budgets_by_run[run_id] = budget
-            while len(self._budgets_by_run) > 32:  # a long-lived function instance sees many runs
-                self._budgets_by_run.pop(next(iter(self._budgets_by_run)))
-        return budget
+            self._options_by_run[run_id] = options
+            while len(self._options_by_run) > 32:  # a long-lived function instance sees many runs
+                self._options_by_run.pop(next(iter(self._options_by_run)))
+        return options
 
     @_built_once
     def tls_context(self) -> ssl.SSLContext:
@@ -332,7 +336,7 @@ class Deps:
         """Per-host politeness shared by every fetcher of this process (concurrent stages take turns)."""
         from gleaner.fetch.politeness import HostTable
 
-        return HostTable(self._host_politeness)
+        return HostTable(self._host_politeness, requests_in_flight=self.settings.fetch_concurrency)
 
     def _host_politeness(self, host: str) -> tuple[float | None, int | None]:
         try:

@@ -191,8 +191,18 @@ class Settings:
     # unless robots.txt's Crawl-delay asks for more.
     host_concurrency: int = 1
     host_delay: float = 1.0
-    # Total concurrent requests across hosts.
+    # Requests on the wire at once in one process, across hosts and runs (a request waiting out its
+    # host's delay does not count). Sixteen keeps a laptop's connection and the extraction processes
+    # busy while dozens of polite sites (one request a second each) fetch side by side; more adds
+    # little on two cores, where extraction, not the network, is the limit.
     fetch_concurrency: int = 16
+    # Runs in progress at once in one process (`gleaner tick`/`watch`, `gleaner crawl URL URL ...`);
+    # the others start as these end, so a cycle over more sites than this costs a second round. A
+    # polite run mostly waits for its host's delay: each holds three bus threads, a fetcher with one
+    # connection and its pages in flight (a few MB), so a hundred stay well inside a laptop's memory
+    # and file descriptors, while the shared extraction pool and GLEANER_FETCH_CONCURRENCY keep the
+    # CPU and the network bounded whatever this is.
+    max_runs: int = 100
     # Per-run budget; 0 means unlimited. Exhausting it ends the run partial.
     run_max_requests: int = 0
     run_max_bytes: int = 0
@@ -339,6 +349,7 @@ class Settings:
             host_concurrency=_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
             host_delay=_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),
             fetch_concurrency=_int(env, "GLEANER_FETCH_CONCURRENCY", d.fetch_concurrency, 1),
+            max_runs=_int(env, "GLEANER_MAX_RUNS", d.max_runs, 1),
             run_max_requests=_int(env, "GLEANER_RUN_MAX_REQUESTS", 0, 0),
             run_max_bytes=_int(env, "GLEANER_RUN_MAX_BYTES", 0, 0),
             run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),

@@ -113,6 +113,10 @@ class CrawlRequested(Message):
     honour_lastmod: bool = False
     # never | auto | always (gleaner.render.modes); None: the site's, else never.
     render: str | None = None
+    # Politeness the caller asked for (`gleaner crawl --delay/--concurrency`); kept with the run, so a
+    # resume fetches as the original crawl did. None: the settings' (and the site's) own.
+    delay: float | None = None
+    concurrency: int | None = None
 
     def __post_init__(self) -> None:
         # The one message a caller shapes: its tenant key can never name a reserved tenant.

@@ -10,16 +10,18 @@ from typing import Protocol
 
 
 class RunObserver(Protocol):
-    def urls_found(self, count: int) -> None:
+    """``run_id`` says which run, where one process drives several (the multi-site engine)."""
+
+    def urls_found(self, count: int, run_id: str | None = None) -> None:
         """Mapping has found ``count`` URLs so far."""
 
-    def page_fetched(self) -> None:
+    def page_fetched(self, run_id: str | None = None) -> None:
         """Scrape settled one more page (any outcome)."""
 
 
 class NoObserver:
-    def urls_found(self, count: int) -> None:
+    def urls_found(self, count: int, run_id: str | None = None) -> None:
         pass
 
-    def page_fetched(self) -> None:
+    def page_fetched(self, run_id: str | None = None) -> None:
         pass

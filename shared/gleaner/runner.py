@@ -44,12 +44,12 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dic
     The map stage runs first and directly, so that a run that cannot start (bad
     URL, robots.txt unreadable, start page unreachable) raises a clear error.
     """
-    bus = _local_bus(deps)
+    bus = local_bus(deps)
     # The run's own bookkeeping (settling it, its summary) acts for its tenant (row-level security);
     # each stage sets the same scope for the messages it handles.
     with acting_for(request):
         with _driving(deps, bus, request.run_id):
-            _warm_for_first_crawl(deps, request)
+            warm_for_first_crawl(deps, request)
             _map(deps, bus, request)
             bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
         return _summary(deps, bus, request.run_id)
@@ -66,7 +66,7 @@ def claim_resume(deps: Deps, run_id: str) -> RunControl:
     Split from the drive so that a server can answer the claim at once and drive in the background."""
     from gleaner.runcontrol import claim_for_resume
 
-    _local_bus(deps)
+    local_bus(deps)
     worker = Worker.current()
     deps.worker = str(worker)
     return claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
@@ -74,7 +74,7 @@ def claim_resume(deps: Deps, run_id: str) -> RunControl:
 
 def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dict[str, Any]:
     """Drive a run claim_resume took over to its end; returns the run summary."""
-    bus = _local_bus(deps)
+    bus = local_bus(deps)
     run_id = run.run_id
     log.info("resuming run %s from %s", run_id, run.status)
     with tenancy.scope(run.site_domain):
@@ -82,13 +82,15 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
             deps.extract_pool.warm()  # a stopped run has pages left to fetch, and most will need extraction
             if run.status is RunStatus.MAPPING:
                 options = run.options
+                politeness = dict(options.get("politeness") or {})
                 _map(deps, bus, CrawlRequested(
                     request_id=str(options.get("request_id") or run_id), target_url=run.target_url,
                     site_domain=run.site_domain, limit=options.get("limit"), max_depth=options.get("max_depth"),
                     include=tuple(options.get("include", ())), exclude=tuple(options.get("exclude", ())),
                     feeds=tuple(options.get("feeds", ())), mode=run.mode, triggered_by=run.triggered_by,
                     honour_lastmod=bool(options.get("honour_lastmod", False)), render=options.get("render"),
-                    **dict(options.get("budget", {}))))
+                    **dict(options.get("budget", {})),
+                    delay=politeness.get("host_delay"), concurrency=politeness.get("host_concurrency")))
             else:
                 # Sample decides a mapped run; for a scraping one it sends the batches again, and scrape
                 # fetches only the pages without an outcome (fetched ones are announced to snapshot again).
@@ -97,7 +99,7 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
         return _summary(deps, bus, run_id)
 
 
-def _local_bus(deps: Deps) -> LocalBus:
+def local_bus(deps: Deps) -> LocalBus:
     bus = deps.local_bus
     if bus is None:
         raise ConfigError("a crawl on this machine runs the in-process bus; unset GLEANER_BUS (it is 'gcp')")
@@ -106,18 +108,19 @@ def _local_bus(deps: Deps) -> LocalBus:
     return bus
 
 
-def _warm_for_first_crawl(deps: Deps, request: CrawlRequested) -> None:
+def warm_for_first_crawl(deps: Deps, request: CrawlRequested) -> bool:
     """A site's first crawl extracts every page: its extraction processes start while map and sample run.
 
     A recrawl starts them when scrape hands them its first page (``ExtractPool.submit``), so one whose
-    pages all come back unchanged starts none.
+    pages all come back unchanged starts none. Whether it started them.
     """
     try:
         known = deps.browse.site_exists(tenant_of(request))
     except GleanerError:  # the map stage meets the same failure, and reports or retries it
-        return
+        return False
     if not known:
         deps.extract_pool.warm()
+    return not known
 
 
 def _map(deps: Deps, bus: LocalBus, request: CrawlRequested) -> None:
@@ -148,7 +151,7 @@ def _record_map_failure(deps: Deps, request: CrawlRequested, reason: str) -> Non
         log.warning("could not record the failure of run %s", request.run_id, exc_info=True)
 
 
-def _notify(deps: Deps) -> None:
+def notify(deps: Deps) -> None:
     """Publish the run's change events and deliver its webhooks, retrying for a while, before returning
     (DESIGN.md: locally the run retries before it returns; ``gleaner deliver`` retries the rest)."""
     from gleaner.changes import delivery, outbox
@@ -170,35 +173,43 @@ def _driving(deps: Deps, bus: LocalBus, run_id: str) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        _settle(deps, run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)")
+        settle(deps, run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)")
         raise
     finally:
         bus.topic_limits = limits
 
 
-def _settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> None:
+def settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> bool:
+    """End an active run with this status; whether it was active (and is now settled)."""
     try:
-        deps.metadata.end_run(run_id, status, reason)
+        return deps.metadata.end_run(run_id, status, reason)
     except GleanerError as exc:  # the database may be what is failing: sweep settles the run later
         log.warning("could not mark run %s %s: %s", run_id, status, exc)
+        return False
 
 
 def _summary(deps: Deps, bus: LocalBus, run_id: str) -> dict[str, Any]:
-    _notify(deps)
-    meta = deps.metadata
-    status = meta.run_status(run_id)
-    # Nothing is left to deliver, so nothing else will settle an active run: finish it if every page is
-    # done, otherwise say what is left (a message the bus gave up on) and how to go on.
-    if status is not None and not RunStatus(status).terminal and meta.try_finish_run(run_id) is None:
-        _settle(deps, run_id, RunStatus.FAILED, f"stopped while {status} with {meta.unsettled_pages(run_id)} pages"
-                f" unsettled (see the log); `gleaner runs resume {run_id}` tries them again")
-    settle_bodies(deps, run_id)  # however the run ended: its fetched bodies go once it has settled
-    summary = meta.run_summary(run_id)
+    notify(deps)
+    summary = finish_run(deps, run_id)
     if summary is None:  # pragma: no cover - map always creates the run
         raise CrawlFailed("the run was not created")
     if bus.dead_letters:
         summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
     return summary
+
+
+def finish_run(deps: Deps, run_id: str) -> dict[str, Any] | None:
+    """Settle a run nothing is left to deliver for, and its summary (None: no such run).
+
+    Nothing else will settle an active run now: finish it if every page is done, otherwise say what
+    is left (a message the bus gave up on) and how to go on."""
+    meta = deps.metadata
+    status = meta.run_status(run_id)
+    if status is not None and not RunStatus(status).terminal and meta.try_finish_run(run_id) is None:
+        settle(deps, run_id, RunStatus.FAILED, f"stopped while {status} with {meta.unsettled_pages(run_id)} pages"
+               f" unsettled (see the log); `gleaner runs resume {run_id}` tries them again")
+    settle_bodies(deps, run_id)  # however the run ended: its fetched bodies go once it has settled
+    return meta.run_summary(run_id)
 
 
 def new_request(url: str, **kw: Any) -> CrawlRequested:

@@ -86,3 +86,56 @@ def test_what_the_bus_gives_up_on_is_handed_over_with_the_reason_and_retries_bac
                                 (1, "dead-lettered after 2 attempts: disk full")]
     capped = LocalBus(backoff_seconds=0.5, max_backoff_seconds=8.0)
     assert [capped.retry_delay(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+
+
+def _run_batch(run: str, no: int) -> ScrapeBatch:
+    return ScrapeBatch(run_id=run, site_domain=f"{run}.example", batch_no=no, document_ids=(f"{run}-{no}",))
+
+
+def test_scrape_batches_of_different_runs_overlap_but_no_more_than_max_runs_are_under_way() -> None:
+    bus = LocalBus(concurrency=8, max_runs=2)
+    lock = threading.Lock()
+    active: dict[str, int] = {}
+    seen = {"most_runs": 0, "most_of_one_run": 0}
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        with lock:
+            active[message.run_id] = active.get(message.run_id, 0) + 1
+            seen["most_runs"] = max(seen["most_runs"], len(active))
+            seen["most_of_one_run"] = max(seen["most_of_one_run"], active[message.run_id])
+        time.sleep(0.02)
+        with lock:
+            active[message.run_id] -= 1
+            if not active[message.run_id]:
+                del active[message.run_id]
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    for run in ("a", "b", "c"):
+        for no in range(3):
+            bus.enqueue(_run_batch(run, no))
+    delivered: list[str] = []
+    bus.drain(on_dispatch=lambda m: delivered.append(m.run_id))  # type: ignore[attr-defined]
+
+    assert seen == {"most_runs": 2, "most_of_one_run": 1}
+    assert sorted(delivered) == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    assert bus.runs_under_way() == set()
+
+
+def test_an_unexpected_error_in_one_run_gives_up_that_message_and_the_other_runs_go_on() -> None:
+    given_up: list[tuple[str, str]] = []
+    bus = LocalBus(concurrency=4, isolate=True,
+                   on_give_up=lambda m, why: given_up.append((m.run_id, why)))  # type: ignore[attr-defined]
+    done: list[str] = []
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        if message.run_id == "broken":
+            raise KeyError("a bug")
+        done.append(message.run_id)
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    for run in ("broken", "fine", "also-fine"):
+        bus.enqueue(_run_batch(run, 0))
+    bus.drain()
+
+    assert sorted(done) == ["also-fine", "fine"]
+    assert given_up == [("broken", "unexpected error: KeyError: 'a bug'")]

@@ -7,11 +7,18 @@ dead-lettered. Task names are remembered, so a batch is enqueued once.
 
 Like Pub/Sub, the bus delivers several messages at once (``concurrency``
 threads), so the snapshot and ingest of one scrape batch overlap the fetching
-and extraction of the next. Scrape batches themselves go one at a time by
-default (``topic_limits``): each batch has its own fetcher, and two at once
-would double the per-host concurrency a run is allowed. The local runner,
-which lends one fetcher to every batch of its run, raises that limit. Handlers are idempotent and
-safe to run concurrently (the cloud runs them so), so this changes timing only.
+and extraction of the next. Scrape batches go one at a time *per run* by default
+(``topic_limits`` count a topic's messages in flight for each run): the runs of
+different sites go side by side (the multi-site engine, :mod:`gleaner.engine`), and
+every fetcher of the process shares one per-host politeness table, so two runs on one
+host still take turns. The local runner raises the per-run limit so batch N+1 fetches
+while batch N is extracted. Handlers are idempotent and safe to run concurrently (the
+cloud runs them so), so this changes timing only.
+
+``max_runs`` bounds the runs in progress: a message of a run not yet under way waits while
+that many runs have messages queued or in flight (the others finish first). ``isolate``
+turns an unexpected exception of one handler into a give-up of that message (logged with its
+traceback), so one run's bug never stops the other runs the bus carries.
 
 Retryable errors (a database restart, a blob store hiccup) are retried with exponential backoff
 capped at ``max_backoff_seconds``, like Pub/Sub's retry policy; a message that still fails is
@@ -62,8 +69,12 @@ class LocalBus:
     round_trip: bool = True
     # Messages delivered at once; 1 drains strictly in order.
     concurrency: int = 4
-    # At most this many messages of a topic in flight (one scrape batch: one fetcher's politeness).
+    # At most this many messages of a topic in flight per run (one scrape batch: one fetcher's politeness).
     topic_limits: dict[str, int] = field(default_factory=lambda: {ScrapeBatch.topic: 1})
+    # Runs with work under way at once (None: no bound); see the module docstring.
+    max_runs: int | None = None
+    # Give up on a message whose handler raised an unexpected exception, rather than stop the drain.
+    isolate: bool = False
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     # Told about every message the bus gives up on (dead-lettered or dropped as permanent), with why.
@@ -73,6 +84,9 @@ class LocalBus:
     _queue: deque[tuple[Message, int]] = field(default_factory=deque)
     _task_names: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Messages queued or in flight per run id (a run is under way while it has any).
+    _load: dict[str, int] = field(default_factory=dict)
+    _under_way: set[str] = field(default_factory=set)
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         self.handlers.setdefault(topic, []).append(handler)
@@ -82,6 +96,9 @@ class LocalBus:
             message = decode(encode(message))
         with self._lock:
             self._queue.append((message, 0))
+            run = _run_of(message)
+            if run is not None:
+                self._load[run] = self._load.get(run, 0) + 1
 
     def enqueue(self, batch: ScrapeBatch) -> bool:
         with self._lock:
@@ -105,6 +122,23 @@ class LocalBus:
     def pending(self) -> int:
         return len(self._queue)
 
+    def runs_under_way(self) -> set[str]:
+        """The runs with a message in flight now or taken before and work still queued."""
+        with self._lock:
+            return set(self._under_way)
+
+    def _done_with(self, message: Message) -> None:
+        run = _run_of(message)
+        if run is None:
+            return
+        with self._lock:
+            left = self._load.get(run, 1) - 1
+            if left > 0:
+                self._load[run] = left
+            else:
+                self._load.pop(run, None)
+                self._under_way.discard(run)
+
     def drain(self, on_dispatch: Callable[[Message], None] | None = None) -> None:
         """Dispatch until the queue is empty and nothing is in flight."""
         if self.concurrency <= 1:
@@ -113,7 +147,10 @@ class LocalBus:
                     if not self._queue:
                         return
                     message, attempts = self._queue.popleft()
-                self._dispatch(message, attempts)
+                try:
+                    self._dispatch(message, attempts)
+                finally:
+                    self._done_with(message)
                 if on_dispatch is not None:
                     on_dispatch(message)
         in_flight: list[Message] = []
@@ -126,6 +163,8 @@ class LocalBus:
                 done.put((message, exc))
             else:
                 done.put((message, None))
+            finally:
+                self._done_with(message)
 
         while True:
             for message, attempts in self._take(self.concurrency - len(in_flight), in_flight):
@@ -141,21 +180,29 @@ class LocalBus:
                 on_dispatch(message)
 
     def _take(self, slots: int, running: Iterable[Message]) -> list[tuple[Message, int]]:
-        """Up to slots queued messages, oldest first, skipping topics at their in-flight limit."""
-        busy: dict[str, int] = {}
+        """Up to slots queued messages, oldest first, skipping a run's topics at their in-flight limit
+        and runs not yet under way while ``max_runs`` are."""
+        busy: dict[tuple[str, str | None], int] = {}
         for message in running:
-            busy[message.topic] = busy.get(message.topic, 0) + 1
+            key = (message.topic, _run_of(message))
+            busy[key] = busy.get(key, 0) + 1
         taken: list[tuple[Message, int]] = []
         with self._lock:
             kept: deque[tuple[Message, int]] = deque()
             while self._queue and len(taken) < slots:
                 item = self._queue.popleft()
-                topic = item[0].topic
-                limit = self.topic_limits.get(topic)
-                if limit is not None and busy.get(topic, 0) >= limit:
+                run = _run_of(item[0])
+                key = (item[0].topic, run)
+                limit = self.topic_limits.get(key[0])
+                if limit is not None and busy.get(key, 0) >= limit:
                     kept.append(item)
                     continue
-                busy[topic] = busy.get(topic, 0) + 1
+                if run is not None and run not in self._under_way:
+                    if self.max_runs is not None and len(self._under_way) >= self.max_runs:
+                        kept.append(item)
+                        continue
+                    self._under_way.add(run)
+                busy[key] = busy.get(key, 0) + 1
                 taken.append(item)
             kept.extend(self._queue)
             self._queue = kept
@@ -183,6 +230,12 @@ class LocalBus:
                     return
                 log.warning("retrying %s (attempt %d): %s", type(message).__name__, attempts, exc)
                 time.sleep(self.retry_delay(attempts))
+            except Exception as exc:
+                if not self.isolate:
+                    raise
+                log.exception("dropping %s after an unexpected error", type(message).__name__)
+                self._give_up(message, f"unexpected error: {type(exc).__name__}: {exc}")
+                return
 
     def retry_delay(self, attempts: int) -> float:
         """Seconds to wait after the given number of failed attempts (exponential, capped)."""
@@ -195,3 +248,9 @@ class LocalBus:
             self.on_give_up(message, reason)
         except Exception:  # the record is best effort: the database may be what failed
             log.exception("could not record the failure of %s", type(message).__name__)
+
+
+def _run_of(message: Message) -> str | None:
+    """The run a message belongs to (None: work of no run, such as an operator's re-ingest)."""
+    run = getattr(message, "run_id", None)
+    return run if isinstance(run, str) else None

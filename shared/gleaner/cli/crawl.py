@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from gleaner.cli.base import (
+    SUMMARY_KEYS,
     Progress,
     exit_for_run,
     fail,
@@ -62,7 +65,7 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
 
 
 @main.command("crawl")
-@click.argument("url", required=False)
+@click.argument("urls", nargs=-1, metavar="[URL]...")
 @click.option("--site-domain", callback=tenant_key, help="Tenant key (default: the URL's host without www.).")
 @click.option("--limit", type=click.IntRange(min=1),
               help=f"At most this many URLs in the run (default: {Settings().default_limit}); a run that stops "
@@ -80,15 +83,34 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
                    "(docs/rendering.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary on stdout.")
 @guard
-def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_depth: int | None,
+def crawl_cmd(urls: tuple[str, ...], site_domain: str | None, limit: int | None, max_depth: int | None,
               include: tuple[str, ...], exclude: tuple[str, ...], feeds: tuple[str, ...], delay: float | None,
               concurrency: int | None, render: str | None, as_json: bool) -> None:
     """Crawl URL's site into versioned markdown snapshots.
+
+    Several URLs crawl their sites at once, one run each, in this process (each host at its own
+    politeness); --json then prints a JSON array of the runs' summaries, in the order given.
 
     With --feed and no URL, crawls the feed's entries: the run starts at the feed host's root page and
     does not follow its links (unless --max-depth says otherwise).
     """
     from gleaner.urls import canonicalize, origin_of, validate_glob
+
+    if len(urls) > 1:
+        if site_domain or feeds:
+            fail("--site-domain and --feed name one site: give one URL with them")
+            return
+        for glob in (*include, *exclude):
+            validate_glob(glob)
+        for each in urls:
+            canonicalize(each)
+        settings = load_settings(**politeness(delay, concurrency))
+        summaries = run_crawls(settings, urls, as_json, limit=limit, max_depth=max_depth, include=include,
+                               exclude=exclude, delay=delay, concurrency=concurrency, triggered_by="api",
+                               mode="manual", render=render)
+        exit_for_runs(summaries)
+        return
+    url = urls[0] if urls else None
 
     for feed in feeds:
         canonicalize(feed)
@@ -103,9 +125,41 @@ def crawl_cmd(url: str | None, site_domain: str | None, limit: int | None, max_d
         validate_glob(glob)
     settings = load_settings(**politeness(delay, concurrency))
     summary = run_crawl(settings, url, as_json, site_domain=site_domain, limit=limit, max_depth=max_depth,
-                         include=include, exclude=exclude, feeds=feeds, triggered_by="api", mode="manual",
-                         render=render)
+                         include=include, exclude=exclude, feeds=feeds, delay=delay, concurrency=concurrency,
+                         triggered_by="api", mode="manual", render=render)
     exit_for_run(summary)
+
+
+def run_crawls(settings: Settings, urls: Sequence[str], as_json: bool, **request: Any) -> list[dict[str, Any]]:
+    """One run per URL, all at once (the multi-site engine); prints their summaries."""
+    with open_deps(settings) as deps:
+        from gleaner.cli.many import crawl_many
+        from gleaner.runner import new_request
+
+        _freeze_imported()
+        summaries = crawl_many(deps, [new_request(url, **request) for url in urls])
+        embed_new_chunks(deps, lambda line: click.echo(line, err=True))
+    if as_json:
+        click.echo(json.dumps([{k: s[k] for k in SUMMARY_KEYS} | ({"error": s["error"]} if s.get("error") else {})
+                               for s in summaries]))
+    else:
+        for summary in summaries:
+            print_summary(summary, False)
+    return summaries
+
+
+def exit_for_runs(summaries: Sequence[dict[str, Any]]) -> None:
+    """Exit as the worst run would alone: 130 if any was interrupted, 1 if any failed, else 0."""
+    from gleaner.runstate import RunStatus
+
+    statuses = {RunStatus(s["status"]) for s in summaries}
+    if RunStatus.INTERRUPTED in statuses:
+        fail("some runs were interrupted; `gleaner runs resume RUN_ID` goes on from there", 130)
+    bad = [s for s in summaries if RunStatus(s["status"]) is not RunStatus.FINISHED
+           and not (RunStatus(s["status"]) is RunStatus.PARTIAL and not s.get("error"))]
+    if bad:
+        fail(f"{len(bad)} of {len(summaries)} runs did not finish: "
+             + "; ".join(f"{s['site_domain']} {s['status']}: {s.get('error') or 'no reason recorded'}" for s in bad))
 
 
 def _freeze_imported() -> None:

@@ -20,6 +20,7 @@ from gleaner.cli.search import embed_new_chunks
 
 if TYPE_CHECKING:
     from gleaner.operator.rules import Applied, Rule
+    from gleaner.operator.schedule import TickReport
 
 
 def drain_local(deps: Deps) -> None:
@@ -214,13 +215,13 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
 
 
 def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
+    """Start every due site's run and drive them all at once in this process (the multi-site engine)."""
     from gleaner.operator.schedule import tick
 
     report = tick(deps)
-    drain_local(deps)
-    embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     data = report.to_dict()
-    data["runs"] = [deps.metadata.run_summary(s.run_id) for s in report.started]
+    data["runs"] = _drive_started(deps, report)
+    embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     if not as_json:
         for run in data["runs"]:
             if run:
@@ -229,6 +230,19 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
         for site in report.still_running:
             click.echo(f"{site}: previous run still going; left due", err=True)
     return data
+
+
+def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any] | None]:
+    """Drive the tick's runs to their ends here (with the in-process bus; Pub/Sub carries them elsewhere)."""
+    if deps.local_bus is None:
+        return [deps.metadata.run_summary(s.run_id) for s in report.started]
+    from gleaner.cli.many import drive_many
+    from gleaner.engine import RunRef
+
+    if not report.started:
+        drain_local(deps)
+        return []
+    return list(drive_many(deps, [RunRef(s.run_id, s.site_domain, "") for s in report.started]))
 
 
 @main.command("tick")
@@ -255,8 +269,12 @@ def watch_cmd(interval: float | None, rounds: int | None) -> None:
     settings = load_settings()
     with open_deps(settings) as deps:
         total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
-                      after_tick=lambda _report: drain_local(deps), sleep=time.sleep)
+                      after_tick=lambda report: _after_tick(deps, report), sleep=time.sleep)
     click.echo(f"watch: started {total} runs", err=True)
+
+
+def _after_tick(deps: Deps, report: TickReport) -> None:
+    _drive_started(deps, report)
 
 
 # -- review --------------------------------------------------------------------------------------

@@ -101,13 +101,13 @@ class Progress:
 
     # -- the observer port -----------------------------------------------------------------------
 
-    def urls_found(self, count: int) -> None:
+    def urls_found(self, count: int, run_id: str | None = None) -> None:
         with self._lock:
             self.urls = count
         if self._bar is not None:
             self._bar.update(self._task, description=f"mapping: {count} URLs found")
 
-    def page_fetched(self) -> None:
+    def page_fetched(self, run_id: str | None = None) -> None:
         with self._lock:
             if not self._started:
                 self._started = time.monotonic()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from gleaner.extract.orphan import worker_started
 from gleaner.extract.page import ExtractedPage, extract_pages
 
 Items = list[tuple[bytes, str | None, str, str | None]]
@@ -54,8 +55,11 @@ class ExtractPool:
             # forks the workers, instead of every worker doing it again (ignored if this process started
             # one already).
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["gleaner.extract.page", "trafilatura", "pypdf", "gleaner.extract.warm"])
-            executor = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            # Every process of the pool exits when its parent does, however the crawl ends (extract/orphan.py).
+            ctx.set_forkserver_preload(["gleaner.extract.serverwatch", "gleaner.extract.page", "trafilatura",
+                                        "pypdf", "gleaner.extract.warm"])
+            executor = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                                            initializer=worker_started)
             # A submit forks a worker and waits for it (and for the forkserver's imports): not on the caller's thread.
             self._warming = threading.Thread(target=self._spawn, args=(executor,), name="gleaner-extract-start",
                                              daemon=True)

@@ -115,7 +115,8 @@ class Fetcher:
         self._respect_robots = respect_robots
         self.budget = budget or RunBudget(max_requests=settings.run_max_requests, max_bytes=settings.run_max_bytes,
                                           max_seconds=settings.run_max_seconds)
-        self._hosts = hosts if hosts is not None else HostTable(host_politeness)
+        self._hosts = hosts if hosts is not None else HostTable(
+            host_politeness, requests_in_flight=settings.fetch_concurrency)
         # Shared by the fetchers of one run in one process, so robots.txt is read once per host per run.
         self._robots: MutableMapping[str, RobotsRules] = {} if robots_cache is None else robots_cache
         self._robots_seen: dict[str, RobotsRules] = {}  # this fetcher's answers, read without the loop's help
@@ -346,14 +347,16 @@ class Fetcher:
         retries = 0
         while True:
             async with host.slots:
-                wait_for = host.next_at - time.monotonic()
                 run_deadline = self.budget.deadline
-                if wait_for > 0:
+                # One start per delay on a host, whatever its concurrency: each slot holder that wakes
+                # looks again, since another may have taken the start it waited for.
+                while (wait_for := host.next_at - time.monotonic()) > 0:
                     if run_deadline is not None and time.monotonic() + wait_for >= run_deadline:
                         return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s "
                                     "would pass while waiting for the host's delay")
                     self._defer_if_past(time.monotonic() + wait_for)
                     await asyncio.sleep(wait_for)
+                host.next_at = time.monotonic() + max(host.delay, host.crawl_delay)
                 turn = await self._shared_turn(target.host, host)
                 if isinstance(turn, str):
                     return done(FetchOutcome.EXHAUSTED, turn)
@@ -363,13 +366,14 @@ class Fetcher:
                     return done(FetchOutcome.EXHAUSTED, spent)
                 result: FetchResult | None = None
                 try:
-                    result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
+                    async with self._hosts.in_flight:
+                        result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
                 finally:
                     pause = max(host.delay, host.crawl_delay)
                     if result is not None and result.status in BACKOFF:
                         backoff = retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
                         pause = max(pause, min(backoff, self.settings.max_retry_after))
-                    host.next_at = time.monotonic() + pause
+                    host.next_at = max(host.next_at, time.monotonic() + pause)
                     await self._release(turn, pause)
                 if result.status not in BACKOFF:
                     return result

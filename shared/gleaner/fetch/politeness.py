@@ -3,7 +3,10 @@
 One :class:`HostTable` is shared by every fetcher a process builds (the composition root keeps
 it), so two stages or two runs fetching from one host at once still take turns: politeness is a
 property of the server, not of a run. The concurrency slots are asyncio semaphores: every fetch
-of the process runs on the one fetch loop (:mod:`gleaner.fetch.loop`).
+of the process runs on the one fetch loop (:mod:`gleaner.fetch.loop`). Like Scrapy's downloader,
+the table also holds the process's global bound on requests in flight (``GLEANER_FETCH_CONCURRENCY``):
+a request takes it only while it is on the wire, after its host's slot and delay, so requests
+waiting out a host's delay never keep another host's requests from starting.
 
 Across processes (several function instances fetching one site's batches), the fetcher also
 takes a turn from :class:`SharedTurns` (``GLEANER_SHARED_POLITENESS``; PostgreSQL's
@@ -58,16 +61,20 @@ class HostState:
 class HostTable:
     """Host name -> :class:`HostState`, created on first sight from the operator's settings."""
 
-    def __init__(self, politeness: HostPoliteness | None = None) -> None:
+    def __init__(self, politeness: HostPoliteness | None = None, *, requests_in_flight: int = 16) -> None:
         self._politeness = politeness
         self._hosts: dict[str, HostState] = {}
         self._lock = threading.Lock()
+        # Every request of the process on the wire at once, across hosts and runs.
+        self.in_flight = asyncio.Semaphore(max(1, requests_in_flight))
 
     def peek(self, hostname: str) -> HostState | None:
         """The host's state if it was seen before (no lookup of the operator's settings)."""
         return self._hosts.get(hostname.lower())
 
     def get(self, hostname: str, *, default_delay: float, default_concurrency: int) -> HostState:
+        """The host's state; on first sight the operator's per-host settings, else these defaults
+        (the one place a host's delay and concurrency are decided)."""
         hostname = hostname.lower()
         with self._lock:
             state = self._hosts.get(hostname)

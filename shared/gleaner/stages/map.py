@@ -151,6 +151,10 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
         options["honour_lastmod"] = True
     if message.render:
         options["render"] = message.render
+    politeness = {name: value for name, value in (("host_delay", message.delay),
+                                                  ("host_concurrency", message.concurrency)) if value is not None}
+    if politeness:
+        options["politeness"] = politeness
     created = meta.create_run(run_id, site, host_id, target, options, message.mode, message.triggered_by,
                               worker=deps.worker)
     if not created:
@@ -174,7 +178,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,
                              keeper=keeper, max_links=settings.max_links_per_page,
                              skipped=lambda url: gate.skipped(url, path_of(url)) or erased(url) is not None,
-                             on_found=deps.observer.urls_found,
+                             on_found=lambda count: deps.observer.urls_found(count, run_id),
                              stop_at=time.monotonic() + settings.map_soft_deadline if settings.map_soft_deadline
                              else None)
         except MapFailed as exc:

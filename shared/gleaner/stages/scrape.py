@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import replace
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
@@ -49,6 +50,9 @@ from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.dberrors import again_on_transient
 from gleaner.store.records import FetchRecord, RunPage
 from gleaner.urls import canonicalize
+
+if TYPE_CHECKING:
+    from gleaner.fetch.fetcher import Fetcher
 
 log = logging.getLogger(__name__)
 
@@ -77,133 +81,165 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         return PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                             pages=())
     stop_at = time.monotonic() + deps.settings.scrape_soft_deadline
-    batch = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == Verdict.INCLUDE]
-    pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
-    # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
-    fetched: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
-                                  if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
-                                  and p.fetched_content_hash]
-    # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
-    kept = [p for p in pages.values() if replayable(p.prefetched, p.current_hash is not None)]
-    kept_ids = {p.document_id for p in kept}
-    render = RenderPlan(deps, message.run_id, list(pages))  # which pages the browser reads (render = auto|always)
-    kept = [p for p in kept if p.document_id not in render.browser_ids]  # a kept answer is the plain document
-    kept_ids = {p.document_id for p in kept}
-    requests = [render.request(_request(p)) for p in pages.values() if p.document_id not in kept_ids]
-    missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
-
-    def replays() -> Iterator[FetchResult]:
-        """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
-        for p in kept:
-            try:
-                result = replay_for(deps.blobs, p.prefetched, p.fetch_url, p.document_id, p.current_hash is not None)
-            except GleanerError as exc:
-                # The store cannot give the kept body back, so it will not take this page's version either:
-                # settled as not stored, like a body it refuses (the site is not asked again).
-                store_failures.append(exc)
-                answered.add(p.document_id)
-                records.append(FetchRecord(p.document_id, str(FetchOutcome.STORE_FAILED), f"blob store: {exc}"[:500],
-                                           None, 0, None, None, None))
-                continue
-            if result is None:
-                missing.append(_request(p))
-            else:
-                yield result
-    records: list[FetchRecord] = []
-    pending: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
-    waiting: list[tuple[RunPage, FetchResult]] = []
-    answered: set[str] = set()
-    counts: Counter[str] = Counter()
-    store_failures: list[GleanerError] = []
-
-    def extract_waiting() -> None:
-        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url, result.content_type)
-                 for page, result in waiting]
-        pending.append((list(waiting), deps.extract_pool.submit(items)))
-        waiting.clear()
-
-    unchecked: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # extracted, not yet handed off
-
-    def settle(block: bool) -> None:
-        """Hand off extracted pages (the finished ones, or all when ``block``) and write what is settled."""
-        while pending and (block or pending[0][1].done()):
-            fetched_pages, future = pending.pop(0)
-            unchecked.extend(zip(fetched_pages, future.result(), strict=True))
-        # The blocklist is asked about several extraction tasks' pages at once: each question is a transaction.
-        if unchecked and (block or len(unchecked) >= RECORDS_PER_WRITE):
-            done = list(unchecked)
-            unchecked.clear()
-            # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
-            erased = deps.blocklist.refused(message.site_domain, {
-                page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
-                for (page, _result), extracted in done})
-            for (page, result), extracted in done:
-                if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
-                    records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
-                                                         reason=extracted.refused, body=None), None))
-                    continue
-                if page.document_id in erased:
-                    records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED), "content was erased",
-                                               result.status, result.elapsed_ms, len(result.body or b""), None, None))
-                    continue
-                try:
-                    handed = _hand_off(deps, message, page, result, extracted)
-                except GleanerError as exc:
-                    # Storage failed, not the site: fetching the page again cannot help, so the page is
-                    # settled as not stored (a redelivery would ask the site for the whole batch again).
-                    store_failures.append(exc)
-                    records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
-                                           reason=f"blob store: {exc}"[:500]))
-                    continue
-                handed = render.handed(handed)
-                fetched.append(handed)
-                records.append(_record(page, result, extracted.title, handed))
-        if records and (block or _write_due(records)):
-            _write(deps, message.run_id, records, counts)
-
+    included = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == Verdict.INCLUDE]
+    batch = BatchScrape(deps, message, included)
     with deps.new_fetcher(run_id=message.run_id) as fetcher:
-        for result in chain(replays(), fetcher.fetch_many(requests, stop_at=stop_at),
-                            fetcher.fetch_many(missing, stop_at=stop_at)):
-            deps.observer.page_fetched()
-            page = pages[str(result.key)]
-            answered.add(page.document_id)
-            moved_to = _moved_to_known(deps, message.site_domain, page, result)
-            if moved_to is not None:
-                records.append(_record(page, result, None, superseded_by=moved_to))
-            elif result.outcome is FetchOutcome.FETCHED:
-                waiting.append((page, render.read(fetcher, result)))
-                if len(waiting) >= PAGES_PER_EXTRACTION:
-                    extract_waiting()
-            else:
-                records.append(_record(page, result, None))
-            settle(block=False)
-    if waiting:
-        extract_waiting()
-    settle(block=True)
-    render.finish()
-    if store_failures:
+        for result in chain(batch.replays(), fetcher.fetch_many(batch.requests, stop_at=stop_at),
+                            fetcher.fetch_many(batch.missing, stop_at=stop_at)):
+            batch.fetched_one(result, fetcher)
+    batch.extract()
+    batch.settle(block=True)
+    batch.render.finish()
+    if batch.store_failures:
         ended = meta.end_run_unstored(
-            message.run_id, f"blob store failed: {store_failures[0]}; {len(store_failures)} fetched pages of batch "
-            f"{message.batch_no} not stored, later batches not fetched")
+            message.run_id, f"blob store failed: {batch.store_failures[0]}; {len(batch.store_failures)} fetched pages "
+            f"of batch {message.batch_no} not stored, later batches not fetched")
         if ended is not None:
-            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, store_failures[0])
-    left = [doc for doc in pages if doc not in answered]
+            log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, batch.store_failures[0])
+    left = [doc for doc in batch.pages if doc not in batch.answered]
     if left:
         # The soft deadline passed before these could start: a new task (its own name) takes them on.
         deps.bus.enqueue(replace(message, document_ids=tuple(left), part=message.part + 1))
+    counts = batch.counts
     log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
              message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),
              extra={"fields": {"event": Event.SCRAPE_BATCH.value, "pages_fetched": counts["fetched"],
                                "pages_not_modified": counts["not-modified"], "pages_failed": counts["failed"],
                                "pages_handed_on": len(left)}})
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
-                       pages=tuple(fetched))
-    if fetched:
+                       pages=tuple(batch.handed))
+    if batch.handed:
         deps.bus.publish(out, ordering_key=message.site_domain)
     elif not left:
         finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
+
+
+class BatchScrape:
+    """One batch's pages on their way, each step a method: fetched -> extracted -> settled -> written.
+
+    :meth:`fetched_one` takes each answer (a kept one from :meth:`replays`, or the fetcher's) and either
+    records its outcome or queues the page for extraction; :meth:`extract` hands queued pages to the
+    extraction pool a few at a time; :meth:`settle` takes extracted pages back, checks them against the
+    erasure blocklist and hands their artefacts to snapshot; :meth:`write` records settled outcomes a
+    few at a time, so a batch cut short keeps what it did.
+    """
+
+    def __init__(self, deps: Deps, message: ScrapeBatch, batch: list[RunPage]) -> None:
+        self.deps = deps
+        self.message = message
+        self.pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
+        # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
+        self.handed: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
+                                          if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
+                                          and p.fetched_content_hash]
+        # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
+        self.kept = [p for p in self.pages.values() if replayable(p.prefetched, p.current_hash is not None)]
+        # Which pages the browser reads (render = auto|always): a kept answer is the plain document.
+        self.render = RenderPlan(deps, message.run_id, list(self.pages))
+        self.kept = [p for p in self.kept if p.document_id not in self.render.browser_ids]
+        kept_ids = {p.document_id for p in self.kept}
+        self.requests = [self.render.request(_request(p)) for p in self.pages.values() if p.document_id not in kept_ids]
+        self.missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
+        self.records: list[FetchRecord] = []  # settled, not yet written
+        self.waiting: list[tuple[RunPage, FetchResult]] = []  # fetched, not yet handed to extraction
+        self.extracting: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
+        self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
+        self.answered: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self.store_failures: list[GleanerError] = []
+
+    def replays(self) -> Iterator[FetchResult]:
+        """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
+        for p in self.kept:
+            try:
+                result = replay_for(self.deps.blobs, p.prefetched, p.fetch_url, p.document_id,
+                                    p.current_hash is not None)
+            except GleanerError as exc:
+                # The store cannot give the kept body back, so it will not take this page's version either:
+                # settled as not stored, like a body it refuses (the site is not asked again).
+                self.store_failures.append(exc)
+                self.answered.add(p.document_id)
+                self.records.append(FetchRecord(p.document_id, str(FetchOutcome.STORE_FAILED),
+                                                f"blob store: {exc}"[:500], None, 0, None, None, None))
+                continue
+            if result is None:
+                self.missing.append(_request(p))
+            else:
+                yield result
+
+    def fetched_one(self, result: FetchResult, fetcher: Fetcher | None = None) -> None:
+        """Step 1: one answer in; its outcome recorded, or its page queued for extraction (read by the
+        browser first when its page renders: its sub-requests go through ``fetcher``)."""
+        self.deps.observer.page_fetched(self.message.run_id)
+        page = self.pages[str(result.key)]
+        self.answered.add(page.document_id)
+        moved_to = _moved_to_known(self.deps, self.message.site_domain, page, result)
+        if moved_to is not None:
+            self.records.append(_record(page, result, None, superseded_by=moved_to))
+        elif result.outcome is FetchOutcome.FETCHED:
+            self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
+            if len(self.waiting) >= PAGES_PER_EXTRACTION:
+                self.extract()
+        else:
+            self.records.append(_record(page, result, None))
+        self.settle(block=False)
+
+    def extract(self) -> None:
+        """Step 2: hand the queued pages to the extraction pool as one task."""
+        if not self.waiting:
+            return
+        items = [(result.body or b"", result.charset, result.final_url or page.fetch_url, result.content_type)
+                 for page, result in self.waiting]
+        self.extracting.append((list(self.waiting), self.deps.extract_pool.submit(items)))
+        self.waiting.clear()
+
+    def settle(self, block: bool) -> None:
+        """Step 3: hand off extracted pages (the finished ones, or all when ``block``), then write."""
+        while self.extracting and (block or self.extracting[0][1].done()):
+            fetched_pages, future = self.extracting.pop(0)
+            self.extracted.extend(zip(fetched_pages, future.result(), strict=True))
+        # The blocklist is asked about several extraction tasks' pages at once: each question is a transaction.
+        if self.extracted and (block or len(self.extracted) >= RECORDS_PER_WRITE):
+            done = list(self.extracted)
+            self.extracted.clear()
+            self._hand_off(done)
+        self.write(block)
+
+    def _hand_off(self, done: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]]) -> None:
+        message = self.message
+        # Erased content never comes back: not at its own URL, not at another (seed 004's blocklist).
+        erased = self.deps.blocklist.refused(message.site_domain, {
+            page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
+            for (page, _result), extracted in done})
+        for (page, result), extracted in done:
+            if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
+                self.records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
+                                                          reason=extracted.refused, body=None), None))
+                continue
+            if page.document_id in erased:
+                self.records.append(FetchRecord(page.document_id, str(FetchOutcome.REFUSED_ERASED),
+                                                "content was erased", result.status, result.elapsed_ms,
+                                                len(result.body or b""), None, None))
+                continue
+            try:
+                handed = _hand_off(self.deps, message, page, result, extracted)
+            except GleanerError as exc:
+                # Storage failed, not the site: fetching the page again cannot help, so the page is
+                # settled as not stored (a redelivery would ask the site for the whole batch again).
+                self.store_failures.append(exc)
+                self.records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
+                                            reason=f"blob store: {exc}"[:500]))
+                continue
+            handed = self.render.handed(handed)
+            self.handed.append(handed)
+            self.records.append(_record(page, result, extracted.title, handed))
+
+    def write(self, block: bool) -> None:
+        """Step 4: record settled pages when enough are in hand (all of them when ``block``)."""
+        if self.records and (block or _write_due(self.records)):
+            _write(self.deps, self.message.run_id, self.records, self.counts)
 
 
 def _request(page: RunPage) -> FetchRequest:

@@ -1,0 +1,62 @@
+"""Driving several runs from the command line: the multi-site engine under one board and one Ctrl-C.
+
+``gleaner tick``, ``gleaner watch`` and ``gleaner crawl URL URL ...`` come here. Ctrl-C or SIGTERM marks
+every run still active ``interrupted`` (the engine does) and exits 130 with one line per run saying how
+to resume it.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from gleaner.app import Deps
+from gleaner.cli.board import RunBoard
+from gleaner.engine import Engine, RunRef
+from gleaner.messages import CrawlRequested
+
+
+def crawl_many(deps: Deps, requests: Sequence[CrawlRequested]) -> list[dict[str, Any]]:
+    """Crawl one run per request at once; a summary per request, in order."""
+    return _drive(deps, [RunRef.of(r) for r in requests], requests)
+
+
+def drive_many(deps: Deps, runs: Sequence[RunRef]) -> list[dict[str, Any]]:
+    """Drive runs whose crawl requests are already on the bus (a tick published them)."""
+    return _drive(deps, runs, None)
+
+
+def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None) -> list[dict[str, Any]]:
+    engine = Engine(deps)
+
+    def pages_total(run_id: str) -> int:
+        site = next(r.site_domain for r in runs if r.run_id == run_id)
+        from gleaner import tenancy
+
+        with tenancy.scope(site):
+            summary = deps.metadata.run_summary(run_id)
+        return int(summary["included"]) if summary else 0
+
+    def terminate(_signo: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with RunBoard({r.run_id: r.site_domain for r in runs}, pages_total=pages_total) as board:
+            deps.observer = board
+            engine.on_dispatch = board.on_message
+            board.line(f"crawling {len(runs)} sites at once (data in {deps.settings.data_dir})")
+            return engine.crawl(requests) if requests is not None else engine.drive(runs)
+    except KeyboardInterrupt:
+        for run in runs:
+            if run.run_id in engine.interrupted:
+                click.echo(f"gleaner: {run.site_domain}: run {run.run_id} interrupted; "
+                           f"`gleaner runs resume {run.run_id}` goes on from here", err=True)
+            else:
+                click.echo(f"gleaner: {run.site_domain}: run {run.run_id} had ended or not started", err=True)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
