@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.changes.sender import DeliverySender
 from gleaner.errors import ConfigError
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.web import (
@@ -75,6 +76,7 @@ class WebhookServer:
         self.bus = bus
         self._work = threading.Event()
         self._stopping = threading.Event()
+        self._sender: DeliverySender | None = None
         self.limits = limits or ServerLimits(max_body_bytes=deps.settings.webhook_max_bytes)
         # The back office needs no credential on loopback (DESIGN.md); bound elsewhere it takes the admin bearer.
         backoffice = BackofficeApp(deps, bearer=None if _loopback(host) else deps.settings.webhook_secret)
@@ -91,6 +93,8 @@ class WebhookServer:
     def start(self) -> WebhookServer:
         for thread in self._threads:
             thread.start()
+        # Webhooks of crawls started here (and any a crawl elsewhere left pending) go out in the background.
+        self._sender = DeliverySender(self.deps).start()
         return self
 
     def stop(self) -> None:
@@ -98,6 +102,8 @@ class WebhookServer:
 
         self._stopping.set()
         self._work.set()
+        if self._sender is not None:
+            self._sender.stop()
         server = self._server
 
         def close_everything() -> None:

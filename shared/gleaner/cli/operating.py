@@ -15,7 +15,7 @@ import click
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps, plain
 
 if TYPE_CHECKING:
     from gleaner.operator.rules import Applied, Rule
@@ -109,18 +109,23 @@ def sites_list(as_json: bool) -> None:
 def sites_show(site: str, as_json: bool) -> None:
     """One site: schedule, globs, limits, politeness, budgets and its rules."""
     from gleaner.operator.rules import list_rules
-    from gleaner.operator.sites import get_site
+    from gleaner.operator.sites import effective_politeness, get_site
 
-    with open_deps(load_settings()) as deps:
+    settings = load_settings()
+    with open_deps(settings) as deps:
         found = get_site(deps, site)
         rules = list_rules(deps, found.site_domain)
-    data = {**found.to_dict(), "rules": [r.to_dict() for r in rules]}
+    data = {**found.to_dict(), "politeness": effective_politeness(settings, found),
+            "rules": [r.to_dict() for r in rules]}
     if as_json:
         _echo_json(data)
         return
     for key, value in data.items():
-        if key != "rules":
-            click.echo(f"{key:<22} {value}")
+        if key not in ("rules", "politeness"):
+            click.echo(f"{key:<22} {plain(value)}")
+    polite = data["politeness"]
+    click.echo(f"{'politeness used':<22} delay {polite['delay']:g} s ({polite['delay_source']}), concurrency"
+               f" {polite['concurrency']} ({polite['concurrency_source']})")
     for r in rules:
         click.echo(f"rule {r.id}  {r.action:<5} {r.glob}  {r.reason or ''}")
 
@@ -148,17 +153,20 @@ def rules_group() -> None:
 @rules_group.command("add")
 @click.argument("site")
 @click.argument("glob")
-@click.option("--skip", "action", flag_value="skip", help="Gate 1: never fetch matching paths.")
-@click.option("--block", "action", flag_value="block", help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--skip", is_flag=True, help="Gate 1: never fetch matching paths.")
+@click.option("--block", is_flag=True, help="Gate 2: fetch and version, never ingest or route.")
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_json: bool) -> None:
+def rules_add(site: str, glob: str, skip: bool, block: bool, reason: str | None, as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
-    if action is None:
+    if skip and block:
+        raise click.UsageError("say --skip or --block, not both (skip: never fetched; block: fetched, never ingested)")
+    if not (skip or block):
         raise click.UsageError("say --skip or --block")
+    action = "skip" if skip else "block"
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps, site, glob, action, reason)
         outbox.flush_after_commit(deps)  # document.blocked events
@@ -213,7 +221,7 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
         for run in data["runs"]:
             if run:
                 click.echo(f"{run['site_domain']}: run {run['run_id']} {run['status']}"
-                           f" (fetched {run['fetched']}, snapshots {run['snapshots']})", err=True)
+                           f" (fetched {run['fetched']}, snapshots {plain(run['snapshots'])})", err=True)
         for site in report.still_running:
             click.echo(f"{site}: previous run still going; left due", err=True)
     return data
@@ -238,10 +246,11 @@ def tick_cmd(as_json: bool) -> None:
 @guard
 def watch_cmd(interval: float | None, rounds: int | None) -> None:
     """Tick in a loop: keep every registered site current from this machine."""
+    from gleaner.changes.sender import DeliverySender
     from gleaner.operator.schedule import watch
 
     settings = load_settings()
-    with open_deps(settings) as deps:
+    with open_deps(settings) as deps, DeliverySender(deps):  # webhooks go out between and during ticks
         total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
                       after_tick=lambda _report: drain_local(deps), sleep=time.sleep)
     click.echo(f"watch: started {total} runs", err=True)
