@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
+    from gleaner.retrieval.embedder import Embedder
+    from gleaner.retrieval.index import SearchIndex
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
@@ -84,6 +86,7 @@ class Deps:
     # liveness check); None in the cloud, where a run's heartbeat is all that tells.
     worker: str | None = None
     decider_override: Decider | None = None
+    embedder_override: Embedder | None = None
     # Told of URLs found and pages fetched as they happen (the CLI's progress); nothing by default.
     observer: RunObserver = field(default_factory=NoObserver)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -158,6 +161,22 @@ class Deps:
         from gleaner.store.texts import TextStore
 
         return TextStore(self.engine)
+
+    @_built_once
+    def search_index(self) -> SearchIndex:
+        """Chunks, embeddings and which documents are searchable (gleaner.retrieval)."""
+        from gleaner.retrieval.index import SearchIndex
+
+        return SearchIndex(self.engine)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The process's one embedding model, loaded on first use and shared by every Deps."""
+        if self.embedder_override is not None:
+            return self.embedder_override
+        from gleaner.retrieval.embedder import default_embedder
+
+        return default_embedder()
 
     @_built_once
     def canonical_handover(self) -> CanonicalHandover:

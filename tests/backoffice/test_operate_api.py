@@ -69,3 +69,14 @@ def test_pages_say_what_an_action_did_and_why_one_was_refused(kept: Kept):
     assert "Run resumed" in notice
     forged = call(app, "GET", "/ui/runs", query={"done": "<script>alert(1)</script>"}).body.decode()
     assert "alert(1)" not in forged  # only fixed messages are shown
+
+
+def test_the_search_box_shows_the_best_passages_of_the_copy(kept: Kept):
+    from gleaner.retrieval.index import embed_pending
+
+    embed_pending(kept.deps.search_index, kept.deps.embedder)
+    app = BackofficeApp(kept.deps)
+    page = call(app, "GET", "/ui/search", query={"q": "how do I install gleaner"}).body.decode()
+    assert "not available" not in page and 'class="hit"' in page and "/ui/documents/" in page
+    empty = call(app, "GET", "/ui/search", query={"q": "install", "site": "nosuch.test"}).body.decode()
+    assert "no site nosuch.test" in empty and 'class="hit"' not in empty  # said on the page, not a bare 404

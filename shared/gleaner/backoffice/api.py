@@ -27,6 +27,7 @@ Routes (GET unless marked)::
     /v1/sites/{site}/conflicts?status              the site's conflicts, oldest first
     POST /v1/sites/{site}/conflicts/{id}           {"status": "acknowledged"|"resolved"|"false_positive"}
     /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
+    /v1/search?q&site&limit                        ranked citable chunks (backoffice/searchapi.py)
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.textsapi``), not this module's.
@@ -490,6 +491,12 @@ def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 
+def _search(deps: Deps, req: ApiRequest) -> dict[str, Any]:
+    from gleaner.backoffice.searchapi import get_search  # retrieval's own module (it imports this one)
+
+    return get_search(deps, req)
+
+
 H = TypeVar("H")
 Handler = Callable[..., dict[str, Any] | Answer]
 
@@ -535,6 +542,7 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/sites/{site}/conflicts/?": {"GET": get_conflicts},
     "/v1/sites/{site}/conflicts/{conflict}": {"POST": post_conflict},
     "/v1/quality/?": {"GET": get_quality},
+    "/v1/search/?": {"GET": lambda deps, req: _search(deps, req)},
 }
 ROUTES = compile_routes(_API)
 

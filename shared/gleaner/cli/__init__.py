@@ -19,6 +19,7 @@ from gleaner.cli import (  # noqa: F401
     reading,
     references,
     runctl,
+    search,
     tokens,
     versions,
 )

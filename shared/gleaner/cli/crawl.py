@@ -21,6 +21,7 @@ from gleaner.cli.base import (
     print_summary,
     tenant_key,
 )
+from gleaner.cli.search import embed_new_chunks
 from gleaner.config import Settings
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
                 deps.observer = progress
                 progress.line(f"crawling {url} (data in {settings.data_dir})")
                 result = crawl(deps, message, progress.on_message)
+                embed_new_chunks(deps, progress.line)
         finally:
             if opening is not None:
                 opening.join()  # never close the dependencies under a database still starting

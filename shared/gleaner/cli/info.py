@@ -41,6 +41,7 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
     engine = db.create_engine(settings)
     try:
         revision = db.current_revision(engine)
+        search = _search_mode(engine)
     finally:
         engine.dispose()
     return {
@@ -53,7 +54,26 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
         "schema_revision": revision,
         "schema_head": db.head_revision(),
         "bus": settings.bus,
+        "search": search,
     }
+
+
+def _search_mode(engine: Any) -> str:
+    """How search ranks here: by meaning and words (pgvector) or by words alone (a server without it)."""
+    import sqlalchemy as sa
+
+    from gleaner.retrieval.embedder import MODEL_NAME
+
+    with engine.connect() as conn:
+        chunks, vectors = conn.execute(sa.text(
+            "SELECT to_regclass('knowledge.text_chunks') IS NOT NULL, EXISTS (SELECT 1 FROM"
+            " information_schema.columns WHERE table_schema = 'knowledge' AND table_name = 'text_chunks'"
+            " AND column_name = 'embedding')")).one()
+    if not chunks:
+        return "not set up yet (the next command migrates the schema)"
+    if vectors:
+        return f"hybrid: {MODEL_NAME} embeddings in pgvector (HNSW) + full text"
+    return "full text only: this PostgreSQL has no pgvector extension"
 
 
 @main.command("info")
@@ -77,4 +97,5 @@ def info_cmd(as_json: bool) -> None:
                f"  database  {info['database_url']}" + ("  (embedded)" if info["database_embedded"] else "") + "\n"
                f"  blobs     {info['blob_url']}\n"
                f"  schema    {schema}\n"
-               f"  bus       {info['bus']}")
+               f"  bus       {info['bus']}\n"
+               f"  search    {info['search']}")

@@ -16,6 +16,7 @@ import click
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps, plain
+from gleaner.cli.search import embed_new_chunks
 
 if TYPE_CHECKING:
     from gleaner.operator.rules import Applied, Rule
@@ -215,6 +216,7 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
 
     report = tick(deps)
     drain_local(deps)
+    embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     data = report.to_dict()
     data["runs"] = [deps.metadata.run_summary(s.run_id) for s in report.started]
     if not as_json:

@@ -8,7 +8,8 @@ over as it is; otherwise it is computed from the snapshot's content.md.
 Snapshots of blocked documents are skipped (gate 2) and erased text is refused (the last
 dedup path before storage); ingested documents get their default routing, composites whose
 pinned source changed go stale (operator/routing.py), and each document whose current version
-was ingested is checked for duplicates (stages/conflicts.py).
+was ingested is checked for duplicates (stages/conflicts.py). Current versions with an enabled
+``rag`` routing enter the search index (gleaner.retrieval.index); their embedding comes later.
 """
 
 from __future__ import annotations
@@ -29,5 +30,6 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     items = not_erased(deps, message.site_domain, items)
     stored = deps.texts.store(items)
     meta.route_ingested(message.snapshot_ids)
+    deps.search_index.index_snapshots(items)
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
     return stored

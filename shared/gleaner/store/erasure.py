@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import EventType
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
+from gleaner.retrieval.index import remove_documents
 from gleaner.store.blobs import BlobStore, run_content_key, run_raw_key, sample_key
 from gleaner.store.events import record_status_change
 from gleaner.store.sqlstore import SqlStore, json_value
@@ -135,6 +136,7 @@ class ErasureStore(SqlStore):
             # Subscribers learn the page is gone (document.removed), once per erasure, with the erasure.
             record_status_change(conn, document_id=document_id, type=EventType.REMOVED,
                                  cause=f"erasure:{erasure_id}")
+            remove_documents(conn, [document_id])  # out of search in the erasure's first transaction
             conn.execute(
                 sa.text("UPDATE knowledge.documents SET is_deleted = true, scrape_policy = 'skip',"
                         " skip_reason = 'erased', skip_by_decider = false, title = NULL, http_etag = NULL,"
@@ -208,8 +210,10 @@ def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[
                 " RETURNING c.text_hash"),
         {"h": list(hashes)},
     ).scalars().all()
-    if removed:  # a text's spans go with it (no foreign key cascades: migration 0019)
+    if removed:  # a text's spans and retrieval chunks go with it (no foreign key cascades: migration 0019)
         conn.execute(sa.text("DELETE FROM knowledge.text_spans WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                     {"h": list(removed)})
+        conn.execute(sa.text("DELETE FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
                      {"h": list(removed)})
     kept = sorted(set(hashes) - set(removed))
     return sorted(removed), kept

@@ -50,6 +50,8 @@ def record_changes(conn: Connection, changes: Sequence[Change]) -> int:
             " JOIN knowledge.documents d ON d.id = t.d"
             " LEFT JOIN knowledge.document_snapshots s ON s.id = COALESCE(t.s, d.current_snapshot_id)"
             " LEFT JOIN knowledge.document_snapshots p ON p.id = t.ps"
+            # Gleaner's own tenants (the feed's ``_references``) are not client documents: no document.* events.
+            " WHERE left(d.site_domain, 1) <> '_'"
             " ORDER BY d.id"
             " ON CONFLICT DO NOTHING RETURNING 1"
         ),

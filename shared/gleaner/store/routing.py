@@ -54,6 +54,8 @@ class RoutingStore(SqlStore):
                     " SELECT DISTINCT d.site_domain, d.id, 'rag'::knowledge.routing_destination"
                     " FROM knowledge.document_snapshots s JOIN knowledge.documents d ON d.id = s.document_id"
                     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+                    # Gleaner's own tenants (``_references``) are never client knowledge (the feed spec).
+                    " AND left(d.site_domain, 1) <> '_'"
                     " AND NOT EXISTS (SELECT 1 FROM knowledge.composite_document_sources cs"
                     "   WHERE cs.document_id = d.id)"
                     " ON CONFLICT DO NOTHING"

@@ -21,6 +21,7 @@ from gleaner.changes.events import Change, EventType
 from gleaner.errors import InvalidInput
 from gleaner.operator.hooks import StatusChange
 from gleaner.operator.rules import Applied, Gate, Rule, RuleAction, RuleTarget, plan_rules
+from gleaner.retrieval.index import remove_documents
 from gleaner.store.events import record_changes
 from gleaner.store.sqlstore import SqlStore, json_rows
 
@@ -106,6 +107,7 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
         # Gate 2: a blocked document is never routed anywhere.
         conn.execute(sa.text("DELETE FROM knowledge.document_routings WHERE document_id = ANY(CAST(:d AS uuid[]))"),
                      {"d": list(plan.applied.blocked)})
+        remove_documents(conn, list(plan.applied.blocked))
     if plan.changes:
         announce_gate_changes(conn, plan.changes)
     return plan.applied

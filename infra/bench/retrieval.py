@@ -1,0 +1,250 @@
+"""What retrieval costs and how well it finds: ``python infra/bench/retrieval.py [--pages N] [--chunks N]``.
+
+One run, side by side, on one embedded PostgreSQL (pgserver, with pgvector):
+
+1. first crawl of the synthetic corpus (``corpus.py``, standard profile) into two fresh databases:
+   indexing off (the search index replaced by one that does nothing) and on (chunks, full-text
+   vectors and search_index rows written by ingest); pages/s of each, the index's size per 1,000
+   pages, then the embedding step over up to ``--embed-max`` of the crawl's chunks (chunks/s), and
+   pages/s with the whole crawl's embedding time (measured rate x chunks) counted in;
+2. search latency over ``--chunks`` synthetic chunks (random unit-free vectors and word soup, written
+   straight into the tables, HNSW built after the load): ``search()`` end to end (query embedding
+   included) and the database part alone, p50/p95 over ``--queries`` searches;
+3. recall@1/@3 of the paraphrase set (tests/integration/paraphrase_site.py) over its loopback site.
+
+Prints one JSON object (``--out`` also writes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "shared"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import _WORDS, generate_synthetic  # noqa: E402
+from server import testsite_for  # noqa: E402
+
+from gleaner import tenancy  # noqa: E402
+from gleaner.app import Deps  # noqa: E402
+from gleaner.config import Settings, parse_networks  # noqa: E402
+from gleaner.retrieval import search  # noqa: E402
+from gleaner.retrieval.embedder import default_embedder  # noqa: E402
+from gleaner.retrieval.index import embed_pending  # noqa: E402
+from gleaner.runner import crawl, new_request  # noqa: E402
+from gleaner.store import db  # noqa: E402
+
+
+class _NoIndex:
+    """Indexing off: ingest's call to the search index does nothing."""
+
+    def index_snapshots(self, items: Any) -> int:
+        return 0
+
+    def has_vectors(self) -> bool:
+        return False
+
+
+def _deps(server: Any, name: str, work: Path) -> Deps:
+    sa_url, connect_args = db._pg8000_url(server.get_uri())
+    admin = sa.create_engine(sa_url, connect_args=connect_args, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    settings = Settings(data_dir=work / name, database_url=server.get_uri(database=name),
+                        allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=8)
+    deps = Deps(settings)
+    db.upgrade(deps.engine)
+    return deps
+
+
+def _size(deps: Deps, *tables: str) -> int:
+    with deps.engine.connect() as conn:
+        return sum(int(conn.execute(sa.text(f"SELECT pg_total_relation_size('{t}')")).scalar_one()) for t in tables)
+
+
+def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str, Any]:
+    (work / "empty").mkdir()
+    with testsite_for(work / "empty", max_seconds=3600) as site:  # its address first: sitemaps name it
+        generate_synthetic(work / "corpus", site.url, pages)
+        site.pages.update(testsite_for(work / "corpus").pages)
+        runs: dict[str, Any] = {}
+        for name, indexing in (("index_off", False), ("index_on", True)):
+            deps = _deps(server, name, work)
+            if not indexing:
+                deps.__dict__["search_index"] = _NoIndex()
+            started = time.perf_counter()
+            summary = crawl(deps, new_request(site.url + "/", site_domain="bench.test"))
+            seconds = time.perf_counter() - started
+            runs[name] = {"pages": summary["fetched"], "seconds": round(seconds, 2),
+                          "pages_per_s": round(summary["fetched"] / seconds, 2), "deps": deps}
+    on = runs["index_on"]
+    deps = on.pop("deps")
+    runs["index_off"].pop("deps").close()
+    with deps.engine.connect() as conn:
+        chunks = int(conn.execute(sa.text("SELECT count(*) FROM knowledge.text_chunks")).scalar_one())
+    size_before = _size(deps, "knowledge.text_chunks", "knowledge.search_index")
+    default_embedder()  # loading is once per process: not part of the rate
+    started = time.perf_counter()
+    embedded = embed_pending(deps.search_index, deps.embedder, max_chunks=embed_max)
+    rate = embedded / (time.perf_counter() - started) if embedded else None
+    size_after = _size(deps, "knowledge.text_chunks", "knowledge.search_index")  # vectors: similar size each
+    vector_bytes = (size_after - size_before) / embedded if embedded else 0
+    full_size = size_before + vector_bytes * chunks
+    deps.close()
+    embed_seconds = chunks / rate if rate else None
+    return {
+        "pages": on["pages"], "chunks": chunks, "chunks_per_page": round(chunks / max(on["pages"], 1), 1),
+        "index_off": runs["index_off"], "index_on": on,
+        "crawl_cost_of_indexing": round(1 - on["pages_per_s"] / runs["index_off"]["pages_per_s"], 3),
+        "embedding_chunks_per_s": round(rate, 2) if rate else None, "embedded_sample": embedded,
+        "embedding_seconds_whole_crawl": round(embed_seconds, 1) if embed_seconds else None,
+        "pages_per_s_with_embedding": round(on["pages"] / (on["seconds"] + embed_seconds), 2) if embed_seconds
+        else None,
+        "index_bytes_per_1000_pages": int(full_size / max(on["pages"], 1) * 1000),
+    }
+
+
+_SEED_SQL = [
+    # One document per 20 chunks, each with a current version, its text, a rag routing and an index row.
+    "INSERT INTO knowledge.documents (id, site_domain, path, canonical_url, url_hash, status, title)"
+    " SELECT md5('d' || i)::uuid, 'big.test', '/p' || i, 'https://big.test/p' || i, md5('u' || i), 'active',"
+    " 'Page ' || i FROM generate_series(0, :docs - 1) i",
+    "INSERT INTO knowledge.document_snapshots (id, document_id, version, content_hash, processed_markdown_ref)"
+    " SELECT md5('s' || i)::uuid, md5('d' || i)::uuid, 1, md5('c' || i), 'bench' FROM generate_series(0, :docs - 1) i",
+    "UPDATE knowledge.documents SET current_snapshot_id = md5('s' || substr(path, 3))::uuid",
+    "INSERT INTO knowledge.canonical_texts (text_hash, body, byte_length)"
+    " SELECT 'h' || i, repeat('lorem ipsum ', 200), 2400 FROM generate_series(0, :docs - 1) i",
+    "INSERT INTO knowledge.snapshot_texts (snapshot_id, text_hash, source_blake3)"
+    " SELECT md5('s' || i)::uuid, 'h' || i, 'x' FROM generate_series(0, :docs - 1) i",
+    "INSERT INTO knowledge.document_routings (site_domain, document_id, destination)"
+    " SELECT 'big.test', md5('d' || i)::uuid, 'rag' FROM generate_series(0, :docs - 1) i",
+    "INSERT INTO knowledge.search_index (document_id, site_domain, snapshot_id, text_hash)"
+    " SELECT md5('d' || i)::uuid, 'big.test', md5('s' || i)::uuid, 'h' || i FROM generate_series(0, :docs - 1) i",
+    "DROP INDEX knowledge.text_chunks_embedding",
+    "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv, embedding_model,"
+    " embedding_dim, embedding)"
+    " SELECT 'h' || (i / 20), mod(i, 20), (mod(i, 20)) * 100, (mod(i, 20)) * 100 + 99, '',"
+    " to_tsvector('english', (SELECT string_agg((CAST(:words AS text[]))[1 + floor(random() * :nw)::int], ' ')"
+    "   FROM generate_series(1, 60) WHERE i >= 0)), :model, 384,"
+    " CAST((SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) WHERE i >= 0) AS public.vector)"
+    " FROM generate_series(0, :chunks - 1) i",
+]
+
+
+def search_latency(server: Any, work: Path, chunks: int, queries: int) -> dict[str, Any]:
+    deps = _deps(server, "big", work)
+    embedder = default_embedder()
+    started = time.perf_counter()
+    # As the login role (the table's owner): the application role may not drop and build indexes.
+    sa_url, connect_args = db._pg8000_url(server.get_uri(database="big"))
+    owner = sa.create_engine(sa_url, connect_args=connect_args)
+    with owner.begin() as conn:
+        conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
+        for sql in _SEED_SQL:
+            conn.execute(sa.text(sql), {"docs": chunks // 20, "chunks": chunks, "words": list(_WORDS),
+                                        "nw": len(_WORDS), "model": embedder.model})
+    seeded = time.perf_counter() - started
+    started = time.perf_counter()
+    with owner.connect() as conn:
+        conn.execute(sa.text("SET maintenance_work_mem = '512MB'"))
+        conn.execute(sa.text("CREATE INDEX text_chunks_embedding ON knowledge.text_chunks USING hnsw"
+                             " (embedding public.vector_cosine_ops) WITH (m = 16, ef_construction = 64)"))
+        conn.execute(sa.text("ANALYZE"))
+        conn.commit()
+    built = time.perf_counter() - started
+    owner.dispose()
+    import random
+
+    rng = random.Random(7)
+    texts = [" ".join(rng.choice(_WORDS[40:]) for _ in range(rng.randint(3, 8))) for _ in range(queries)]
+    total: list[float] = []
+    with tenancy.scope("big.test"):
+        search(deps, texts[0])  # warm the connection pool and the plan cache
+        for q in texts:
+            t0 = time.perf_counter()
+            answer = search(deps, q, limit=10)
+            total.append(time.perf_counter() - t0)
+            assert answer["results"], q
+    embed_only: list[float] = []
+    for q in texts:
+        t0 = time.perf_counter()
+        embedder.embed([q])
+        embed_only.append(time.perf_counter() - t0)
+    size = _size(deps, "knowledge.text_chunks")
+    deps.close()
+
+    def pct(samples: list[float], p: float) -> float:
+        return round(sorted(samples)[min(len(samples) - 1, int(p * len(samples)))] * 1000, 1)
+
+    database = [t - e for t, e in zip(total, embed_only, strict=True)]
+    return {"chunks": chunks, "queries": queries, "seed_seconds": round(seeded, 1),
+            "hnsw_build_seconds": round(built, 1), "text_chunks_bytes": size,
+            "search_ms": {"p50": pct(total, 0.5), "p95": pct(total, 0.95)},
+            "query_embedding_ms": {"p50": pct(embed_only, 0.5), "p95": pct(embed_only, 0.95)},
+            "database_ms_estimate": {"p50": pct(database, 0.5), "p95": pct(database, 0.95)},
+            "mean_ms": round(statistics.mean(total) * 1000, 1)}
+
+
+def paraphrase_recall(server: Any, work: Path) -> dict[str, Any]:
+    from tests.integration.paraphrase_site import QUESTIONS, recall, topic_pages
+
+    from gleaner.testsite import TestSite
+
+    deps = _deps(server, "topics", work)
+    with TestSite(topic_pages(), max_seconds=600) as site:
+        crawl(deps, new_request(site.url + "/", site_domain="topics.test"))
+        embed_pending(deps.search_index, deps.embedder)
+        ranked = {q: [r["url"] for r in search(deps, q, site_domain="topics.test", limit=3)["results"]]
+                  for q in QUESTIONS}
+    deps.close()
+    return recall(ranked, site.url)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=200, help="synthetic pages crawled (each way)")
+    parser.add_argument("--embed-max", type=int, default=400, help="chunks embedded to measure the rate")
+    parser.add_argument("--chunks", type=int, default=100_000, help="synthetic chunks searched")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    report: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), tenancy.all_tenants():
+        warnings.simplefilter("ignore")
+        import os
+
+        import pgserver
+
+        report["load_average_at_start"] = os.getloadavg()
+        work = Path(tmp)
+        server = pgserver.get_server(work / "pg", cleanup_mode="stop")
+        try:
+            report["recall"] = paraphrase_recall(server, work)
+            print(json.dumps({"recall": report["recall"]}), file=sys.stderr)
+            report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max)
+            print(json.dumps({"first_crawl": report["first_crawl"]}), file=sys.stderr)
+            report["search"] = search_latency(server, work, args.chunks, args.queries)
+        finally:
+            server.cleanup()
+        report["load_average_at_end"] = os.getloadavg()
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

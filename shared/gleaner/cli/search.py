@@ -1,0 +1,76 @@
+"""``gleaner search`` (ranked citable chunks) and ``gleaner index`` (embed what is not embedded yet)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import click
+
+from gleaner.app import Deps
+from gleaner.cli.base import guard, load_settings, main, open_deps, tenant_key
+
+
+def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
+    """After a crawl: embed the chunks it added (the model loads only when there are some)."""
+    from gleaner.retrieval.index import embed_pending
+
+    index = deps.search_index
+    if not index.has_vectors():
+        return 0
+    started = time.monotonic()
+    done = embed_pending(index, deps.embedder)
+    if done:
+        say(f"indexed {done} new chunks for search in {time.monotonic() - started:.1f} s")
+    return done
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--site-domain", callback=tenant_key, help="Only this site's documents.")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@guard
+def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -> None:
+    """Ranked chunks of current documents for QUERY, each a verbatim slice (`gleaner slice`)."""
+    from gleaner.retrieval import search
+
+    with open_deps(load_settings()) as deps:
+        answer = search(deps, query, site_domain=site_domain, limit=limit)
+    if as_json:
+        click.echo(json.dumps(answer))
+        return
+    if not answer["results"]:
+        click.echo("no results (only current documents with an enabled rag routing are searchable)")
+    for r in answer["results"]:
+        es = "-" if r["embedding_score"] is None else f"{r['embedding_score']:.2f}"
+        click.echo(f"{r['score']:.3f}  {r['url']}  v{r['version']}  (meaning {es}, words {r['fulltext_score']:.2f})\n"
+                   f"       {r['preview']}\n"
+                   f"       gleaner slice {r['text_hash']} {r['start']} {r['end']}")
+
+
+@main.command("index")
+@click.option("--reembed", is_flag=True,
+              help="Drop vectors of any other model first (after a model change): the index never mixes models.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@guard
+def index_cmd(reembed: bool, as_json: bool) -> None:
+    """Embed every chunk that has no vector of the current model yet; show the index's counts."""
+    from gleaner.retrieval.index import embed_pending
+
+    with open_deps(load_settings()) as deps:
+        index = deps.search_index
+        dropped = index.drop_other_models(deps.embedder.model) if reembed and index.has_vectors() else 0
+        started = time.monotonic()
+        done = embed_pending(index, deps.embedder)
+        counts = index.counts()
+    counts.update({"embedded_now": done, "dropped": dropped, "seconds": round(time.monotonic() - started, 2)})
+    if as_json:
+        click.echo(json.dumps(counts))
+        return
+    if not counts["vectors"]:
+        click.echo(f"{counts['chunks']} chunks; this database has no pgvector: search ranks by full text only")
+        return
+    click.echo(f"embedded {done} chunks in {counts['seconds']} s; {counts['chunks']} chunks, by model: "
+               + (", ".join(f"{m} {n}" for m, n in counts["embedded"].items()) or "none"))

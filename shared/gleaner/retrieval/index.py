@@ -1,0 +1,194 @@
+"""The search index in PostgreSQL: chunks by text hash, which documents are searchable, their embeddings.
+
+Writing (ingest, :meth:`SearchIndex.index_snapshots`): in one transaction, each ingested snapshot that
+is its document's current version, with the document active and an enabled ``rag`` routing, becomes
+that document's row in ``search_index`` (replacing the previous version's) and the document's
+``kb_indexed`` is set; a document of the batch that no longer qualifies leaves the index. Texts not
+chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors; a text already
+chunked, by this document's earlier crawl or by any other document, is not touched again.
+
+Embedding (:func:`embed_pending`) is a separate step over chunks without a vector of the current
+model: the CLI runs it when a crawl ends, ``gleaner index`` runs it on demand, and a model change
+is ``gleaner index --reembed``. Keeping it out of the ingest transaction keeps the model's CPU cost
+out of the crawl's pages per second; until a chunk is embedded it is found by full text alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from gleaner.errors import GleanerError
+from gleaner.provenance.canonical import CanonicalText
+from gleaner.retrieval.chunks import Chunk, chunk_text, embedding_input
+from gleaner.retrieval.embedder import Embedder
+
+TEXTS_PER_EMBED_ROUND = 64  # texts read per round of embed_pending: bounded memory, batches stay full
+
+_ENTER = sa.text(
+    "INSERT INTO knowledge.search_index (document_id, site_domain, snapshot_id, text_hash)"
+    " SELECT d.id, d.site_domain, s.id, st.text_hash"
+    " FROM knowledge.document_snapshots s"
+    " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+    " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+    " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
+    "   AND r.destination = 'rag' AND r.enabled)"
+    " ORDER BY d.id"
+    " ON CONFLICT (document_id) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,"
+    "   text_hash = EXCLUDED.text_hash, indexed_at = now()"
+    " RETURNING document_id, text_hash"
+)
+_LEAVE = sa.text(
+    "WITH batch AS (SELECT DISTINCT s.document_id FROM knowledge.document_snapshots s"
+    "   WHERE s.id = ANY(CAST(:ids AS uuid[])) AND s.document_id IS NOT NULL"
+    "   AND s.document_id <> ALL(CAST(:kept AS uuid[]))),"
+    " gone AS (DELETE FROM knowledge.search_index i USING batch WHERE i.document_id = batch.document_id)"
+    " UPDATE knowledge.documents d SET kb_indexed = false FROM batch WHERE d.id = batch.document_id AND d.kb_indexed"
+)
+_CHUNKS = sa.text(
+    "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv)"
+    " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t)"
+    " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
+    " ON CONFLICT (text_hash, ordinal) DO NOTHING"
+)
+
+
+class IndexUnavailable(GleanerError):
+    """A vector operation on a database without pgvector."""
+
+
+def remove_documents(conn: Connection, document_ids: Sequence[str]) -> int:
+    """Take documents out of the index inside the caller's transaction (block, erasure, routing off)."""
+    if not document_ids:
+        return 0
+    gone = conn.execute(sa.text("DELETE FROM knowledge.search_index WHERE document_id = ANY(CAST(:d AS uuid[]))"),
+                        {"d": list(document_ids)}).rowcount
+    conn.execute(sa.text("UPDATE knowledge.documents SET kb_indexed = false"
+                         " WHERE id = ANY(CAST(:d AS uuid[])) AND kb_indexed"), {"d": list(document_ids)})
+    return int(gone or 0)
+
+
+class SearchIndex:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._vectors: bool | None = None
+
+    def has_vectors(self) -> bool:
+        """Whether this database has pgvector and the embedding column (else: full text only)."""
+        if self._vectors is None:
+            with self.engine.connect() as conn:
+                self._vectors = bool(conn.execute(sa.text(
+                    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'knowledge'"
+                    " AND table_name = 'text_chunks' AND column_name = 'embedding')")).scalar())
+        return self._vectors
+
+    def index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> int:
+        """Index the batch's current, rag-routed versions (see the module docstring); returns chunks added."""
+        if not items:
+            return 0
+        ids = [snapshot_id for snapshot_id, _text in items]
+        texts = {text.text_hash: text for _snapshot_id, text in items}
+        with self.engine.begin() as conn:
+            entered = conn.execute(_ENTER, {"ids": ids}).all()
+            kept = [str(r[0]) for r in entered]
+            conn.execute(_LEAVE, {"ids": ids, "kept": kept})
+            if kept:
+                conn.execute(sa.text("UPDATE knowledge.documents SET kb_indexed = true"
+                                     " WHERE id = ANY(CAST(:d AS uuid[])) AND NOT kb_indexed"), {"d": kept})
+            wanted = sorted({r[1] for r in entered if r[1] in texts})
+            if not wanted:
+                return 0
+            done = {r[0] for r in conn.execute(sa.text(
+                "SELECT DISTINCT text_hash FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                {"h": wanted})}
+            rows: list[dict[str, Any]] = []
+            for text_hash in wanted:
+                if text_hash in done:
+                    continue
+                text = texts[text_hash]
+                for c in chunk_text(text.text, json.loads(text.spans_json)):
+                    rows.append({"h": text_hash, "o": c.ordinal, "s": c.start, "e": c.end, "hd": c.heading,
+                                 "t": text.text[c.start:c.end].decode("utf-8", "replace")})
+            if rows:
+                conn.execute(_CHUNKS, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)})
+        return len(rows)
+
+    # -- embeddings -------------------------------------------------------------------------------
+
+    def unembedded(self, model: str, texts: int) -> list[tuple[str, bytes, list[Chunk]]]:
+        """Up to ``texts`` texts with chunks lacking a vector of ``model``: (hash, body bytes, those chunks)."""
+        with self.engine.connect() as conn:
+            hashes = [r[0] for r in conn.execute(sa.text(
+                "SELECT DISTINCT text_hash FROM knowledge.text_chunks"
+                " WHERE embedding IS NULL OR embedding_model IS DISTINCT FROM :m LIMIT :n"),
+                {"m": model, "n": texts})]
+            if not hashes:
+                return []
+            bodies = dict(conn.execute(sa.text(
+                "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                {"h": hashes}).all())
+            chunks: dict[str, list[Chunk]] = {}
+            for r in conn.execute(sa.text(
+                    "SELECT text_hash, ordinal, chunk_start, chunk_end, heading FROM knowledge.text_chunks"
+                    " WHERE text_hash = ANY(CAST(:h AS text[]))"
+                    " AND (embedding IS NULL OR embedding_model IS DISTINCT FROM :m) ORDER BY text_hash, ordinal"),
+                    {"h": hashes, "m": model}):
+                chunks.setdefault(r[0], []).append(Chunk(r[1], r[2], r[3], r[4]))
+        return [(h, bodies[h].encode("utf-8"), chunks[h]) for h in hashes if h in bodies and h in chunks]
+
+    def store_vectors(self, model: str, dimension: int, rows: Sequence[tuple[str, int, list[float]]]) -> None:
+        if not rows:
+            return
+        payload = json.dumps([{"h": h, "o": o, "v": "[" + ",".join(f"{x:.6f}" for x in v) + "]"}
+                              for h, o, v in rows], separators=(",", ":"))
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "UPDATE knowledge.text_chunks c SET embedding = CAST(r.v AS public.vector),"
+                " embedding_model = :m, embedding_dim = :d"
+                " FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, v text)"
+                " WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"rows": payload, "m": model, "d": dimension})
+
+    def drop_other_models(self, model: str) -> int:
+        """Forget vectors made by any other model, so the re-embedding never ranks two models together."""
+        with self.engine.begin() as conn:
+            dropped = conn.execute(sa.text(
+                "UPDATE knowledge.text_chunks SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL"
+                " WHERE embedding_model IS DISTINCT FROM :m AND embedding_model IS NOT NULL"), {"m": model})
+        return int(dropped.rowcount or 0)
+
+    def counts(self) -> dict[str, Any]:
+        """Chunks in the index, embedded ones per model, and whether vectors are available (gleaner info)."""
+        with self.engine.connect() as conn:
+            total = int(conn.execute(sa.text("SELECT count(*) FROM knowledge.text_chunks")).scalar_one())
+            models: dict[str, int] = {}
+            if self.has_vectors():
+                models = {str(m): int(n) for m, n in conn.execute(sa.text(
+                    "SELECT embedding_model, count(*) FROM knowledge.text_chunks"
+                    " WHERE embedding IS NOT NULL GROUP BY embedding_model"))}
+        return {"vectors": self.has_vectors(), "chunks": total, "embedded": models}
+
+
+def embed_pending(index: SearchIndex, embedder: Embedder, max_chunks: int | None = None) -> int:
+    """Embed chunks without a vector of the embedder's model (new ones, or all after a model change)."""
+    if not index.has_vectors():
+        return 0
+    done = 0
+    while max_chunks is None or done < max_chunks:
+        batch = index.unembedded(embedder.model, TEXTS_PER_EMBED_ROUND)
+        if not batch:
+            break
+        pairs = [(text_hash, body, chunk) for text_hash, body, chunks in batch for chunk in chunks]
+        if max_chunks is not None:
+            pairs = pairs[:max_chunks - done]
+        keys = [(text_hash, chunk.ordinal) for text_hash, _body, chunk in pairs]
+        inputs = [embedding_input(body, chunk) for _h, body, chunk in pairs]
+        vectors = embedder.embed(inputs)
+        index.store_vectors(embedder.model, embedder.dimension,
+                            [(h, o, v) for (h, o), v in zip(keys, vectors, strict=True)])
+        done += len(keys)
+    return done

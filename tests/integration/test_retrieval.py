@@ -1,0 +1,149 @@
+"""Search over the kept copy: paraphrased questions find their page, and only what may be searched is found.
+
+Real components: the embedded PostgreSQL with pgvector, the packaged model (loaded once per test
+session: gleaner.retrieval.embedder.default_embedder), a loopback site of pages on distinct topics.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+
+from gleaner import tenancy
+from gleaner.messages import ArticlesAccepted
+from gleaner.operator.rules import add_rule
+from gleaner.provenance.slices import slice_text_bytes
+from gleaner.retrieval import search
+from gleaner.retrieval.index import embed_pending
+from gleaner.runner import crawl, new_request
+from gleaner.stages import dispatch
+from gleaner.store.erasure import erase_document
+from gleaner.store.references import ArticleRow
+from gleaner.testsite import Page, TestSite
+from tests.integration.paraphrase_site import QUESTIONS, TOPICS, recall, topic_html, topic_pages
+
+SITE = "topics.test"
+
+
+def _crawl(deps, site, site_domain=SITE):
+    return crawl(deps, new_request(site.url + "/", site_domain=site_domain))
+
+
+def _urls(deps, query, site_domain=SITE, limit=3):
+    return [r["url"] for r in search(deps, query, site_domain=site_domain, limit=limit)["results"]]
+
+
+def _scalar(deps, sql, **params):
+    with deps.engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).scalar()
+
+
+@pytest.fixture
+def topics(deps):
+    """The topic site crawled and embedded: (deps, site)."""
+    pages = topic_pages()
+    with TestSite(pages, max_seconds=300) as site:
+        _crawl(deps, site)
+        assert embed_pending(deps.search_index, deps.embedder) > 0
+        yield deps, site
+
+
+def test_paraphrased_questions_find_their_page_in_the_top_three(topics):
+    deps, site = topics
+    assert len(TOPICS) >= 20 and len(QUESTIONS) >= 20
+    answers = {q: search(deps, q, site_domain=SITE, limit=3) for q in QUESTIONS}
+    figures = recall({q: [r["url"] for r in a["results"]] for q, a in answers.items()}, site.url)
+    print(f"\nparaphrase recall over {figures['questions']} questions: "
+          f"@1 {figures['recall@1']:.2f}, @3 {figures['recall@3']:.2f}")
+    assert figures["recall@3"] >= 0.9
+    for answer in answers.values():
+        for hit in answer["results"]:
+            assert 0 <= hit["embedding_score"] <= 1 and 0 <= hit["fulltext_score"] <= 1
+            assert hit["score"] == pytest.approx(0.6 * hit["embedding_score"] + 0.4 * hit["fulltext_score"], abs=1e-5)
+            # The hit is a verbatim slice: what `gleaner slice` prints is the chunk the preview shows.
+            body = deps.provenance.text_bytes(hit["text_hash"])
+            piece = slice_text_bytes(hit["text_hash"], body, hit["start"], hit["end"], whole_characters=False)
+            assert " ".join(piece.data.decode().split())[:60] == hit["preview"][:60]
+        scores = [h["score"] for h in answer["results"]]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_an_unchanged_recrawl_embeds_nothing_and_a_changed_page_leaves_the_index_with_its_version(topics):
+    deps, site = topics
+    chunks = _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks")
+    _crawl(deps, site)
+    assert embed_pending(deps.search_index, deps.embedder) == 0
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks") == chunks
+
+    old_hash = _scalar(deps, "SELECT i.text_hash FROM knowledge.search_index i JOIN knowledge.documents d"
+                             " ON d.id = i.document_id WHERE d.canonical_url = :u", u=site.url + "/volcanoes")
+    site.pages["/volcanoes"] = Page(topic_html(
+        "Growing tomatoes", "Tomatoes need a sunny spot, support canes and steady watering. Pinch out the side "
+        "shoots that grow between the stem and the leaves so the plant puts its strength into the fruit.",
+        "Feed them every week once the first flowers open, and pick each tomato when it is fully red."),
+        modified=1_700_000_600.0)
+    assert _crawl(deps, site)["snapshots"]["changed"] == 1
+    # Before any embedding runs, the old version's chunks are out and the new text is in (by its words).
+    hits = search(deps, "magma pumice crater", site_domain=SITE)["results"]
+    assert all(h["text_hash"] != old_hash for h in hits)
+    assert site.url + "/volcanoes" in _urls(deps, "tomatoes side shoots canes")
+    assert embed_pending(deps.search_index, deps.embedder) == 1  # the changed page's one chunk only
+    assert site.url + "/volcanoes" not in _urls(deps, "mountains that spew molten rock and ash")
+
+
+def test_blocked_erased_and_unrouted_documents_never_appear(topics):
+    deps, site = topics
+    questions = {path: q for q, path in QUESTIONS.items()}
+    before = {path: _urls(deps, questions[path]) for path in ("/jazz", "/wine", "/knitting")}
+    assert all(site.url + path in urls for path, urls in before.items())
+
+    add_rule(deps, SITE, "/jazz", "block", reason="not ours to index")
+    doc = deps.metadata.document_by_url(site.url + "/wine")
+    erase_document(deps.provenance, deps.blobs, deps.blocklist, doc["id"], "asked", "test")
+    with deps.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.document_routings SET enabled = false WHERE document_id ="
+                             " (SELECT id FROM knowledge.documents WHERE canonical_url = :u)"),
+                     {"u": site.url + "/knitting"})
+
+    for path in ("/jazz", "/wine", "/knitting"):
+        assert site.url + path not in _urls(deps, questions[path], limit=10)
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.search_index WHERE document_id = :d", d=doc["id"]) == 0
+    assert _scalar(deps, "SELECT kb_indexed FROM knowledge.documents WHERE canonical_url = :u",
+                   u=site.url + "/jazz") is False
+    # The erased text's chunks went with the text.
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks c WHERE NOT EXISTS"
+                         " (SELECT 1 FROM knowledge.canonical_texts t WHERE t.text_hash = c.text_hash)") == 0
+
+
+def test_a_site_scope_sees_only_its_site_and_shares_the_chunks_of_identical_text(topics):
+    deps, site = topics
+    chunks = _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks")
+    _crawl(deps, site, site_domain="mirror.test")
+    assert embed_pending(deps.search_index, deps.embedder) == 0  # same texts: nothing new to embed
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks") == chunks
+    question = "why does the sea at the shore rise and fall twice a day"
+    for tenant in (SITE, "mirror.test"):
+        with tenancy.scope(tenant):
+            hits = search(deps, question, limit=10)["results"]
+        assert hits and {h["site_domain"] for h in hits} == {tenant}
+    with tenancy.scope(SITE):
+        assert search(deps, question, site_domain="mirror.test")["results"] == []
+    assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
+
+
+def test_feed_references_are_not_site_documents_and_are_never_found_by_site_search(topics):
+    deps, site = topics
+    (row_id,) = deps.references.record_articles([ArticleRow(
+        workspace_id="w", external_url=site.url + "/tides", normalised_url=site.url + "/tides",
+        title="Tides", summary=None, published_at=datetime(2026, 6, 1, tzinfo=UTC), feed_source=None)])
+    dispatch(ArticlesAccepted(article_ids=(row_id,)), deps)
+    assert deps.references.counts()["reference_items"] == 1
+    reference_doc = "SELECT id FROM knowledge.documents WHERE site_domain = '_references'"
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.document_routings"
+                         f" WHERE document_id IN ({reference_doc})") == 0
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.document_events WHERE site_domain = '_references'") == 0
+    embed_pending(deps.search_index, deps.embedder)
+    hits = search(deps, "why does the sea at the shore rise and fall twice a day", limit=20)["results"]
+    assert hits and all(h["site_domain"] == SITE for h in hits)
