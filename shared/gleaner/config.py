@@ -24,6 +24,10 @@ PROJECT_URL = "https://github.com/gleaner-crawler/gleaner"
 ROBOTS_TOKEN = "gleaner"
 
 
+# The politeness settings whose source is recorded, and their variables.
+POLITENESS_VARIABLES = {"host_delay": "GLEANER_HOST_DELAY", "host_concurrency": "GLEANER_HOST_CONCURRENCY"}
+
+
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
     raw = env.get(name, "").strip()
     if not raw:
@@ -239,8 +243,10 @@ class Settings:
     notify_max_attempts: int = 8
     # Seconds a receiver has to answer one attempt; Standard Webhooks receivers answer quickly.
     notify_timeout: float = 10.0
-    # A local run retries failed deliveries this long before it returns; `gleaner deliver` retries the rest.
-    notify_run_wait: float = 60.0
+    # Seconds a local run may wait for its webhooks before it returns. None by default: a crawl ends when
+    # its pages are done, and a subscriber that fails or never answers must not hold it (changes/sender.py);
+    # `gleaner watch`, `gleaner serve` and `gleaner deliver` send what is pending.
+    notify_run_wait: float = 0.0
     # Cloud Tasks queue for deliveries (terraform/changes.tf) and the URL of the HTTP handler that
     # performs one attempt (None: the scrape function's URL + /notify/deliver, its private Tasks target).
     notify_queue: str = "gleaner-notify"
@@ -302,6 +308,9 @@ class Settings:
     render_max_bytes: int = 25 * 1024 * 1024
     # The render service (Cloud Run) scrape calls instead of a local browser; None renders in-process.
     render_url: str | None = None
+    # Where host_delay and host_concurrency came from (fetch/politeness.py's Source values): a site's own
+    # politeness beats every source but the command line. Unnamed: the default.
+    politeness_sources: Mapping[str, str] = field(default_factory=dict)
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -386,6 +395,8 @@ class Settings:
             render_max_bytes=_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
+            politeness_sources={name: "environment" for name, var in POLITENESS_VARIABLES.items()
+                                if env.get(var, "").strip()},
         )
         return replace(settings, **overrides) if overrides else settings
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ class Layered:
 
     env: dict[str, str]
     files: tuple[Path, ...]
+    origins: dict[str, str] = field(default_factory=dict)  # variable -> "environment" or the file it came from
 
 
 def layered_env(environ: Mapping[str, str], cwd: Path) -> Layered:
@@ -84,7 +85,11 @@ def layered_env(environ: Mapping[str, str], cwd: Path) -> Layered:
     if home_path.is_file() and home_path.resolve() != local_path.resolve():
         from_home = _read(home_path, names)
         files.append(home_path)
-    return Layered({**from_home, **(project or {}), **local, **environ}, tuple(files))
+    origins: dict[str, str] = {}
+    for where, values in ((str(home_path), from_home), (f"{project_path} [tool.gleaner]", project or {}),
+                          (str(local_path), local), ("environment", environ)):
+        origins.update(dict.fromkeys(values, where))
+    return Layered({**from_home, **(project or {}), **local, **environ}, tuple(files), origins)
 
 
 def _read(path: Path, names: frozenset[str]) -> dict[str, str]:

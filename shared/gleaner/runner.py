@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from gleaner import tenancy
 from gleaner.app import Deps
@@ -52,7 +53,7 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dic
             warm_for_first_crawl(deps, request)
             _map(deps, bus, request)
             bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
-        return _summary(deps, bus, request.run_id)
+        return _summary(deps, bus, request.run_id, request.target_url)
 
 
 def resume(deps: Deps, run_id: str, progress: Progress = None) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
                 # fetches only the pages without an outcome (fetched ones are announced to snapshot again).
                 bus.publish(CrawlMapped(run_id=run_id, site_domain=run.site_domain))
             bus.drain(on_dispatch=(lambda m: progress(m.topic, m)) if progress else None)
-        return _summary(deps, bus, run_id)
+        return _summary(deps, bus, run_id, run.target_url)
 
 
 def local_bus(deps: Deps) -> LocalBus:
@@ -152,12 +153,15 @@ def _record_map_failure(deps: Deps, request: CrawlRequested, reason: str) -> Non
 
 
 def notify(deps: Deps) -> None:
-    """Publish the run's change events and deliver its webhooks, retrying for a while, before returning
-    (DESIGN.md: locally the run retries before it returns; ``gleaner deliver`` retries the rest)."""
-    from gleaner.changes import delivery, outbox
+    """Publish the run's change events and hand its webhooks to a background sender, waiting for it at
+    most ``notify_run_wait`` seconds (default 0): a run ends when its pages are done, whatever its
+    subscribers do; what is left stays pending for ``gleaner deliver``, ``watch`` and ``serve``."""
+    from gleaner.changes import outbox
+    from gleaner.changes.sender import DeliverySender
 
     outbox.flush(deps)
-    delivery.deliver_due(deps, wait_seconds=deps.settings.notify_run_wait)
+    if deps.settings.notify_run_wait > 0:
+        DeliverySender(deps, seconds=deps.settings.notify_run_wait).start().join()
 
 
 @contextmanager
@@ -188,11 +192,21 @@ def settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> bool:
         return False
 
 
-def _summary(deps: Deps, bus: LocalBus, run_id: str) -> dict[str, Any]:
+def _summary(deps: Deps, bus: LocalBus, run_id: str, target_url: str) -> dict[str, Any]:
     notify(deps)
     summary = finish_run(deps, run_id)
+    meta = deps.metadata
     if summary is None:  # pragma: no cover - map always creates the run
         raise CrawlFailed("the run was not created")
+    host = deps.host_table.peek(urlsplit(target_url).hostname or "")
+    if host is not None:  # what the start page's host was fetched with, and why (docs/configuration.md)
+        summary["politeness"] = {"delay": host.delay, "delay_source": str(host.delay_source),
+                                 "concurrency": host.concurrency, "concurrency_source": str(host.concurrency_source)}
+    try:
+        with tenancy.all_tenants():  # a subscription may cover every site
+            summary["notifications_pending"] = meta.pending_delivery_count()
+    except GleanerError:  # only a hint for the reader: the run itself is settled
+        log.debug("could not count pending deliveries", exc_info=True)
     if bus.dead_letters:
         summary["dead_letters"] = [f"{type(d.message).__name__}: {d.error}" for d in bus.dead_letters]
     return summary

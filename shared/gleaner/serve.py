@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
+from gleaner.changes.sender import DeliverySender
 from gleaner.config import MIN_SECRET_CHARS, SECRET_RECIPE
 from gleaner.errors import ConfigError
 from gleaner.hostgate import HostPolicy, guard
@@ -81,6 +82,7 @@ class WebhookServer:
         self.bus = bus
         self._work = threading.Event()
         self._stopping = threading.Event()
+        self._sender: DeliverySender | None = None
         self.limits = limits or ServerLimits(max_body_bytes=deps.settings.webhook_max_bytes)
         # Every route is behind the Host check (DNS rebinding); the back office needs no credential only from
         # this machine to a loopback name with no proxy in between (gleaner.hostgate, docs/security.md).
@@ -104,6 +106,8 @@ class WebhookServer:
     def start(self) -> WebhookServer:
         for thread in self._threads:
             thread.start()
+        # Webhooks of crawls started here (and any a crawl elsewhere left pending) go out in the background.
+        self._sender = DeliverySender(self.deps).start()
         return self
 
     def stop(self) -> None:
@@ -111,6 +115,8 @@ class WebhookServer:
 
         self._stopping.set()
         self._work.set()
+        if self._sender is not None:
+            self._sender.stop()
         server = self._server
 
         def close_everything() -> None:

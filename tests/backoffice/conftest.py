@@ -89,8 +89,8 @@ def held_page(release: threading.Event, title: str, seconds: float = 4) -> Page:
 
 @pytest.fixture
 def kept(make_deps: Any) -> Iterator[Kept]:
-    # Deliveries to a dead target fail at once instead of retrying for the run's notification wait.
-    deps = make_deps(webhook_secret="admin-secret", notify_run_wait=0.0, notify_max_attempts=1, notify_timeout=2.0)
+    # A run sends its deliveries before it returns (for at most 2 s); one to a dead target fails at once.
+    deps = make_deps(webhook_secret="admin-secret", notify_run_wait=2.0, notify_max_attempts=1, notify_timeout=2.0)
     pages: dict[str, Any] = {}
     with TestSite(pages, max_seconds=300) as site:
         pages.update(demo_pages(site.url))

@@ -245,7 +245,7 @@ def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_pat
     assert row.find_elements(By.CSS_SELECTOR, "button.resolved") == []
     shot(browser, tmp_path, "conflicts-resolved")
     browser.find_element(By.LINK_TEXT, "open").click()
-    assert "no conflicts" in wait_for(browser, "table.conflicts").text
+    assert "No conflicts" in wait_for(browser, "table.conflicts").text
 
 
 def test_the_quality_log_filters_by_kind(kept: Kept, browser: Any, tmp_path: Path):

@@ -53,5 +53,5 @@ def test_the_quality_page_shows_the_filtered_log_with_a_pager(logged: Backoffice
     assert FINDINGS[2][1] in html and FINDINGS[0][1] not in html and FINDINGS[1][1] not in html
     assert "1\u20131 of 2" in html and "offset=1" in html and "kind=ssrf_rejected" in html
     empty = call(logged, "GET", "/ui/quality", query={"since": "2027-01-01"}).body.decode()
-    assert "nothing logged" in empty
+    assert "Nothing logged" in empty
     assert call(logged, "GET", "/ui/quality", query={"kind": "spam"}).status == 400

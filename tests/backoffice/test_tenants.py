@@ -34,6 +34,8 @@ OPERATOR = "operator-secret"
 # Every route of api.ROUTES, with the ids of the site it names filled in from Ids.
 ENDPOINTS: list[tuple[str, str, Any]] = [
     ("GET", "/v1/sites", None),
+    ("POST", "/v1/sites", {"url": "{url}/", "site_domain": "{site}"}),
+    ("POST", "/v1/sites/{site}/runs", {}),
     ("GET", "/v1/sites/{site}/tree", None),
     ("GET", "/v1/sites/{site}/documents", None),
     ("GET", "/v1/runs", None),
@@ -162,11 +164,14 @@ def test_a_site_token_gets_404_for_every_id_of_another_site_and_changes_nothing(
 
 def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
     demo = tenants.demo
-    expected = {"/v1/runs/{run}/cancel": 409, "/v1/runs/{run}/resume": 409, "/v1/quality": 403}  # a finished run
+    expected = {"/v1/runs/{run}/cancel": 409, "/v1/runs/{run}/resume": 409, "/v1/quality": 403,  # a finished run
+                # Adding sites is the operator's; the site is not registered, so there is nothing to crawl.
+                ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404}
     for method, template, body in ENDPOINTS:
         method, path, filled = demo.request(method, template, body)
         answer = tenants.ask(method, path, demo.token, filled)
-        assert answer.status == expected.get(template, 200), (method, path, answer.body)
+        assert answer.status == expected.get((method, template), expected.get(template, 200)), (
+            method, path, answer.body)
     assert tenants.ask("GET", f"/v1/sites/{SITE}/conflicts", OPERATOR).json()["conflicts"][0]["status"] == "resolved"
     assert tenants.ask("GET", f"/v1/sites/{SITE}/rules", OPERATOR).json()["rules"][-1]["glob"] == "/about"
 

@@ -133,18 +133,21 @@ def test_a_change_is_delivered_signed_and_a_500_is_retried_with_the_same_webhook
     assert "secret" not in listed[0]
 
 
-def test_deliver_retries_what_is_due_after_the_run_gave_up_waiting(make_deps, env, receiver):
-    deps = make_deps(notify_retry_seconds=0.1, notify_run_wait=0.0)
+def test_deliver_sends_what_the_run_left_pending_and_retries_what_is_due(make_deps, env, receiver):
+    deps = make_deps(notify_retry_seconds=0.1)  # the default: the run does not wait for its subscribers
     _, secret = subscribe(env, receiver.url, "--types", "document.new")
     receiver.secret = secret
     receiver.script = [503] * 13  # every first attempt of the crawl's 13 new pages fails
     pages: dict[str, Page] = {}
     with TestSite(pages, max_seconds=120) as site:
         pages.update(demo_pages(site.url))
-        crawl(deps, new_request(site.url + "/", site_domain=SITE))
-    assert len(receiver.received) == 13 and {r["answer"] for r in receiver.received} == {503}
+        summary = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+    assert receiver.received == [] and summary["notifications_pending"] == 13
     pending = json.loads(gleaner(env, "notify", "deliveries", "--json").stdout)
     assert {d["state"] for d in pending} == {"pending"}
+    first = gleaner(env, "deliver")
+    assert first.exit_code == 0 and "13 retry" in first.stdout, first.output
+    assert len(receiver.received) == 13 and {r["answer"] for r in receiver.received} == {503}
     time.sleep(0.2)
     delivered = gleaner(env, "deliver")
     assert delivered.exit_code == 0 and "13 delivered" in delivered.stdout, delivered.output
@@ -199,7 +202,7 @@ def test_the_delivery_task_handler_makes_one_attempt_and_asks_cloud_tasks_to_ret
                                                                                           receiver):
     from gleaner.changes import outbox
 
-    deps = make_deps(notify_run_wait=0.0, notify_max_attempts=3)
+    deps = make_deps(notify_run_wait=1.0, notify_max_attempts=3)
     _, secret = subscribe(env, receiver.url, "--types", "document.changed")
     receiver.secret = secret
     pages: dict[str, Page] = {}

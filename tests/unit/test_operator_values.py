@@ -19,13 +19,13 @@ def rule(glob: str, action: RuleAction = RuleAction.SKIP, rid: str = "r1") -> Ru
     return Rule(rid, "example.com", glob, action, None, "2026-11-30T00:00:00+00:00")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("30m", 1800), ("6h", 21600),
+@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("30m", 1800), ("6h", 21600),
                                                ("1d", 86400), ("2w", 1209600), ("1h30m", 5400)])
 def test_durations_read_as_people_write_them(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "0", "0s", "1x", "h1", "1h 30m", "-5m"])
+@pytest.mark.parametrize("text", ["", "soon", "0", "0s", "1x", "h1", "1h 30m", "-5m", "90"])
 def test_a_duration_that_is_not_one_is_refused(text):
     with pytest.raises(InvalidInput):
         parse_duration(text)

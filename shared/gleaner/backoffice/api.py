@@ -5,7 +5,9 @@ Routes (GET unless marked)::
     /v1/sites                                      sites with document counts, latest run and schedule
     /v1/sites/{site}/tree?prefix=/a/&limit&offset  one level: folders (counts by status) and documents
     /v1/sites/{site}/documents?status&policy&origin&tag&prefix&limit&offset
-    /v1/runs?site&limit&offset                     newest first, with counters
+    /v1/runs?site&status&limit&offset              newest first, with counters
+    POST /v1/sites                                 create or replace a site (backoffice/operate.py)
+    POST /v1/sites/{site}/runs                     202: crawl the registered site now
     /v1/runs/{run}                                 counters and the per-outcome breakdown (live while running)
     /v1/runs/{run}/urls?status&limit&offset        each URL with its status and reason
     POST /v1/runs/{run}/cancel                     cancel an active or interrupted run
@@ -62,7 +64,9 @@ from gleaner.errors import InvalidInput
 from gleaner.operator import review, rules
 from gleaner.operator import sites as operator_sites
 from gleaner.provenance.conflicts import ConflictStatus
+from gleaner.runstate import RunStatus
 from gleaner.store import browse
+from gleaner.store.deliveries import Requeue
 from gleaner.store.references import QUALITY_FLAGS
 from gleaner.textcheck import text_problem
 
@@ -226,8 +230,9 @@ def get_runs(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     site = req.query.get("site") or None
     if site is not None and not valid_site_domain(site):
         raise HttpError(400, "site must be a site domain")
+    status = choice_arg(req.query, "status", tuple(RunStatus))
     limit, offset = page_args(req.query)
-    ids, total = deps.browse.run_ids(site, limit, offset)
+    ids, total = deps.browse.run_ids(site, limit, offset, status)
     runs = [s for s in (deps.metadata.run_summary(i) for i in ids) if s is not None]
     return {"runs": runs, "total": total, "limit": limit, "offset": offset}
 
@@ -365,7 +370,10 @@ def get_deliveries(deps: Deps, req: ApiRequest) -> dict[str, Any]:
 def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     delivery_id = check_uuid(delivery_id, "delivery")
     visible = deps.browse.delivery_subscription(delivery_id) is not None
-    if not visible or not deps.metadata.requeue_delivery(delivery_id):
+    requeued = deps.metadata.requeue_delivery(delivery_id) if visible else Requeue.NOT_FOUND
+    if requeued is Requeue.SUBSCRIPTION_REMOVED:
+        raise HttpError(409, "its subscription was removed: nothing is sent to it any more")
+    if requeued is not Requeue.REQUEUED:
         raise HttpError(404, f"no pending or failed delivery {delivery_id}")
     result = delivery.attempt(deps, delivery_id, due_only=False)
     return {"delivery_id": delivery_id, "result": result.value}
@@ -531,8 +539,12 @@ def find_route(routes: list[tuple[re.Pattern[str], dict[str, H]]], path: str
     return None
 
 
+# Operating handlers live in their own module, which builds on this one's helpers (imported here, last).
+from gleaner.backoffice import operate  # noqa: E402
+
 _API: dict[str, dict[str, Handler]] = {
-    "/v1/sites/?": {"GET": get_sites},
+    "/v1/sites/?": {"GET": get_sites, "POST": operate.post_site},
+    "/v1/sites/{site}/runs": {"POST": operate.post_site_run},
     "/v1/sites/{site}/tree": {"GET": get_tree},
     "/v1/sites/{site}/documents": {"GET": get_documents},
     "/v1/runs/?": {"GET": get_runs},

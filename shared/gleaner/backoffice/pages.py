@@ -16,17 +16,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
+import markupsafe
 
-from gleaner import tenancy
+from gleaner import humanize, tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
 from gleaner.errors import InvalidInput
+from gleaner.operator import sites as operator_sites
 from gleaner.store import browse
 from gleaner.store.references import QUALITY_FLAGS
 
 # Whether the request being rendered came with a login session (set by the WSGI layer per request).
 SIGNED_IN: ContextVar[bool] = ContextVar("signed_in", default=False)
+# The message of the action that led to this page (``?done=KEY`` of actions.NOTICES), for base.html.
+NOTICE: ContextVar[str | None] = ContextVar("gleaner_backoffice_notice", default=None)
 
 # Run statuses after which nothing changes: the run page stops refreshing.
 TERMINAL_RUN_STATUSES = frozenset({"finished", "partial", "failed", "cancelled", "interrupted"})
@@ -59,6 +63,13 @@ def environment() -> jinja2.Environment:
     # The operator's pages (the quality log) are linked only where the request sees every tenant.
     env.globals["every_tenant"] = lambda: tenancy.current().all_tenants
     env.globals["signed_in"] = SIGNED_IN.get  # a logout button for a login session (wsgi sets it)
+    env.globals["notice"] = lambda: NOTICE.get()
+    env.filters["plain"] = humanize.plain
+    env.filters["ago"] = humanize.ago
+    # A time as "3 min ago", the full time on hover (and machine-readable for scripts and tests).
+    env.filters["when"] = lambda value: markupsafe.Markup(
+        '<time datetime="{}" title="{}">{}</time>').format(value or "", humanize.full_time(value),
+                                                           humanize.ago(value)) if value else "-"
     return env
 
 
@@ -75,15 +86,17 @@ def home(deps: Deps, req: PageRequest) -> Page:
     return render("home.html", sites=api.get_sites(deps, _api(req, "/v1/sites"))["sites"], runs=runs["runs"])
 
 
-def run_page(deps: Deps, req: PageRequest, run_id: str) -> Page:
+def run_page(deps: Deps, req: PageRequest, run_id: str, *, refused: str | None = None) -> Page:
     run = api.get_run(deps, _api(req, ""), run_id)
     urls = api.get_run_urls(deps, _api(req, ""), run_id)
-    return render("run.html", run=run, urls=urls, status_filter=req.query.get("status", ""))
+    return render("run.html", 409 if refused else 200, run=run, urls=urls, status_filter=req.query.get("status", ""),
+                  refused=refused)
 
 
 def site_page(deps: Deps, req: PageRequest, site: str) -> Page:
     level = api.get_tree(deps, _api(req, ""), site)
-    return render("tree.html", site=site, level=level, rules=api.get_rules(deps, _api(req, ""), site)["rules"])
+    return render("tree.html", site=site, level=level, rules=api.get_rules(deps, _api(req, ""), site)["rules"],
+                  registered=operator_sites.find_site(deps, site))
 
 
 def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
@@ -93,12 +106,12 @@ def _command(req: PageRequest, **fields: str | None) -> ApiRequest:
 def add_rule(deps: Deps, req: PageRequest, site: str) -> Page:
     api.post_rule(deps, _command(req, glob=req.form.get("glob"), action=req.form.get("action"),
                                  reason=req.form.get("reason")), site)
-    return Page(303, location=f"/ui/sites/{site}")
+    return Page(303, location=f"/ui/sites/{site}?done=rule-added")
 
 
 def remove_rule(deps: Deps, req: PageRequest, site: str, rule_id: str) -> Page:
     api.delete_rule(deps, _command(req), site, rule_id)
-    return Page(303, location=f"/ui/sites/{site}")
+    return Page(303, location=f"/ui/sites/{site}?done=rule-removed")
 
 
 def review_page(deps: Deps, req: PageRequest, site: str) -> Page:
@@ -112,7 +125,7 @@ def decide_review(deps: Deps, req: PageRequest, site: str) -> Page:
 
 def tree_fragment(deps: Deps, req: PageRequest, site: str) -> Page:
     level = api.get_tree(deps, _api(req, ""), site)
-    return render("tree_level.html", site=site, level=level)
+    return render("tree_level.html", site=site, level=level, rules=api.get_rules(deps, _api(req, ""), site)["rules"])
 
 
 def documents_page(deps: Deps, req: PageRequest, site: str) -> Page:
@@ -156,17 +169,27 @@ def settle_conflict(deps: Deps, req: PageRequest, site: str, conflict_id: str) -
 
 def retry_delivery(deps: Deps, req: PageRequest, delivery_id: str) -> Page:
     api.post_retry(deps, _command(req), delivery_id)
-    return Page(303, location="/ui/changes")
+    return Page(303, location="/ui/changes?done=retried")
 
 
 def cancel_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
-    api.post_cancel(deps, _command(req), run_id)
-    return Page(303, location=f"/ui/runs/{run_id}")
+    try:
+        answer = api.post_cancel(deps, _command(req), run_id)
+    except HttpError as exc:
+        if exc.status != 409:
+            raise
+        return run_page(deps, req, run_id, refused=f"Not cancelled: {exc.message}")
+    return Page(303, location=f"/ui/runs/{run_id}?done={'cancelled' if answer['cancelled'] else 'already-cancelled'}")
 
 
 def resume_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
-    api.post_resume(deps, _command(req), run_id)
-    return Page(303, location=f"/ui/runs/{run_id}")
+    try:
+        api.post_resume(deps, _command(req), run_id)
+    except HttpError as exc:
+        if exc.status != 409:
+            raise
+        return run_page(deps, req, run_id, refused=f"Not resumed: {exc.message}")
+    return Page(303, location=f"/ui/runs/{run_id}?done=resumed")
 
 
 def quality_page(deps: Deps, req: PageRequest) -> Page:
@@ -175,9 +198,17 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
                   since=req.query.get("since", ""))
 
 
+# The pages that run Gleaner build on this module (imported here, last).
+from gleaner.backoffice import actions  # noqa: E402
+
 PageHandler = Callable[..., Page]
 _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/?": {"GET": home},
+    "/ui/runs/?": {"GET": actions.runs_index},
+    "/ui/add-site": {"GET": actions.new_site_page, "POST": actions.new_site_page},
+    "/ui/sites/{site}/edit": {"GET": actions.edit_site_page, "POST": actions.edit_site_page},
+    "/ui/sites/{site}/crawl": {"POST": actions.crawl_now},
+    "/ui/search/?": {"GET": actions.search_page},
     "/ui/runs/{run}": {"GET": run_page},
     "/ui/runs/{run}/cancel": {"POST": cancel_run},
     "/ui/runs/{run}/resume": {"POST": resume_run},
@@ -206,6 +237,7 @@ def handle(req: PageRequest, deps: Deps) -> Page:
     fn = methods.get("GET" if req.method == "HEAD" else req.method)
     if fn is None:
         return render("error.html", 405, status=405, message=f"use {' or '.join(methods)}")
+    NOTICE.set(actions.NOTICES.get(req.query.get("done", "")))
     try:
         return fn(deps, req, *args)
     except HttpError as exc:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -108,25 +110,37 @@ _STATE = {AttemptResult.DELIVERED: DeliveryState.DELIVERED, AttemptResult.FAILED
 
 
 @across_tenants
-def deliver_due(deps: Deps, *, wait_seconds: float = 0.0) -> dict[str, int]:
+def deliver_due(deps: Deps, *, wait_seconds: float = 0.0, stop: threading.Event | None = None,
+                poll: float = 1.0) -> dict[str, int]:
     """Attempt every due delivery; keep retrying those that come due within ``wait_seconds``.
 
-    Returns counts by result. Deliveries still pending afterwards stay due for ``gleaner deliver``.
+    ``stop`` ends the work between two attempts: a caller that must not wait runs this on a thread
+    (:class:`gleaner.changes.sender.DeliverySender`) and stops it. While waiting, new deliveries are
+    looked for at least every ``poll`` seconds. Returns counts by result; deliveries still pending
+    afterwards stay due for the next sender.
     """
     counts: dict[str, int] = {}
     deadline = time.monotonic() + wait_seconds
+    stop = stop or threading.Event()
+
+    def over() -> bool:
+        return stop.is_set() or time.monotonic() >= deadline
+
     while True:
         due, next_in = deps.metadata.due_deliveries()
         for delivery in due:
+            if stop.is_set():
+                break
             result = attempt(deps, delivery)
             counts[result] = counts.get(result, 0) + 1
-        if time.monotonic() >= deadline:
+        if over():
             break
         if due:
             continue  # failures just scheduled their retries: look again
-        if next_in is None or time.monotonic() + next_in > deadline:
+        # A bounded wait ends when nothing comes due in time; an unbounded one (a sender) keeps looking.
+        if math.isfinite(wait_seconds) and (next_in is None or time.monotonic() + next_in > deadline):
             break
-        time.sleep(max(next_in, 0.05))
+        stop.wait(poll if next_in is None else min(max(next_in, 0.05), poll))
     return counts
 
 

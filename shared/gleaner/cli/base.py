@@ -22,6 +22,7 @@ from gleaner.app import Deps
 from gleaner.cli.progress import Progress  # noqa: F401  (re-exported: command modules take it from here)
 from gleaner.config import Settings
 from gleaner.errors import GleanerError
+from gleaner.humanize import plain as plain  # re-exported: the commands print values with it
 from gleaner.store.dberrors import DatabaseRefused, DatabaseUnavailable, quiet_driver_logs
 
 log = logging.getLogger("gleaner")
@@ -30,15 +31,27 @@ log = logging.getLogger("gleaner")
 # limit or budget) beside failed (what the site failed to serve).
 SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched", "not_modified",
                 "refused", "failed", "limited", "snapshots")
+# Added when known: the politeness the start page's host got and where each value came from; webhook
+# deliveries still to send (a crawl never waits for them).
+SUMMARY_EXTRA_KEYS = ("politeness", "notifications_pending")
 
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment over ``gleaner.toml`` (the current directory's, then GLEANER_HOME's)."""
     from pathlib import Path
 
+    from gleaner.config import POLITENESS_VARIABLES
     from gleaner.configfile import layered_env
 
-    return Settings.from_env(layered_env(os.environ, Path.cwd()).env, **overrides)
+    layered = layered_env(os.environ, Path.cwd())
+    given = overrides.pop("politeness_sources", {})  # what the command line set (cli/crawl.py's politeness())
+    settings = Settings.from_env(layered.env, **overrides)
+    sources = dict(settings.politeness_sources)
+    for name, variable in POLITENESS_VARIABLES.items():
+        where = layered.origins.get(variable)
+        if where is not None and where != "environment":
+            sources[name] = f"config file {where}"
+    return settings.with_(politeness_sources={**sources, **given})
 
 
 @contextmanager
@@ -124,6 +137,18 @@ def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) 
         raise click.BadParameter(str(exc)) from exc
 
 
+def _stdout_closed() -> bool:
+    """True when stdout is a pipe (or socket) whose reader has gone: poll reports an error on it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLERR)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test runner's buffer)
+        return False
+
+
 class GleanerGroup(click.Group):
     """The ``main`` group: click's own errors (bad options, unknown commands) in Gleaner's one-line
     style, and no traceback for an unexpected failure unless asked for with ``-vv``."""
@@ -132,13 +157,14 @@ class GleanerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError as exc:
-            # click exits 1 in silence on any EPIPE, meaning "stdout was closed" (`gleaner runs | head`).
+            # The reader of stdout left (`gleaner docs SITE | head -1`): it has what it wanted, so exit 0
+            # in silence (stdout pointed at /dev/null, so the interpreter's final flush cannot fail again).
             # A pipe that is not stdout (a socket) is a failure that must say what it was.
-            try:
-                sys.stdout.flush()
-            except BrokenPipeError:
-                raise exc from None
-            raise RuntimeError(f"broken pipe: {exc}") from exc
+            if not _stdout_closed():
+                raise RuntimeError(f"broken pipe: {exc}") from exc
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -197,8 +223,9 @@ def exit_for_run(summary: dict[str, Any]) -> None:
 
 def print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps({k: summary[k] for k in SUMMARY_KEYS}, sort_keys=False))
-        for line in limit_notes(summary):
+        keys = (*SUMMARY_KEYS, *(k for k in SUMMARY_EXTRA_KEYS if k in summary))
+        click.echo(json.dumps({k: summary[k] for k in keys}, sort_keys=False))
+        for line in (*limit_notes(summary), *run_notes(summary)):
             click.echo(f"gleaner: {line}", err=True)
         return
     snaps = summary["snapshots"]
@@ -213,6 +240,8 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  error: {summary['error']}")
     for line in limit_notes(summary):
         click.echo(f"  {line}")
+    for line in run_notes(summary):
+        click.echo(f"  {line}")
 
 
 def limit_notes(summary: dict[str, Any]) -> list[str]:
@@ -226,6 +255,20 @@ def limit_notes(summary: dict[str, Any]) -> list[str]:
     if exhausted > 0:
         notes.append(f"{exhausted} URLs were left by the run's budget; raise GLEANER_RUN_MAX_REQUESTS,"
                      " GLEANER_RUN_MAX_BYTES or GLEANER_RUN_MAX_SECONDS")
+    return notes
+
+
+def run_notes(summary: dict[str, Any]) -> list[str]:
+    """The politeness the run kept and where each value came from; notifications still to send."""
+    notes: list[str] = []
+    polite = summary.get("politeness")
+    if polite:
+        notes.append(f"politeness: delay {polite['delay']:g} s ({polite['delay_source']}), concurrency"
+                     f" {polite['concurrency']} ({polite['concurrency_source']})")
+    pending = int(summary.get("notifications_pending") or 0)
+    if pending:
+        notes.append(f"{pending} webhook deliveries pending: `gleaner deliver` sends them now"
+                     " (`gleaner watch` and `gleaner serve` send them in the background)")
     return notes
 
 

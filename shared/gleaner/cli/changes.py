@@ -97,6 +97,26 @@ def notify_remove(subscription_id: str) -> None:
     click.echo(f"removed {subscription_id}", err=True)
 
 
+@notify.command("retry")
+@click.argument("delivery_id")
+@guard
+def notify_retry(delivery_id: str) -> None:
+    """Attempt a pending or failed delivery now (refused when its subscription was removed)."""
+    from gleaner.changes import delivery
+    from gleaner.store.deliveries import Requeue
+
+    if not is_uuid(delivery_id):
+        fail(f"not a delivery id: {delivery_id!r} (see `gleaner notify deliveries`)")
+    with open_deps(load_settings()) as deps:
+        requeued = deps.metadata.requeue_delivery(delivery_id)
+        if requeued is Requeue.SUBSCRIPTION_REMOVED:
+            fail(f"delivery {delivery_id}: its subscription was removed, so nothing is sent to it any more")
+        if requeued is not Requeue.REQUEUED:
+            fail(f"no pending or failed delivery {delivery_id} (see `gleaner notify deliveries`)")
+        result = delivery.attempt(deps, delivery_id, due_only=False)
+    click.echo(f"{delivery_id}: {result}")
+
+
 @notify.command("test")
 @click.argument("subscription_id")
 @guard

@@ -194,11 +194,14 @@ def _open_database_meanwhile(deps: Deps) -> threading.Thread | None:
 def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:
     """The CLI's politeness options as settings overrides (an option wins over the environment)."""
     overrides: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     if delay is not None:
         overrides["host_delay"] = delay
+        sources["host_delay"] = "command line"
     if concurrency is not None:
         overrides["host_concurrency"] = concurrency
-    return overrides
+        sources["host_concurrency"] = "command line"
+    return {**overrides, "politeness_sources": sources} if sources else overrides
 
 
 def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
@@ -231,7 +234,8 @@ def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
     site = _demo_site(pages, port, serve_seconds)
     pages.update(demo_pages(site.url))
     # The demo site is on loopback: allow exactly that, and relax politeness for our own server.
-    settings = load_settings(allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=4)
+    settings = load_settings(allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=4,
+                             politeness_sources=dict.fromkeys(("host_delay", "host_concurrency"), "the demo"))
     with site:
         if not as_json:
             click.echo(f"gleaner: demo site at {site.url}/", err=True)

@@ -15,7 +15,7 @@ import click
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps, plain
 from gleaner.cli.search import embed_new_chunks
 
 if TYPE_CHECKING:
@@ -113,18 +113,23 @@ def sites_list(as_json: bool) -> None:
 def sites_show(site: str, as_json: bool) -> None:
     """One site: schedule, globs, limits, politeness, budgets and its rules."""
     from gleaner.operator.rules import list_rules
-    from gleaner.operator.sites import get_site
+    from gleaner.operator.sites import effective_politeness, get_site
 
-    with open_deps(load_settings()) as deps:
+    settings = load_settings()
+    with open_deps(settings) as deps:
         found = get_site(deps, site)
         rules = list_rules(deps, found.site_domain)
-    data = {**found.to_dict(), "rules": [r.to_dict() for r in rules]}
+    data = {**found.to_dict(), "politeness": effective_politeness(settings, found),
+            "rules": [r.to_dict() for r in rules]}
     if as_json:
         _echo_json(data)
         return
     for key, value in data.items():
-        if key != "rules":
-            click.echo(f"{key:<22} {value}")
+        if key not in ("rules", "politeness"):
+            click.echo(f"{key:<22} {plain(value)}")
+    polite = data["politeness"]
+    click.echo(f"{'politeness used':<22} delay {polite['delay']:g} s ({polite['delay_source']}), concurrency"
+               f" {polite['concurrency']} ({polite['concurrency_source']})")
     for r in rules:
         click.echo(f"rule {r.id}  {r.action:<5} {r.glob}  {r.reason or ''}")
 
@@ -152,24 +157,25 @@ def rules_group() -> None:
 @rules_group.command("add")
 @click.argument("site")
 @click.argument("glob")
-@click.option("--skip", "action", flag_value="skip", help="Gate 1: never fetch matching paths.")
-@click.option("--block", "action", flag_value="block", help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--skip", is_flag=True, help="Gate 1: never fetch matching paths.")
+@click.option("--block", is_flag=True, help="Gate 2: fetch and version, never ingest or route.")
 @click.option("--ignore-text", "pattern", metavar="REGEX",
               help="Leave lines matching REGEX out of change detection for matching pages.")
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, action: str | None, pattern: str | None, reason: str | None,
+def rules_add(site: str, glob: str, skip: bool, block: bool, pattern: str | None, reason: str | None,
               as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
-    if pattern is not None:
-        if action is not None:
-            raise click.UsageError("--ignore-text is a rule of its own: leave out --skip / --block")
-        action = "ignore_text"
-    if action is None:
+    if pattern is not None and (skip or block):
+        raise click.UsageError("--ignore-text is a rule of its own: leave out --skip / --block")
+    if skip and block:
+        raise click.UsageError("say --skip or --block, not both (skip: never fetched; block: fetched, never ingested)")
+    if not (skip or block or pattern is not None):
         raise click.UsageError("say --skip, --block or --ignore-text REGEX")
+    action = "skip" if skip else "block" if block else "ignore_text"
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps, site, glob, action, reason, pattern)
         outbox.flush_after_commit(deps)  # document.blocked events
@@ -226,7 +232,7 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
         for run in data["runs"]:
             if run:
                 click.echo(f"{run['site_domain']}: run {run['run_id']} {run['status']}"
-                           f" (fetched {run['fetched']}, snapshots {run['snapshots']})", err=True)
+                           f" (fetched {run['fetched']}, snapshots {plain(run['snapshots'])})", err=True)
         for site in report.still_running:
             click.echo(f"{site}: previous run still going; left due", err=True)
     return data
@@ -264,10 +270,11 @@ def tick_cmd(as_json: bool) -> None:
 @guard
 def watch_cmd(interval: float | None, rounds: int | None) -> None:
     """Tick in a loop: keep every registered site current from this machine."""
+    from gleaner.changes.sender import DeliverySender
     from gleaner.operator.schedule import watch
 
     settings = load_settings()
-    with open_deps(settings) as deps:
+    with open_deps(settings) as deps, DeliverySender(deps):  # webhooks go out between and during ticks
         total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
                       after_tick=lambda report: _after_tick(deps, report), sleep=time.sleep)
     click.echo(f"watch: started {total} runs", err=True)

@@ -60,6 +60,7 @@ class Progress:
         self._batches_done: dict[int, int] = {}
         self._next_batch = 0
         self._last_shown: tuple[str, int, int] = ("", -1, -1)
+        self._last_line = ""  # the last line said, so the same news is not printed twice in a row
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -94,6 +95,10 @@ class Progress:
     def line(self, text: str) -> None:
         if not self.enabled:
             return
+        with self._lock:  # the ticker may have just said it ("mapping: 12 URLs found" twice in a row)
+            if text == self._last_line:
+                return
+            self._last_line = text
         if self._bar is not None:
             self._bar.console.print(f"gleaner: {text}", highlight=False)
         else:

@@ -13,19 +13,28 @@ import click
 
 from gleaner.app import Deps
 from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary, tenant_key
+from gleaner.cli.statuses import statuses_for
+from gleaner.errors import InvalidInput
 
 
 @main.command("runs")
 @click.argument("run_id", required=False)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many runs.")
 @click.option("--urls", is_flag=True, help="With RUN_ID: every URL of the run with its status and reason.")
-@click.option("--status", "status_filter", help="With --urls: only URLs with this status (e.g. unavailable).")
+@click.option("--status", "status_filter",
+              help="With --urls: only these URLs, by the summary's counter (fetched, not_modified, refused, failed, "
+                   "limited, excluded) or one URL status (e.g. robots-denied, unavailable).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | None, as_json: bool) -> None:
     """Recent runs with their counters, or one run's per-URL status breakdown (--urls: each URL)."""
     if (urls or status_filter) and not run_id:
         fail("--urls and --status need a RUN_ID", 2)
+    if status_filter:
+        try:
+            statuses_for(status_filter)
+        except InvalidInput as exc:
+            fail(str(exc), 2)
     settings = load_settings()
     with open_deps(settings) as deps:
         if run_id:
@@ -34,7 +43,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
                 fail(f"no run {run_id}")
                 return
             if urls or status_filter:
-                rows = deps.metadata.run_urls(run_id, status_filter)
+                wanted = statuses_for(status_filter) if status_filter else None
+                rows = [r for r in deps.metadata.run_urls(run_id) if wanted is None or r["status"] in wanted]
                 if as_json:
                     click.echo(json.dumps(rows))
                     return
@@ -80,11 +90,11 @@ def docs_cmd(site: str, as_json: bool) -> None:
     """The site's document tree (built from path alone) with status and scrape policy."""
     with open_deps(load_settings()) as deps:
         rows = deps.metadata.documents_tree(site)
+    if not rows:  # the same exit with --json: a script must not read an unknown site as an empty one
+        fail(f"no documents for site {site!r} (`gleaner sites list` and `gleaner runs` show the sites)")
     if as_json:
         click.echo(json.dumps(rows))
         return
-    if not rows:
-        fail(f"no documents for site {site!r}")
     from gleaner.tree import render_tree
 
     for line in render_tree(rows):

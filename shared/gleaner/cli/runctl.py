@@ -40,6 +40,14 @@ class RunsGroup(click.Group):
             return super().parse_args(ctx, args)
         return super().parse_args(ctx, ["list", *args])
 
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing's usage and options (what `gleaner runs` mostly is), then the subcommands."""
+        listing_ctx = click.Context(self.listing, info_name=ctx.info_name, parent=ctx.parent)
+        self.listing.format_usage(listing_ctx, formatter)
+        self.format_help_text(ctx, formatter)
+        self.listing.format_options(listing_ctx, formatter)
+        self.format_commands(ctx, formatter)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in super().list_commands(ctx) if name != "list"]
 

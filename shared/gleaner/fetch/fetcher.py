@@ -317,7 +317,8 @@ class Fetcher:
         state = self._hosts.peek(hostname)
         if state is None:  # first sight: the operator's per-host settings may come from the database
             state = await loop.in_thread(lambda: self._hosts.get(
-                hostname, default_delay=self.settings.host_delay, default_concurrency=self.settings.host_concurrency))
+                hostname, default_delay=self.settings.host_delay, default_concurrency=self.settings.host_concurrency,
+                sources=self.settings.politeness_sources))
         return state
 
     async def _admit(self, request: FetchRequest, url: str, hop: int) -> CheckedUrl | FetchResult:

@@ -18,12 +18,31 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 # (delay seconds, concurrency) an operator configured for a host (source_hosts); None = the default.
 HostPoliteness = Callable[[str], tuple[float | None, int | None]]
+
+
+class Source(StrEnum):
+    """Where a politeness value came from, strongest first (docs/configuration.md)."""
+
+    COMMAND_LINE = "command line"
+    SITE = "site settings"
+    ENVIRONMENT = "environment"
+    CONFIG_FILE = "config file"
+    DEFAULT = "default"
+
+
+def choose(configured: float, configured_source: str, site: float | None) -> tuple[float, str]:
+    """The value that applies and its source: the command line beats a site's setting, which beats the
+    environment, the config files and the default (all three already folded into ``configured``)."""
+    if site is None or configured_source == Source.COMMAND_LINE:
+        return configured, configured_source
+    return site, str(Source.SITE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +75,8 @@ class HostState:
     concurrency: int
     next_at: float = 0.0  # time.monotonic() before which no request may start
     crawl_delay: float = 0.0  # the largest Crawl-delay robots.txt asked for
+    delay_source: str = Source.DEFAULT
+    concurrency_source: str = Source.DEFAULT
 
 
 class HostTable:
@@ -72,16 +93,31 @@ class HostTable:
         """The host's state if it was seen before (no lookup of the operator's settings)."""
         return self._hosts.get(hostname.lower())
 
-    def get(self, hostname: str, *, default_delay: float, default_concurrency: int) -> HostState:
-        """The host's state; on first sight the operator's per-host settings, else these defaults
-        (the one place a host's delay and concurrency are decided)."""
+    def get(self, hostname: str, *, default_delay: float, default_concurrency: int,
+            sources: Mapping[str, str] | None = None) -> HostState:
+        """The host's state; on first sight its delay and concurrency are chosen by precedence (:func:`choose`)
+        between the settings' values (from ``sources``: the command line, environment, file or default)
+        and the site's own."""
         hostname = hostname.lower()
+        sources = sources or {}
         with self._lock:
             state = self._hosts.get(hostname)
             if state is None:
-                delay, concurrency = self._politeness(hostname) if self._politeness is not None else (None, None)
-                delay = default_delay if delay is None else max(0.0, float(delay))
-                concurrency = default_concurrency if not concurrency else max(1, int(concurrency))
-                state = HostState(asyncio.Semaphore(concurrency), delay, concurrency)
+                site_delay, site_concurrency = (self._politeness(hostname) if self._politeness is not None
+                                                else (None, None))
+                delay, delay_source = choose(default_delay, sources.get("host_delay", Source.DEFAULT),
+                                             None if site_delay is None else max(0.0, float(site_delay)))
+                concurrency, concurrency_source = choose(
+                    default_concurrency, sources.get("host_concurrency", Source.DEFAULT),
+                    max(1, int(site_concurrency)) if site_concurrency else None)
+                state = HostState(asyncio.Semaphore(int(concurrency)), float(delay), int(concurrency),
+                                  delay_source=delay_source, concurrency_source=concurrency_source)
                 self._hosts[hostname] = state
             return state
+
+    def forget(self, hostname: str) -> None:
+        """Read the host's settings again at its next request (an operator changed them)."""
+        with self._lock:
+            state = self._hosts.get(hostname.lower())
+            if state is not None and not state.slots.locked():  # a host being fetched keeps its turns
+                del self._hosts[hostname.lower()]

@@ -23,6 +23,7 @@ from gleaner.urls import canonicalize, host_of, site_domain_of, validate_glob
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
+    from gleaner.config import Settings
 
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _DURATION = re.compile(r"(\d+)([smhdw])")
@@ -38,10 +39,10 @@ def site_key(value: str) -> str:
 
 
 def parse_duration(text: str) -> int:
-    """``90``, ``90s``, ``30m``, ``6h``, ``1d``, ``2w`` or combinations (``1h30m``) -> seconds (> 0)."""
+    """``90s``, ``30m``, ``6h``, ``1d``, ``2w`` or combinations (``1h30m``) -> seconds (> 0)."""
     raw = (text or "").strip().lower()
-    if raw.isdigit():
-        seconds = int(raw)
+    if raw.isdigit():  # 5 seconds, minutes or hours? A schedule says its unit
+        raise InvalidInput(f"{text!r} has no unit: say {raw}s, {raw}m, {raw}h or {raw}d (or auto)")
     else:
         parts = _DURATION.findall(raw)
         if not parts or "".join(n + u for n, u in parts) != raw:
@@ -130,6 +131,19 @@ def add_site(deps: Deps, url: str, *, site_domain: str | None = None, every: str
     host_id = deps.metadata.upsert_source_host(site, host_of(target), own_site=site_domain_of(target) == site)
     deps.metadata.save_site(spec, host_id, due_at=(now or datetime.now(UTC)) if seconds is not None else None)
     return get_site(deps, site)
+
+
+def effective_politeness(settings: Settings, site: Site) -> dict[str, Any]:
+    """The delay and concurrency a crawl of the site keeps, and where each comes from (the precedence of
+    docs/configuration.md; robots.txt's Crawl-delay can still ask for more)."""
+    from gleaner.fetch.politeness import Source, choose
+
+    sources = settings.politeness_sources
+    delay, delay_source = choose(settings.host_delay, sources.get("host_delay", Source.DEFAULT), site.delay)
+    concurrency, concurrency_source = choose(settings.host_concurrency,
+                                             sources.get("host_concurrency", Source.DEFAULT), site.concurrency)
+    return {"delay": delay, "delay_source": str(delay_source), "concurrency": int(concurrency),
+            "concurrency_source": str(concurrency_source)}
 
 
 def list_sites(deps: Deps) -> list[Site]:

@@ -44,6 +44,8 @@ def parse_range(query: Mapping[str, str], length: int) -> tuple[int, int]:
 
 
 def slice_text_bytes(text_hash: str, body: bytes, start: int, end: int, *, whole_characters: bool) -> TextSlice:
+    if start > end:
+        raise InvalidInput(f"range [{start}, {end}) is reversed: the start must not be after the end")
     if not 0 <= start <= end <= len(body):
         raise InvalidInput(f"range [{start}, {end}) is outside the text's {len(body)} bytes")
     data = body[start:end]

@@ -57,10 +57,13 @@ class BrowseStore(SqlStore):
     """The back office's reads (``Deps.browse``)."""
 
     def sites(self) -> list[dict[str, Any]]:
-        """Every site with documents or runs: counts by status and its latest run."""
+        """Every site with documents or a run that did not fail: counts by status and its latest run.
+
+        A crawl of a mistyped host fails before it keeps anything: that run stays in the runs index,
+        but it makes no site."""
         rows = self._all(
             "WITH s AS (SELECT site_domain FROM knowledge.documents"
-            "   UNION SELECT site_domain FROM knowledge.crawl_runs)"
+            "   UNION SELECT site_domain FROM knowledge.crawl_runs WHERE status <> 'failed')"
             " SELECT s.site_domain,"
             " (SELECT count(*) FROM knowledge.documents d"
             "   WHERE d.site_domain = s.site_domain AND NOT d.is_deleted),"
@@ -81,10 +84,11 @@ class BrowseStore(SqlStore):
             " OR EXISTS (SELECT 1 FROM knowledge.crawl_runs WHERE site_domain = :s)", {"s": site}))
 
 
-    def run_ids(self, site: str | None, limit: int, offset: int) -> tuple[list[str], int]:
-        """Newest first: one page of run ids (of one site or all) and how many there are."""
-        params = {"s": site, "n": limit, "o": offset}
-        where = "CAST(:s AS text) IS NULL OR site_domain = :s"
+    def run_ids(self, site: str | None, limit: int, offset: int, status: str | None = None) -> tuple[list[str], int]:
+        """Newest first: one page of run ids (of one site or all, in one status or any) and how many there are."""
+        params = {"s": site, "n": limit, "o": offset, "st": status}
+        where = ("(CAST(:s AS text) IS NULL OR site_domain = :s)"
+                 " AND (CAST(:st AS text) IS NULL OR status::text = :st)")
         with self.engine.connect() as conn:
             ids = conn.execute(sa.text(f"SELECT id FROM knowledge.crawl_runs WHERE {where}"
                                        " ORDER BY created_at DESC, id LIMIT :n OFFSET :o"), params).scalars().all()

@@ -26,6 +26,15 @@ class DeliveryState(StrEnum):
     CANCELLED = "cancelled"  # its subscription was removed
 
 
+class Requeue(StrEnum):
+    """What an operator's retry of one delivery did."""
+
+    REQUEUED = "requeued"
+    NOT_FOUND = "not-found"
+    NOT_RETRYABLE = "not-retryable"  # delivered or cancelled
+    SUBSCRIPTION_REMOVED = "subscription-removed"
+
+
 @dataclass(frozen=True, slots=True)
 class NewDelivery:
     """One event to one subscription, with the body every attempt sends."""
@@ -77,6 +86,7 @@ class DeliveryStore(SqlStore):
             " next_attempt_at = now() + make_interval(secs => :lease)"
             " FROM knowledge.notify_subscriptions s"
             " WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id AND d.state = 'pending'"
+            " AND s.removed_at IS NULL"
             " AND (NOT :due OR d.next_attempt_at <= now())"
             " RETURNING d.attempts, d.body, d.event_id, s.url, s.secret",
             {"i": delivery_id, "lease": lease_seconds, "due": due_only},
@@ -124,12 +134,29 @@ class DeliveryStore(SqlStore):
                 " WHERE state = 'pending' AND next_attempt_at > now()")).scalar()
         return due, float(wait) if wait is not None else None
 
-    def requeue_delivery(self, delivery_id: str) -> bool:
-        """Make a pending or failed delivery due now (an operator's retry); False when there is none."""
-        return self._write_first(
-            "UPDATE knowledge.notify_deliveries SET state = 'pending', next_attempt_at = now()"
-            " WHERE id = CAST(:i AS uuid) AND state IN ('pending', 'failed') RETURNING id", {"i": delivery_id},
-        ) is not None
+    def requeue_delivery(self, delivery_id: str) -> Requeue:
+        """Make a pending or failed delivery due now (an operator's retry), unless its subscription is gone."""
+        row = self._first(
+            "SELECT d.state, s.removed_at IS NOT NULL FROM knowledge.notify_deliveries d"
+            " JOIN knowledge.notify_subscriptions s ON s.id = d.subscription_id WHERE d.id = CAST(:i AS uuid)",
+            {"i": delivery_id})
+        if row is None:
+            return Requeue.NOT_FOUND
+        if row[1]:
+            return Requeue.SUBSCRIPTION_REMOVED
+        done = self._write_first(
+            "UPDATE knowledge.notify_deliveries d SET state = 'pending', next_attempt_at = now()"
+            " FROM knowledge.notify_subscriptions s WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id"
+            " AND s.removed_at IS NULL AND d.state IN ('pending', 'failed') RETURNING d.id", {"i": delivery_id},
+        )
+        return Requeue.REQUEUED if done is not None else Requeue.NOT_RETRYABLE
+
+    def pending_delivery_count(self) -> int:
+        """Deliveries still to be sent (to subscriptions that still exist)."""
+        row = self._first("SELECT count(*) FROM knowledge.notify_deliveries d"
+                          " JOIN knowledge.notify_subscriptions s ON s.id = d.subscription_id"
+                          " WHERE d.state = 'pending' AND s.removed_at IS NULL", {})
+        return int(row[0]) if row else 0
 
     def unscheduled_deliveries(self) -> list[str]:
         """Pending deliveries not yet handed to the bus's delivery queue, oldest first."""

@@ -42,12 +42,12 @@ class SiteStore(SqlStore):
         """Insert the site, or update the one under the same key (a newly scheduled one is due at ``due_at``);
         politeness goes onto its host's row."""
         with self._tx() as conn:
-            if spec.delay is not None or spec.concurrency is not None:
-                conn.execute(
-                    sa.text("UPDATE knowledge.source_hosts SET host_delay_seconds = COALESCE(:d, host_delay_seconds),"
-                            " host_concurrency = COALESCE(:c, host_concurrency), updated_at = now() WHERE id = :h"),
-                    {"d": spec.delay, "c": spec.concurrency, "h": host_id},
-                )
+            # The site is replaced whole: politeness it no longer names goes back to the settings' values.
+            conn.execute(
+                sa.text("UPDATE knowledge.source_hosts SET host_delay_seconds = :d, host_concurrency = :c,"
+                        " updated_at = now() WHERE id = :h"),
+                {"d": spec.delay, "c": spec.concurrency, "h": host_id},
+            )
             conn.execute(
                 sa.text(
                     "INSERT INTO knowledge.sites AS s (site_domain, target_url, source_host_id, every_seconds,"
@@ -81,4 +81,10 @@ class SiteStore(SqlStore):
         return _site(row) if row else None
 
     def delete_site(self, site_id: str) -> None:
-        self._run("DELETE FROM knowledge.sites WHERE id = :i", {"i": site_id})
+        """Remove the site and the politeness it set on its host (a site's settings go with the site)."""
+        with self._tx() as conn:
+            conn.execute(sa.text(
+                "UPDATE knowledge.source_hosts h SET host_delay_seconds = NULL, host_concurrency = NULL,"
+                " updated_at = now() FROM knowledge.sites s WHERE s.id = :i AND h.id = s.source_host_id"),
+                {"i": site_id})
+            conn.execute(sa.text("DELETE FROM knowledge.sites WHERE id = :i"), {"i": site_id})

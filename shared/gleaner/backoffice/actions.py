@@ -1,0 +1,98 @@
+"""The back office's pages that run Gleaner: add and edit a site, crawl it now, the runs index, search.
+
+Each form posts back to its own page; a wrong field re-renders the form with what the operator typed
+and the error beside that field (never a bare 400 page). After an action the page it lands on says
+what happened (``?done=``: a fixed message, never text from the URL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gleaner.app import Deps
+from gleaner.backoffice import api, operate
+from gleaner.backoffice.api import ApiRequest, HttpError
+from gleaner.backoffice.pages import Page, PageRequest, render
+from gleaner.backoffice.siteform import FIELDS, RENDER_MODES, check_site, form_values
+from gleaner.operator import sites as operator_sites
+from gleaner.runstate import RunStatus
+
+# What a finished action says on the page it lands on (``?done=KEY``).
+NOTICES = {
+    "site-added": "Site added. “Crawl now” starts its first run; its schedule (if any) starts it on its own.",
+    "site-saved": "Site saved; the next run uses these settings.",
+    "crawl-started": "Crawl started: this page follows it until it ends.",
+    "cancelled": "Run cancelled: nothing more is fetched (a batch in flight completes).",
+    "already-cancelled": "The run was already cancelled.",
+    "resumed": "Run resumed: what it left is being fetched now (pages it fetched are not fetched again).",
+    "retried": "Delivery attempted again; its state below is the outcome.",
+    "rule-added": "Rule added and applied to the pages it matches.",
+    "rule-removed": "Rule removed; what it skipped or blocked is back to normal.",
+}
+
+
+def _site_form(site: str | None, values: dict[str, str], errors: dict[str, str], code: int = 200) -> Page:
+    return render("site_form.html", code, site=site, values=values, errors=errors, render_modes=RENDER_MODES,
+                  fields=FIELDS)
+
+
+def new_site_page(deps: Deps, req: PageRequest) -> Page:
+    if req.method == "POST":
+        return _save(deps, req, None)
+    return _site_form(None, {name: "" for name in FIELDS}, {})
+
+
+def edit_site_page(deps: Deps, req: PageRequest, site: str) -> Page:
+    found = operator_sites.find_site(deps, site) if api.valid_site_domain(site) else None
+    if found is None:
+        raise HttpError(404, f"{site[:200]} is not a registered site: add it with “Add a site”")
+    if req.method == "POST":
+        return _save(deps, req, found.site_domain)
+    return _site_form(found.site_domain, form_values(found), {})
+
+
+def _save(deps: Deps, req: PageRequest, site: str | None) -> Page:
+    values = {name: req.form.get(name, "") for name in FIELDS}
+    if site is not None:
+        values["site_domain"] = site  # an edit keeps the site's key
+    checked = check_site(values)
+    if isinstance(checked, dict):
+        return _site_form(site, values, checked, 400)
+    try:
+        saved, created = operate.save_site(deps, checked)
+    except operate.FieldErrors as exc:
+        return _site_form(site, values, exc.fields, 400)
+    done = "site-added" if created else "site-saved"
+    return Page(303, location=f"/ui/sites/{saved.site_domain}?done={done}")
+
+
+def crawl_now(deps: Deps, req: PageRequest, site: str) -> Page:
+    _, answer = operate.post_site_run(deps, ApiRequest("POST", "", access=req.access), site)
+    return Page(303, location=f"/ui/runs/{answer['run_id']}?done=crawl-started")
+
+
+def runs_index(deps: Deps, req: PageRequest) -> Page:
+    query = {k: v for k, v in req.query.items() if k in ("site", "status", "limit", "offset") and v}
+    try:
+        listing = api.get_runs(deps, ApiRequest("GET", "", query, access=req.access))
+        error = None
+    except HttpError as exc:  # a bad filter: say so above an empty list, keep the filters shown
+        listing, error = {"runs": [], "total": 0, "limit": 100, "offset": 0}, exc.message
+    sites = [s["site_domain"] for s in api.get_sites(deps, ApiRequest("GET", "", access=req.access))["sites"]]
+    return render("runs.html", listing=listing, sites=sites, statuses=[str(s) for s in RunStatus],
+                  site=req.query.get("site", ""), status=req.query.get("status", ""), error=error)
+
+
+def search_page(deps: Deps, req: PageRequest) -> Page:
+    """The search box's page over ``GET /v1/search`` (the retrieval work's route, when it is there)."""
+    q = req.query.get("q", "").strip()
+    answer: dict[str, Any] | None = None
+    error = None
+    if q:
+        query = {k: v for k, v in req.query.items() if k in ("q", "site", "limit") and v}
+        code, answer = api.handle(ApiRequest("GET", "/v1/search", query, access=req.access), deps)
+        if code == 404 and "no such endpoint" in str(answer.get("error", "")):
+            answer, error = None, "Search is not available in this version of Gleaner."
+        elif code != 200:
+            answer, error = None, str(answer.get("error", f"search answered {code}"))
+    return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error)
