@@ -17,6 +17,7 @@ from gleaner.operator.rules import add_rule
 from gleaner.provenance.slices import slice_text_bytes
 from gleaner.retrieval import search
 from gleaner.retrieval.index import embed_pending
+from gleaner.retrieval.references import embed_references, search_references
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch
 from gleaner.store.erasure import erase_document
@@ -147,6 +148,13 @@ def test_feed_references_are_not_site_documents_and_are_never_found_by_site_sear
     embed_pending(deps.search_index, deps.embedder)
     hits = search(deps, "why does the sea at the shore rise and fall twice a day", limit=20)["results"]
     assert hits and all(h["site_domain"] == SITE for h in hits)
+
+    # The reference's own search: the whole record embedded, both scores and their blend.
+    assert embed_references(deps, deps.embedder) == 1
+    (ref,) = search_references(deps, "why does the sea at the shore rise and fall twice a day", 5)
+    assert ref["source_url"] == site.url + "/tides" and 0 < ref["embedding_score"] <= 1
+    assert ref["score"] == pytest.approx(0.6 * ref["embedding_score"] + 0.4 * ref["fulltext_score"], abs=1e-5)
+    assert "embedding" not in deps.references.get(ref["reference_id"])
 
 
 def test_the_search_endpoint_answers_in_the_callers_scope(topics):
