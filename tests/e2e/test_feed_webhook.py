@@ -391,7 +391,8 @@ def test_retrieval_ranks_references_and_returns_one_verbatim(make_client, site, 
     results = response.get_json()["results"]
     assert results[0]["source_url"] == site.url + "/articles/sea-ice"
     top = results[0]
-    assert 0 < top["fulltext_score"] < 1 and top["embedding_score"] is None
+    # Items the landing just wrote have no vector yet (embedding runs after a crawl or on `gleaner index`).
+    assert 0 < top["fulltext_score"] < 1 and top["embedding_score"] in (None, 0.0)
     assert top["published_at"] == "2026-06-01T08:00:00+00:00"
     assert top["source_document_id"] == source_document_id(top["source_url"])
     assert "**" in top["body_preview"]  # matched words are marked

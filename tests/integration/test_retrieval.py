@@ -17,6 +17,7 @@ from gleaner.operator.rules import add_rule
 from gleaner.provenance.slices import slice_text_bytes
 from gleaner.retrieval import search
 from gleaner.retrieval.index import embed_pending
+from gleaner.retrieval.references import embed_references, search_references
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch
 from gleaner.store.erasure import erase_document
@@ -41,13 +42,29 @@ def _scalar(deps, sql, **params):
 
 
 @pytest.fixture
-def topics(deps):
-    """The topic site crawled and embedded: (deps, site)."""
-    pages = topic_pages()
-    with TestSite(pages, max_seconds=300) as site:
+def crawled(deps):
+    """The topic site crawled, nothing embedded yet: (deps, site)."""
+    with TestSite(topic_pages(), max_seconds=300) as site:
         _crawl(deps, site)
-        assert embed_pending(deps.search_index, deps.embedder) > 0
         yield deps, site
+
+
+@pytest.fixture
+def topics(crawled):
+    """The topic site crawled and embedded (GLEANER_TEST_DATABASE_URL may name a server without pgvector)."""
+    deps, site = crawled
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: only the full-text fallback applies")
+    assert embed_pending(deps.search_index, deps.embedder) > 0
+    return deps, site
+
+
+def test_without_pgvector_search_ranks_by_full_text_alone(crawled):
+    deps, site = crawled
+    deps.search_index._vectors = False  # what has_vectors() finds on a server without the extension
+    hits = search(deps, "molten magma from the crater", site_domain=SITE)["results"]
+    assert hits[0]["url"] == site.url + "/volcanoes"
+    assert all(h["embedding_score"] is None and h["score"] == h["fulltext_score"] for h in hits)
 
 
 def test_paraphrased_questions_find_their_page_in_the_top_three(topics):
@@ -147,6 +164,13 @@ def test_feed_references_are_not_site_documents_and_are_never_found_by_site_sear
     embed_pending(deps.search_index, deps.embedder)
     hits = search(deps, "why does the sea at the shore rise and fall twice a day", limit=20)["results"]
     assert hits and all(h["site_domain"] == SITE for h in hits)
+
+    # The reference's own search: the whole record embedded, both scores and their blend.
+    assert embed_references(deps, deps.embedder) == 1
+    (ref,) = search_references(deps, "why does the sea at the shore rise and fall twice a day", 5)
+    assert ref["source_url"] == site.url + "/tides" and 0 < ref["embedding_score"] <= 1
+    assert ref["score"] == pytest.approx(0.6 * ref["embedding_score"] + 0.4 * ref["fulltext_score"], abs=1e-5)
+    assert "embedding" not in deps.references.get(ref["reference_id"])
 
 
 def test_the_search_endpoint_answers_in_the_callers_scope(topics):

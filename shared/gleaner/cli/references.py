@@ -50,9 +50,11 @@ def refs_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
 @guard
 def refs_search(query: str, limit: int, as_json: bool) -> None:
-    """Ranked previews of the reference items matching QUERY (PostgreSQL full-text search)."""
+    """Ranked previews of the reference items for QUERY (by meaning and words: 0.6 / 0.4)."""
+    from gleaner.retrieval.references import search_references
+
     with open_deps(load_settings()) as deps:
-        results = deps.references.search(query, limit)
+        results = search_references(deps, query, limit)
     if as_json:
         click.echo(json.dumps({"query": query, "results": results}))
         return
@@ -61,7 +63,7 @@ def refs_search(query: str, limit: int, as_json: bool) -> None:
         sys.exit(1)
     for r in results:
         # One line per field: a title or preview spanning lines would break the listing's layout.
-        click.echo(f"{r['fulltext_score']:.4f}  {r['reference_id']}  {_one_line(r['title'])}\n"
+        click.echo(f"{r['score']:.4f}  {r['reference_id']}  {_one_line(r['title'])}\n"
                    f"        {r['source_url']}  published {r['published_at'] or 'unknown'}\n"
                    f"        {_one_line(r['body_preview'])}")
 

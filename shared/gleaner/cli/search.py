@@ -19,8 +19,10 @@ def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
     index = deps.search_index
     if not index.has_vectors():
         return 0
+    from gleaner.retrieval.references import embed_references
+
     started = time.monotonic()
-    done = embed_pending(index, deps.embedder)
+    done = embed_pending(index, deps.embedder) + embed_references(deps, deps.embedder)
     if done:
         say(f"indexed {done} new chunks for search in {time.monotonic() - started:.1f} s")
     return done
@@ -58,6 +60,7 @@ def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -
 def index_cmd(reembed: bool, as_json: bool) -> None:
     """Embed every chunk that has no vector of the current model yet; show the index's counts."""
     from gleaner.retrieval.index import embed_pending
+    from gleaner.retrieval.references import embed_references
 
     with open_deps(load_settings()) as deps:
         index = deps.search_index
@@ -65,6 +68,7 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
         started = time.monotonic()
         done = embed_pending(index, deps.embedder)
         counts = index.counts()
+        counts["references_embedded_now"] = embed_references(deps, deps.embedder)
     counts.update({"embedded_now": done, "dropped": dropped, "seconds": round(time.monotonic() - started, 2)})
     if as_json:
         click.echo(json.dumps(counts))

@@ -351,7 +351,9 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
     raw_limit = query.get("limit") or "20"
     if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_SEARCH_RESULTS:
         raise MalformedRequest([f"'limit' must be an integer from 1 to {MAX_SEARCH_RESULTS}"])
-    return 200, {"query": text, "results": deps.references.search(text, int(raw_limit))}
+    from gleaner.retrieval.references import search_references
+
+    return 200, {"query": text, "results": search_references(deps, text, int(raw_limit))}
 
 
 def _own_workspace_only(batch: Batch, caller: Caller) -> Batch:

@@ -279,6 +279,22 @@ class ReferenceStore(SqlStore):
             for r in rows
         ]
 
+    def previews(self, reference_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The search's preview rows for items found by meaning alone (no words matched: score 0)."""
+        rows = self._all(
+            "SELECT r.id, r.title, left(r.summary, :n), left(r.body, :n), r.source_url, r.published_at,"
+            " r.source_document_id, r.source_snapshot_id, r.ingestion_source, r.extraction_method, r.layer"
+            " FROM knowledge.reference_items r WHERE r.id = ANY(CAST(:i AS uuid[]))",
+            {"n": PREVIEW_CHARS, "i": list(reference_ids)},
+        )
+        return [
+            {"reference_id": str(r[0]), "title": r[1], "summary_preview": r[2], "body_preview": r[3],
+             "fulltext_score": 0.0, "embedding_score": None, "source_url": r[4], "published_at": _iso(r[5]),
+             "source_document_id": str(r[6]), "source_snapshot_id": str(r[7]) if r[7] else None,
+             "ingestion_source": r[8], "extraction_method": r[9], "layer": r[10]}
+            for r in rows
+        ]
+
     def get(self, reference_id: str) -> dict[str, Any] | None:
         """Step 2: the whole item, verbatim, with its ledger backlinks."""
         row = self._first(
