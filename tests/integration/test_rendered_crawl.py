@@ -81,3 +81,18 @@ def test_a_sites_render_mode_is_kept_and_goes_with_its_scheduled_runs(deps: Any)
     with deps.metadata.claim_due_sites(datetime.now(UTC)) as due:
         requests = {s.site_domain: crawl_request(s, "r-" + s.site_domain) for s in due.sites}
     assert requests["spa.example.com"].render == "auto" and requests["plain.example.com"].render == "never"
+
+
+def test_a_render_rule_outranks_the_runs_mode_for_its_paths(make_deps: Any, browser_renderer: Any) -> None:
+    from gleaner.operator.rules import add_rule
+
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    add_rule(deps, SITE, "/app/*", "render_always")
+    add_rule(deps, SITE, "/docs/*", "render_never")
+    with render_site() as site:
+        summary = crawl(deps, new_request(site.url + "/", site_domain=SITE))  # the run itself says never
+    assert summary["status"] == "finished", summary
+    modes = {path: mode for path, (_v, mode, _r) in _versions(deps).items()}
+    assert modes == {"/app/one": "browser", "/app/two": "browser", "/docs/one": "plain_fetch",
+                     "/docs/two": "plain_fetch"}

@@ -152,15 +152,19 @@ def rules_group() -> None:
 @click.argument("glob")
 @click.option("--skip", "action", flag_value="skip", help="Gate 1: never fetch matching paths.")
 @click.option("--block", "action", flag_value="block", help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--render", type=click.Choice(["never", "auto", "always"]),
+              help="Read matching pages with a headless browser or not, whatever the run says (docs/rendering.md).")
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, action: str | None, reason: str | None, as_json: bool) -> None:
+def rules_add(site: str, glob: str, action: str | None, render: str | None, reason: str | None,
+              as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
-    if action is None:
-        raise click.UsageError("say --skip or --block")
+    if (action is None) == (render is None):
+        raise click.UsageError("say one of --skip, --block or --render MODE")
+    action = action or f"render_{render}"
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps, site, glob, action, reason)
         outbox.flush_after_commit(deps)  # document.blocked events

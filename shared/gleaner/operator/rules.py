@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 class RuleAction(StrEnum):
     SKIP = "skip"
     BLOCK = "block"
+    # Not gates: how matching pages are read (gleaner.render.modes.mode_for); applying rules ignores them.
+    RENDER_NEVER = "render_never"
+    RENDER_AUTO = "render_auto"
+    RENDER_ALWAYS = "render_always"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +180,7 @@ def add_rule(deps: Deps, site: str, glob: str, action: RuleAction | str, reason:
     try:
         action = RuleAction(action)
     except ValueError as exc:
-        raise InvalidInput(f"a rule is skip or block, not {action!r}") from exc
+        raise InvalidInput(f"a rule is skip, block or render_never|auto|always, not {action!r}") from exc
     return deps.metadata.add_rule(site_key(site), validate_glob(glob), action, reason)
 
 

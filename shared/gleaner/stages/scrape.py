@@ -85,7 +85,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
     kept = [p for p in pages.values() if replayable(p.prefetched, p.current_hash is not None)]
     kept_ids = {p.document_id for p in kept}
-    render = RenderPlan(deps, message.run_id, list(pages))  # which pages the browser reads (render = auto|always)
+    # Which pages the browser reads (render = auto | always, by run or rule).
+    render = RenderPlan(deps, message.run_id, message.site_domain, pages.values())
     kept = [p for p in kept if p.document_id not in render.browser_ids]  # a kept answer is the plain document
     kept_ids = {p.document_id for p in kept}
     requests = [render.request(_request(p)) for p in pages.values() if p.document_id not in kept_ids]
