@@ -58,6 +58,8 @@ NO_NETWORK_ARGS = (
 CONTAINER_ARGS = ("--no-sandbox", "--disable-dev-shm-usage")
 # A page with nothing in flight this long is taken as settled.
 QUIET_SECONDS = 0.25
+# Two animation frames: what the page's own handlers (scroll, a fetch's answer) do lands before them.
+NEXT_FRAMES = "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # Reading the DOM of a page whose budget ran out must itself be bounded (a script may spin forever).
 READ_SECONDS = 3.0
 # Headers a page's scripts may see from the Fetcher's answer; the body is already decoded.
@@ -197,17 +199,30 @@ class BrowserRenderer:
 
     async def _scroll(self, page: Page, work: _PageWork, limits: Limits) -> None:
         """Scroll to the end a few times, for pages that load more as the reader scrolls."""
-        height, viewport = await page.evaluate("[document.documentElement.scrollHeight, window.innerHeight]")
+        height, viewport = await self._settled_height(page, work, 0)
         if height <= viewport:
             return  # nothing below the fold: no scroll can load more
         for _ in range(limits.scroll_steps):
-            await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+            # The page's scroll handlers run before the next frames, so a request they start is under way
+            # (or answered) by the time the quiet wait begins.
+            await page.evaluate(f"window.scrollTo(0, document.documentElement.scrollHeight); {NEXT_FRAMES}")
             work.last_activity = time.monotonic()
             await self._quiet(work)
-            grown = await page.evaluate("document.documentElement.scrollHeight")
+            grown, _viewport = await self._settled_height(page, work, height)
             if grown <= height:
                 return
             height = grown
+
+    async def _settled_height(self, page: Page, work: _PageWork, height: int) -> tuple[int, int]:
+        """The page's height and the viewport's; asked twice, a quiet moment apart, when it has not
+        grown past ``height`` (a busy machine may take longer to write what the last answer brought)."""
+        measure = f"{NEXT_FRAMES}.then(() => [document.documentElement.scrollHeight, window.innerHeight])"
+        now, viewport = await page.evaluate(measure)
+        if now <= max(height, viewport):
+            work.last_activity = time.monotonic()
+            await self._quiet(work)
+            now, viewport = await page.evaluate(measure)
+        return now, viewport
 
     # -- requests ------------------------------------------------------------------------------------
 
