@@ -144,7 +144,7 @@ class BrowserRenderer:
             except Exception as exc:
                 log.warning("the browser could not start: %s", exc)
                 return Rendering(RenderOutcome.FAILED, None, (), _ms(started), f"browser did not start: {exc}"[:300])
-            page = self._idle.pop() if self._idle else await context.new_page()
+            page = self._idle.pop() if self._idle else await self._new_page(context)
             started = time.monotonic()  # the page's budget starts once the browser is there, not at its launch
             work = _PageWork(document, fetcher, limits)
             self._work[page] = work
@@ -304,10 +304,33 @@ class BrowserRenderer:
                                                   user_agent=self.user_agent, java_script_enabled=True,
                                                   bypass_csp=False)
         await context.route("**/*", self._route)
-        await context.route_web_socket("**/*", _close_socket)
-        context.on("page", _close_if_popup)
+        await context.route_web_socket("**/*", _close_socket)  # a pop-up's sockets (our pages record theirs)
+        context.on("page", self._close_if_popup)
         log.info("browser started: %s", self.executable)
         return context
+
+    async def _new_page(self, context: BrowserContext) -> Page:
+        page = await context.new_page()
+
+        async def refuse_socket(socket: WebSocketRoute) -> None:
+            work = self._work.get(page)
+            if work is not None:
+                work.allowance.record(SubRequest(socket.url, "websocket", str(Refused.SOCKET)))
+            await _close_socket(socket)
+
+        await page.route_web_socket("**/*", refuse_socket)
+        return page
+
+    def _close_if_popup(self, popup: Page) -> None:
+        async def close() -> None:
+            from playwright.async_api import Error as PlaywrightError
+
+            with contextlib.suppress(PlaywrightError):
+                if await popup.opener() is not None:  # our own new pages have no opener
+                    await popup.close(run_before_unload=False)
+
+        _background.add(task := asyncio.ensure_future(close()))
+        task.add_done_callback(_background.discard)
 
     async def _put_back(self, page: Page, *, healthy: bool) -> None:
         """Keep a page that ended well for the next render; close one that did not (a script may still spin)."""
@@ -359,18 +382,6 @@ async def _close_socket(socket: WebSocketRoute) -> None:
 
 # Pop-up closings under way (the loop keeps only weak references to tasks).
 _background: set[asyncio.Future[None]] = set()
-
-
-def _close_if_popup(page: Page) -> None:
-    async def close() -> None:
-        from playwright.async_api import Error as PlaywrightError
-
-        with contextlib.suppress(PlaywrightError):
-            if await page.opener() is not None:  # pop-ups are refused; our own new pages have no opener
-                await page.close(run_before_unload=False)
-
-    _background.add(task := asyncio.ensure_future(close()))
-    task.add_done_callback(_background.discard)
 
 
 def _first_line(exc: BaseException) -> str:
