@@ -131,6 +131,7 @@ def pages(trap_url: str = "http://127.0.0.2:9") -> dict[str, Page]:
         "/forever": Page(FOREVER),
         "/scroll": Page(SCROLL),
     }
+    site["/app/linked-only-by-script"] = Page(SHELL)
     for name in ("one", "two", "three"):
         site[f"/app/{name}"] = Page(SHELL)
         site[f"/docs/{name}"] = Page(_static(f"docs {name}"))

@@ -81,3 +81,35 @@ def test_a_sites_render_mode_is_kept_and_goes_with_its_scheduled_runs(deps: Any)
     with deps.metadata.claim_due_sites(datetime.now(UTC)) as due:
         requests = {s.site_domain: crawl_request(s, "r-" + s.site_domain) for s in due.sites}
     assert requests["spa.example.com"].render == "auto" and requests["plain.example.com"].render == "never"
+
+
+def test_a_render_rule_outranks_the_runs_mode_for_its_paths(make_deps: Any, browser_renderer: Any) -> None:
+    from gleaner.operator.rules import add_rule
+
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    add_rule(deps, SITE, "/app/*", "render_always")
+    add_rule(deps, SITE, "/docs/*", "render_never")
+    with render_site() as site:
+        summary = crawl(deps, new_request(site.url + "/", site_domain=SITE))  # the run itself says never
+    assert summary["status"] == "finished", summary
+    modes = {path: mode for path, (_v, mode, _r) in _versions(deps).items()}
+    assert modes == {"/app/one": "browser", "/app/two": "browser", "/docs/one": "plain_fetch",
+                     "/docs/two": "plain_fetch"}
+
+
+def test_links_written_by_scripts_feed_discovery_when_pages_are_rendered(make_deps: Any,
+                                                                          browser_renderer: Any) -> None:
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    with render_site() as site:
+        rendered = crawl(deps, new_request(site.url + "/app/three", site_domain=SITE, render="always", max_depth=1))
+        plain = crawl(deps, new_request(site.url + "/app/three", site_domain="plain." + SITE, max_depth=1))
+
+    def paths(run_id: str) -> set[str]:
+        return {r[0] for r in rows(deps, "SELECT d.path FROM knowledge.crawl_page_decisions c"
+                                         " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r",
+                                   r=run_id)}
+
+    assert {"/app/linked-only-by-script", "/app/three-child"} <= paths(rendered["run_id"])
+    assert "/app/linked-only-by-script" not in paths(plain["run_id"])  # the plain shell links nowhere new

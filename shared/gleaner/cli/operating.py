@@ -161,21 +161,24 @@ def rules_group() -> None:
 @click.option("--block", is_flag=True, help="Gate 2: fetch and version, never ingest or route.")
 @click.option("--ignore-text", "pattern", metavar="REGEX",
               help="Leave lines matching REGEX out of change detection for matching pages.")
+@click.option("--render", type=click.Choice(["never", "auto", "always"]),
+              help="Read matching pages with a headless browser or not, whatever the run says (docs/rendering.md).")
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, skip: bool, block: bool, pattern: str | None, reason: str | None,
+def rules_add(site: str, glob: str, skip: bool, block: bool, pattern: str | None, render: str | None,
+              reason: str | None,
               as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
-    if pattern is not None and (skip or block):
-        raise click.UsageError("--ignore-text is a rule of its own: leave out --skip / --block")
-    if skip and block:
-        raise click.UsageError("say --skip or --block, not both (skip: never fetched; block: fetched, never ingested)")
-    if not (skip or block or pattern is not None):
-        raise click.UsageError("say --skip, --block or --ignore-text REGEX")
-    action = "skip" if skip else "block" if block else "ignore_text"
+    chosen = [name for name, given in (("--skip", skip), ("--block", block), ("--ignore-text", pattern is not None),
+                                       ("--render", render is not None)) if given]
+    if len(chosen) != 1:
+        raise click.UsageError("say one of --skip, --block, --ignore-text REGEX or --render MODE"
+                               + (f", not {' and '.join(chosen)}" if chosen else "")
+                               + " (skip: never fetched; block: fetched, never ingested)")
+    action = "skip" if skip else "block" if block else "ignore_text" if pattern is not None else f"render_{render}"
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps, site, glob, action, reason, pattern)
         outbox.flush_after_commit(deps)  # document.blocked events

@@ -38,6 +38,10 @@ class RuleAction(StrEnum):
     SKIP = "skip"
     BLOCK = "block"
     IGNORE_TEXT = "ignore_text"  # lines matching ``pattern`` are left out of change detection (changes/volatile.py)
+    # Not gates: how matching pages are read (gleaner.render.modes.mode_for); applying rules ignores them.
+    RENDER_NEVER = "render_never"
+    RENDER_AUTO = "render_auto"
+    RENDER_ALWAYS = "render_always"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +185,7 @@ def add_rule(deps: Deps, site: str, glob: str, action: RuleAction | str, reason:
     try:
         action = RuleAction(action)
     except ValueError as exc:
-        raise InvalidInput(f"a rule is skip, block or ignore_text, not {action!r}") from exc
+        raise InvalidInput(f"a rule is skip, block, ignore_text or render_never|auto|always, not {action!r}") from exc
     if (action is RuleAction.IGNORE_TEXT) != (pattern is not None):
         raise InvalidInput("an ignore_text rule needs a pattern, and only it takes one")
     checked = validate_pattern(pattern) if pattern is not None else None

@@ -58,6 +58,8 @@ NO_NETWORK_ARGS = (
 CONTAINER_ARGS = ("--no-sandbox", "--disable-dev-shm-usage")
 # A page with nothing in flight this long is taken as settled.
 QUIET_SECONDS = 0.25
+# Two animation frames: what the page's own handlers (scroll, a fetch's answer) do lands before them.
+NEXT_FRAMES = "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # Reading the DOM of a page whose budget ran out must itself be bounded (a script may spin forever).
 READ_SECONDS = 3.0
 # Headers a page's scripts may see from the Fetcher's answer; the body is already decoded.
@@ -142,7 +144,7 @@ class BrowserRenderer:
             except Exception as exc:
                 log.warning("the browser could not start: %s", exc)
                 return Rendering(RenderOutcome.FAILED, None, (), _ms(started), f"browser did not start: {exc}"[:300])
-            page = self._idle.pop() if self._idle else await context.new_page()
+            page = self._idle.pop() if self._idle else await self._new_page(context)
             started = time.monotonic()  # the page's budget starts once the browser is there, not at its launch
             work = _PageWork(document, fetcher, limits)
             self._work[page] = work
@@ -197,17 +199,30 @@ class BrowserRenderer:
 
     async def _scroll(self, page: Page, work: _PageWork, limits: Limits) -> None:
         """Scroll to the end a few times, for pages that load more as the reader scrolls."""
-        height, viewport = await page.evaluate("[document.documentElement.scrollHeight, window.innerHeight]")
+        height, viewport = await self._settled_height(page, work, 0)
         if height <= viewport:
             return  # nothing below the fold: no scroll can load more
         for _ in range(limits.scroll_steps):
-            await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+            # The page's scroll handlers run before the next frames, so a request they start is under way
+            # (or answered) by the time the quiet wait begins.
+            await page.evaluate(f"window.scrollTo(0, document.documentElement.scrollHeight); {NEXT_FRAMES}")
             work.last_activity = time.monotonic()
             await self._quiet(work)
-            grown = await page.evaluate("document.documentElement.scrollHeight")
+            grown, _viewport = await self._settled_height(page, work, height)
             if grown <= height:
                 return
             height = grown
+
+    async def _settled_height(self, page: Page, work: _PageWork, height: int) -> tuple[int, int]:
+        """The page's height and the viewport's; asked twice, a quiet moment apart, when it has not
+        grown past ``height`` (a busy machine may take longer to write what the last answer brought)."""
+        measure = f"{NEXT_FRAMES}.then(() => [document.documentElement.scrollHeight, window.innerHeight])"
+        now, viewport = await page.evaluate(measure)
+        if now <= max(height, viewport):
+            work.last_activity = time.monotonic()
+            await self._quiet(work)
+            now, viewport = await page.evaluate(measure)
+        return now, viewport
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -289,10 +304,33 @@ class BrowserRenderer:
                                                   user_agent=self.user_agent, java_script_enabled=True,
                                                   bypass_csp=False)
         await context.route("**/*", self._route)
-        await context.route_web_socket("**/*", _close_socket)
-        context.on("page", _close_if_popup)
+        await context.route_web_socket("**/*", _close_socket)  # a pop-up's sockets (our pages record theirs)
+        context.on("page", self._close_if_popup)
         log.info("browser started: %s", self.executable)
         return context
+
+    async def _new_page(self, context: BrowserContext) -> Page:
+        page = await context.new_page()
+
+        async def refuse_socket(socket: WebSocketRoute) -> None:
+            work = self._work.get(page)
+            if work is not None:
+                work.allowance.record(SubRequest(socket.url, "websocket", str(Refused.SOCKET)))
+            await _close_socket(socket)
+
+        await page.route_web_socket("**/*", refuse_socket)
+        return page
+
+    def _close_if_popup(self, popup: Page) -> None:
+        async def close() -> None:
+            from playwright.async_api import Error as PlaywrightError
+
+            with contextlib.suppress(PlaywrightError):
+                if await popup.opener() is not None:  # our own new pages have no opener
+                    await popup.close(run_before_unload=False)
+
+        _background.add(task := asyncio.ensure_future(close()))
+        task.add_done_callback(_background.discard)
 
     async def _put_back(self, page: Page, *, healthy: bool) -> None:
         """Keep a page that ended well for the next render; close one that did not (a script may still spin)."""
@@ -344,18 +382,6 @@ async def _close_socket(socket: WebSocketRoute) -> None:
 
 # Pop-up closings under way (the loop keeps only weak references to tasks).
 _background: set[asyncio.Future[None]] = set()
-
-
-def _close_if_popup(page: Page) -> None:
-    async def close() -> None:
-        from playwright.async_api import Error as PlaywrightError
-
-        with contextlib.suppress(PlaywrightError):
-            if await page.opener() is not None:  # pop-ups are refused; our own new pages have no opener
-                await page.close(run_before_unload=False)
-
-    _background.add(task := asyncio.ensure_future(close()))
-    task.add_done_callback(_background.discard)
 
 
 def _first_line(exc: BaseException) -> str:

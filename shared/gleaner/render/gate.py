@@ -23,6 +23,7 @@ class Refused(StrEnum):
     NAVIGATION = "refused-navigation"  # a script sending the tab elsewhere (or a frame): not this page
     SCHEME = "refused-scheme"  # ws:, data: handled by the browser itself, file:, chrome: never
     CLOSED = "refused-closed"  # the page's time is up
+    SOCKET = "refused-socket"  # WebSockets: closed before they connect
 
 
 # Resource kinds never fetched: text extraction reads none of them, and each costs a polite request.

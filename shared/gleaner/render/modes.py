@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from gleaner.errors import InvalidInput
@@ -30,6 +31,8 @@ class RenderOutcome(StrEnum):
     FAILED = "failed"  # nothing could be read (the browser failed): the plain fetch stands
 
 
+# Rule actions that set a render mode are named render_<mode> (operator/rules.py RuleAction).
+RULE_PREFIX = "render_"
 # A sample whose main text is shorter than this is "little text": an SPA shell, a navigation-only page.
 LITTLE_TEXT_CHARS = 200
 # Rendering must find clearly more text to be worth a browser for every page of the section.
@@ -54,6 +57,17 @@ def wants_render_check(mode: RenderMode, plain_chars: int) -> bool:
 def rendered_is_better(plain_chars: int, rendered_chars: int) -> bool:
     """Whether the rendered reading earns the browser: clearly more main text than the plain one."""
     return rendered_chars >= LITTLE_TEXT_CHARS // 4 and rendered_chars > plain_chars * BETTER_FACTOR
+
+
+def mode_for(path: str, run_mode: RenderMode, rules: Sequence[tuple[str, str]]) -> RenderMode:
+    """A page's render mode: the oldest render rule whose glob matches ``path`` (``rules`` are
+    (glob, action) pairs in creation order, actions ``render_<mode>``), else the run's mode."""
+    from gleaner.urls import glob_matches
+
+    for glob, action in rules:
+        if action.startswith(RULE_PREFIX) and glob_matches(path, glob):
+            return RenderMode(action.removeprefix(RULE_PREFIX))
+    return run_mode
 
 
 def choose(mode: RenderMode, section_verdict: RenderedBy | None) -> RenderedBy:

@@ -1,42 +1,49 @@
 """Scrape's side of rendering: which pages of a batch the browser reads, and what it found there.
 
-A page is rendered when its run says ``always``, or ``auto`` and its section's sample was judged to
-need the browser. Such a page is asked for without validators: its document may be the same shell
-while the content its scripts fetch has changed, so only the rendered markdown can say whether it
-changed (its content hash, like any page's). The rendered DOM replaces the fetched body before
-extraction; the version records ``render_mode = browser``, the ledger row what the page asked for.
+A page is rendered when its mode (the oldest render rule matching its path, else its run's) is
+``always``, or ``auto`` and its section's sample was judged to need the browser. Such a page is
+asked for without validators: its document may be the same shell while the content its scripts
+fetch has changed, so only the rendered markdown can say whether it changed (its content hash).
+The rendered DOM replaces the fetched body before extraction; the version records
+``render_mode = browser``, the ledger row what the page asked for.
 A rendering that read nothing leaves the plain fetch standing (recorded with the reason).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gleaner.fetch.types import ContentKind, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage
-from gleaner.render.modes import RenderedBy, RenderMode, parse_render_mode
+from gleaner.render.modes import RenderedBy, RenderMode, mode_for, parse_render_mode
 from gleaner.store.rendering import browser_pages, record_render_facts
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
     from gleaner.render.browser import SubFetcher
+    from gleaner.store.records import RunPage
+
+
+def render_rules(deps: Deps, site_domain: str) -> list[tuple[str, str]]:
+    """The site's render rules as (glob, action), oldest first (``rules add --render``)."""
+    return [(r.glob, str(r.action)) for r in deps.metadata.site_rules(site_domain)
+            if str(r.action).startswith("render_")]
 
 
 class RenderPlan:
     """Built once per scrape batch: ``request`` and ``read`` per page, ``handed`` per version, ``finish`` at the end."""
 
-    def __init__(self, deps: Deps, run_id: str, document_ids: Sequence[str]) -> None:
+    def __init__(self, deps: Deps, run_id: str, site_domain: str, pages: Iterable[RunPage]) -> None:
         self._deps = deps
         self._run_id = run_id
-        mode = parse_render_mode(deps.metadata.run_options(run_id).get("render"))
-        if mode is RenderMode.ALWAYS:
-            self.browser_ids = frozenset(document_ids)
-        elif mode is RenderMode.AUTO:
-            self.browser_ids = browser_pages(deps.engine, run_id, document_ids)
-        else:
-            self.browser_ids = frozenset()
+        run_mode = parse_render_mode(deps.metadata.run_options(run_id).get("render")) or RenderMode.NEVER
+        rules = render_rules(deps, site_domain)
+        modes = {p.document_id: mode_for(p.path, run_mode, rules) for p in pages}
+        auto = [doc for doc, mode in modes.items() if mode is RenderMode.AUTO]
+        self.browser_ids = frozenset(doc for doc, mode in modes.items() if mode is RenderMode.ALWAYS) | (
+            browser_pages(deps.engine, run_id, auto) if auto else frozenset())
         self._rendered: set[str] = set()
         self._facts: dict[str, dict[str, Any]] = {}
 

@@ -37,6 +37,7 @@ from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.operator.lastmod import parsed_lastmods
+from gleaner.render.discovery import ReadLinks, merged, rendered_links
 from gleaner.stages.fetchonce import PAGE_KINDS, kept
 from gleaner.store.blobs import map_key
 from gleaner.store.prefetch import KnownLinks
@@ -180,7 +181,9 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                              skipped=lambda url: gate.skipped(url, path_of(url)) or erased(url) is not None,
                              on_found=lambda count: deps.observer.urls_found(count, run_id),
                              stop_at=time.monotonic() + settings.map_soft_deadline if settings.map_soft_deadline
-                             else None)
+                             else None,
+                             read_links=rendered_links(deps, fetcher, run_id, site, message.render,
+                                                       settings.max_links_per_page))
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
@@ -277,7 +280,8 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
              walkable: Callable[[str], bool] = lambda url: True, feeds: tuple[str, ...] = (),
              keeper: WalkKeeper | None = None, max_links: int = MAX_LINKS_PER_PAGE,
              skipped: Callable[[str], bool] = lambda url: False,
-             on_found: Callable[[int], None] | None = None, stop_at: float | None = None) -> Discovery:
+             on_found: Callable[[int], None] | None = None, stop_at: float | None = None,
+             read_links: ReadLinks | None = None) -> Discovery:
     target = canonicalize(start_url)
     found = Discovery(limit=limit, include=include, host=host_of(target), on_found=on_found, stop_at=stop_at)
     robots = fetcher.robots(start_url)
@@ -293,7 +297,7 @@ def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, in
     _read_feeds(fetcher, list(named.values()), found)
     sitemap_urls = [*robots.sitemaps, origin_of(start_url) + "/sitemap.xml"]
     _read_sitemaps(fetcher, sitemap_urls, found)
-    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links, skipped)
+    _walk_links(fetcher, start_url, found, max_depth, walkable, keeper, max_links, skipped, read_links)
     _read_feeds(fetcher, [url for canonical, url in found.feeds.items() if canonical not in named], found)
     if len(found.urls) == 1 and found.start_failure is not None:
         raise MapFailed(found.start_failure)
@@ -353,7 +357,8 @@ def _read_sitemap(sitemap: SitemapStream, url: str, level: int, queue: deque[tup
 
 def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: int,
                 walkable: Callable[[str], bool], keeper: WalkKeeper | None = None,
-                max_links: int = MAX_LINKS_PER_PAGE, skipped: Callable[[str], bool] = lambda url: False) -> None:
+                max_links: int = MAX_LINKS_PER_PAGE, skipped: Callable[[str], bool] = lambda url: False,
+                read_links: ReadLinks | None = None) -> None:
     """Breadth-first over same-host links, one level at a time, each level fetched concurrently.
 
     Pages a sitemap listed are not expanded (the start page always is): the sitemap is the site's own
@@ -361,7 +366,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     discovery and again in scrape (a large share of a recrawl; infra/bench/README.md). Pages found only
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
-    skipped (``skipped``), the start page included.
+    skipped (``skipped``), the start page included. ``read_links`` adds links a page's rendered DOM holds
+    (render = always: gleaner.render.discovery).
 
     With a ``keeper`` (the map stage), every answer is kept for scrape (fetched once per run), and a page
     whose links are known from an earlier run is asked conditionally: a 304 follows the known links.
@@ -392,7 +398,8 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
                              last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
             url = str(result.key)
             results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
-                                                                   depth < max_depth, keeper, max_links))
+                                                                   depth < max_depth, keeper, max_links,
+                                                                   read_links))
         following: list[tuple[str, str]] = []
         for url in todo:  # in discovery order, not completion order: the same site maps the same way
             result, page = results[url]
@@ -416,7 +423,7 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
 
 
 def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | None, expand: bool,
-               keeper: WalkKeeper | None, max_links: int) -> PageLinks | None:
+               keeper: WalkKeeper | None, max_links: int, read_links: ReadLinks | None = None) -> PageLinks | None:
     """Keep one walked page's answer; its links if it is to be expanded (from the body, or known on a 304)."""
     if keeper is not None:
         keeper.keep(canonical, result, ask)
@@ -427,6 +434,8 @@ def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | 
     if result.outcome is not FetchOutcome.FETCHED or result.kind is not ContentKind.HTML:
         return None
     page = extract_links(result.text(), result.final_url or url, max_links)
+    if read_links is not None:
+        page = merged(page, read_links(result, canonical), max_links)
     if keeper is not None:
         keeper.read(canonical, result.etag, result.last_modified, page)
     return page

@@ -32,8 +32,9 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
-from gleaner.render.modes import RenderMode, parse_render_mode
+from gleaner.render.modes import RenderMode, mode_for, parse_render_mode
 from gleaner.render.sampling import render_sample
+from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.stages.upkeep import finish_run
@@ -63,6 +64,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     options = deps.metadata.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
     render = parse_render_mode(options.get("render")) or RenderMode.NEVER
+    rules = render_rules(deps, message.site_domain)  # rules add --render: a section's mode may be its own
     meta.apply_site_rules(message.site_domain)  # a rule added since map holds for this run too
     # A large run holds one record a URL here: slim ones, and no decision object a page for a section's
     # members (they share their section's, made into rows only as they are written).
@@ -91,7 +93,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     with deps.new_fetcher(run_id=run_id) as fetcher:
         for section, members in sections.items():
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers,
-                                      render)
+                                      mode_for(members[0].path, render, rules))
             sample, verdict = outcome.sample, outcome.verdict
             if sample is None:
                 by_section[section] = _decision("", verdict, outcome.uri, outcome.error)

@@ -137,7 +137,7 @@ class BatchScrape:
         # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
         self.kept = [p for p in self.pages.values() if replayable(p.prefetched, p.current_hash is not None)]
         # Which pages the browser reads (render = auto|always): a kept answer is the plain document.
-        self.render = RenderPlan(deps, message.run_id, list(self.pages))
+        self.render = RenderPlan(deps, message.run_id, message.site_domain, self.pages.values())
         self.kept = [p for p in self.kept if p.document_id not in self.render.browser_ids]
         kept_ids = {p.document_id for p in self.kept}
         self.requests = [self.render.request(_request(p)) for p in self.pages.values() if p.document_id not in kept_ids]
