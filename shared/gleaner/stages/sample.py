@@ -351,9 +351,9 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}
-        verdict = str(rendered.verdict) if rendered is not None else None
+        read_by = str(rendered.verdict) if rendered is not None else None
         return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen,
-                             verdict)
+                             read_by)
     if refused is not None and refusals == allowed:
         sample, result = refused
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
