@@ -116,7 +116,17 @@ class Answer:
 def call(app: BackofficeApp, method: str, path: str, *, token: str | None = None, authorization: str | None = None,
          query: Mapping[str, Any] | None = None, json_body: Any = None, form: bytes | None = None,
          cookie: str | None = None) -> Answer:
-    """One request straight into the WSGI app, as a same-origin client sends it (JSON commands)."""
+    """One request straight into the WSGI app, as a same-origin client sends it (JSON commands).
+
+    A form POST carries the CSRF token a page of the back office would have put in it (for the seed
+    cookie this client holds), as a browser's does; the token's own tests are in test_sessions.py."""
+    if form is not None and path not in ("/ui/login", "/ui/logout") and b"csrf=" not in form:
+        from gleaner.backoffice.login import CSRF_COOKIE, CSRF_FIELD, Csrf
+
+        seed = f"{CSRF_COOKIE}=test-client-seed"
+        cookie = f"{cookie}; {seed}" if cookie else seed
+        csrf = Csrf.of(app._csrf_key, {"HTTP_COOKIE": cookie}).token
+        form = form + (b"&" if form else b"") + f"{CSRF_FIELD}={csrf}".encode()
     body = form if form is not None else (json.dumps(json_body).encode() if json_body is not None else b"")
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": urlencode(query or {}),

@@ -19,8 +19,10 @@ def test_a_site_is_created_then_replaced_and_its_crawl_starts_now(kept: Kept):
     created = call(app, "POST", "/v1/sites", json_body=body)
     assert created.status == 201, created.body
     assert (created.json()["every"], created.json()["exclude"], created.json()["delay"]) == ("1d", ["/private/*"], 0)
-    replaced = call(app, "POST", "/v1/sites", json_body={**body, "every": "6h", "delay": None})
+    assert created.json()["render"] == "never"
+    replaced = call(app, "POST", "/v1/sites", json_body={**body, "every": "6h", "delay": None, "render": "auto"})
     assert replaced.status == 200 and replaced.json()["every"] == "6h" and replaced.json()["delay"] is None
+    assert replaced.json()["render"] == "auto"
 
     started = call(app, "POST", "/v1/sites/api.test/runs")
     assert started.status == 202
@@ -39,10 +41,10 @@ def test_a_site_is_created_then_replaced_and_its_crawl_starts_now(kept: Kept):
 def test_wrong_site_fields_are_each_named_and_nothing_is_saved(kept: Kept):
     app = BackofficeApp(kept.deps)
     answer = call(app, "POST", "/v1/sites", json_body={"url": "", "include": ["blog/*"], "every": "5",
-                                                       "limit": "ten"})
+                                                       "limit": "ten", "render": "sometimes"})
     assert answer.status == 400
     error = answer.json()["error"]
-    for field in ("url:", "include:", "every:", "limit:"):
+    for field in ("url:", "include:", "every:", "limit:", "render:"):
         assert field in error
     assert call(app, "POST", "/v1/sites/nosuch.test/runs").status == 404
     assert [s for s in call(app, "GET", "/v1/sites").json()["sites"] if s["schedule"]] == []

@@ -17,8 +17,8 @@ from gleaner.urls import canonicalize, validate_glob
 
 # The fields of the site form, in the order the page shows them.
 FIELDS = ("url", "site_domain", "every", "include", "exclude", "limit", "max_depth", "delay", "concurrency", "render")
-# Not offered until the rendering work lands a render option on sites (DESIGN.md "Rendering").
-RENDER_MODES: tuple[str, ...] = ()
+# Whether a site's pages are read by a browser (DESIGN.md "Rendering", gleaner.render.modes).
+RENDER_MODES: tuple[str, ...] = ("never", "auto", "always")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +34,13 @@ class SiteFields:
     max_depth: int | None = None
     delay: float | None = None
     concurrency: int | None = None
+    render: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def arguments(self) -> dict[str, Any]:
         return {"site_domain": self.site_domain, "every": self.every, "include": self.include,
                 "exclude": self.exclude, "limit": self.limit, "max_depth": self.max_depth, "delay": self.delay,
-                "concurrency": self.concurrency}
+                "concurrency": self.concurrency, "render": self.render}
 
 
 def _lines(value: Any) -> tuple[str, ...]:
@@ -94,7 +95,7 @@ def _site_domain(value: Any) -> str | None:
 def _render(value: Any) -> str | None:
     text = str(value or "").strip()
     if text and text not in RENDER_MODES:
-        raise InvalidInput("rendering is not available in this version")
+        raise InvalidInput(f"render is one of {', '.join(RENDER_MODES)}")
     return text or None
 
 
@@ -116,8 +117,7 @@ def check_site(values: Mapping[str, Any]) -> SiteFields | dict[str, str]:
             errors[name] = str(exc)
     if errors:
         return errors
-    render = checked.pop("render")
-    return SiteFields(**checked, extra={"render": render} if render else {})
+    return SiteFields(**checked)
 
 
 def form_values(site: Any) -> dict[str, str]:
@@ -129,4 +129,4 @@ def form_values(site: Any) -> dict[str, str]:
             "every": "" if site.every_seconds is None and not site.adaptive else site.every,
             "include": "\n".join(site.include), "exclude": "\n".join(site.exclude), "limit": text(site.limit),
             "max_depth": text(site.max_depth), "delay": text(site.delay), "concurrency": text(site.concurrency),
-            "render": ""}
+            "render": getattr(site, "render", "") or ""}
