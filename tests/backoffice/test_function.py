@@ -52,7 +52,7 @@ def test_the_backoffice_function_serves_the_api_and_pages_only_with_the_operator
     answer = client.get("/v1/sites", headers={"Authorization": f"Bearer {FN_SECRET}"})
     assert answer.status_code == 200 and answer.get_json() == {"sites": []}
     page = client.get("/ui/", headers={"Authorization": f"Bearer {FN_SECRET}"})
-    assert page.status_code == 200 and b"nothing kept yet" in page.data
+    assert page.status_code == 200 and b"No sites yet" in page.data
     assert page.headers["Content-Type"].startswith("text/html")
     assert client.get("/", headers={"Authorization": f"Bearer {FN_SECRET}"}).status_code == 404
 
@@ -84,4 +84,4 @@ def test_the_feed_webhook_function_no_longer_serves_the_back_office(monkeypatch,
     client = function_client(monkeypatch, tmp_path, database_url, FN_SECRET, function="ingest")
     for path in ("/v1/sites", "/ui/"):
         answer = client.get(path, headers={"Authorization": f"Bearer {FN_SECRET}"})
-        assert answer.status_code == 404 and b"nothing kept yet" not in answer.data
+        assert answer.status_code == 404 and b"No sites yet" not in answer.data

@@ -24,7 +24,7 @@ def test_gleaner_serve_prints_the_back_office_url_and_answers_it_without_auth(da
     try:
         url = announced_url(process, r"back office at (http://127\.0\.0\.1:\d+)/ui/")
         page = httpx.get(url + "/ui/", timeout=10)
-        assert page.status_code == 200 and "nothing kept yet" in page.text
+        assert page.status_code == 200 and "No sites yet" in page.text
         assert httpx.get(url + "/v1/sites", timeout=10).json() == {"sites": []}
         # The webhook beside it keeps its bearer.
         assert httpx.get(url + "/refs", params={"q": "x"}, timeout=10).status_code == 401

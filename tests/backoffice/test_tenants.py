@@ -59,10 +59,13 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("POST", "/v1/sites/{site}/conflicts/{conflict}", {"status": "resolved"}),
     ("GET", "/v1/quality", None),
     ("GET", "/v1/openapi.json", None),
+    # Search's tenancy (a site token ranks its own site's chunks only) is tests/integration/test_retrieval.py's;
+    # here it answers like every route: 401 without a credential, 400 without a query.
+    ("GET", "/v1/search", None),
 ]
 # Routes that name no object (lists, and the API's own description): a site token gets 200, not 404.
 LISTS = {"/v1/sites", "/v1/runs", "/v1/changes", "/v1/notify/subscriptions", "/v1/notify/deliveries", "/v1/quality",
-         "/v1/openapi.json"}
+         "/v1/openapi.json", "/v1/search"}
 OPERATOR_ONLY = {"/v1/quality"}
 
 
@@ -166,7 +169,7 @@ def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
     demo = tenants.demo
     expected = {"/v1/runs/{run}/cancel": 409, "/v1/runs/{run}/resume": 409, "/v1/quality": 403,  # a finished run
                 # Adding sites is the operator's; the site is not registered, so there is nothing to crawl.
-                ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404}
+                ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404, "/v1/search": 400}
     for method, template, body in ENDPOINTS:
         method, path, filled = demo.request(method, template, body)
         answer = tenants.ask(method, path, demo.token, filled)
