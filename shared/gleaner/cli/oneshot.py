@@ -73,7 +73,9 @@ def why_not_fetched(result: FetchResult, url: str) -> str:
         FetchOutcome.UNAVAILABLE: f"the site did not serve it ({reason})",
         FetchOutcome.DENIED: f"the site refused access ({reason})",
     }
-    return explained.get(FetchOutcome(outcome), f"{outcome}: {reason}")
+    # The status name too: it is what `gleaner runs RUN_ID --urls` and scripts know the outcome by.
+    return f"{explained[FetchOutcome(outcome)]} [{outcome}]" if FetchOutcome(outcome) in explained \
+        else f"{outcome}: {reason}"
 
 
 def _scrape_and_store(settings: Any, url: str, canonical: str, raw: bool, as_json: bool,

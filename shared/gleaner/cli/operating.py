@@ -176,7 +176,8 @@ def rules_add(site: str, glob: str, skip: bool, block: bool, pattern: str | None
                                        ("--render", render is not None)) if given]
     if len(chosen) != 1:
         raise click.UsageError("say one of --skip, --block, --ignore-text REGEX or --render MODE"
-                               + (f", not {' and '.join(chosen)}" if chosen else "")
+                               + (f", not both {' and '.join(chosen)}" if len(chosen) == 2 else
+                                  f", not all of {', '.join(chosen)}" if chosen else "")
                                + " (skip: never fetched; block: fetched, never ingested)")
     action = "skip" if skip else "block" if block else "ignore_text" if pattern is not None else f"render_{render}"
     with open_deps(load_settings()) as deps:
