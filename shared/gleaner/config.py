@@ -308,6 +308,10 @@ class Settings:
     render_max_bytes: int = 25 * 1024 * 1024
     # The render service (Cloud Run) scrape calls instead of a local browser; None renders in-process.
     render_url: str | None = None
+    # GLEANER_EMBED_AFTER_CRAWL: crawl, demo and tick embed their new chunks when their runs end. Off
+    # keeps the model (its CPU and a few hundred MB) out of crawling processes; `gleaner index` embeds
+    # what is pending later, and meanwhile those chunks are found by their words (docs/retrieval.md).
+    embed_after_crawl: bool = True
     # Where host_delay and host_concurrency came from (fetch/politeness.py's Source values): a site's own
     # politeness beats every source but the command line. Unnamed: the default.
     politeness_sources: Mapping[str, str] = field(default_factory=dict)
@@ -394,6 +398,7 @@ class Settings:
             render_max_requests=_int(env, "GLEANER_RENDER_MAX_REQUESTS", d.render_max_requests, 0),
             render_max_bytes=_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
+            embed_after_crawl=_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
             politeness_sources={name: "environment" for name, var in POLITENESS_VARIABLES.items()
                                 if env.get(var, "").strip()},

@@ -17,7 +17,7 @@ def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
     from gleaner.retrieval.index import embed_pending
 
     index = deps.search_index
-    if not index.has_vectors():
+    if not deps.settings.embed_after_crawl or not index.has_vectors():
         return 0
     from gleaner.retrieval.references import embed_references
 

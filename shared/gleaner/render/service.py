@@ -10,9 +10,11 @@ what a ``main.py`` of the service calls, as scrape's calls :mod:`gleaner.entry`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import InvalidInput
@@ -52,11 +54,35 @@ def handle(request: Any, deps: Deps) -> HttpResponse:
     if isinstance(deps.renderer, RemoteRenderer):  # GLEANER_RENDER_URL set here too: it would call itself
         log.error("the render service has GLEANER_RENDER_URL set; it must render with its own browser")
         return _answer({"error": "the render service is configured to call a render service"}, 500)
-    with deps.new_fetcher(run_id=run_id) as fetcher:
-        rendering = deps.renderer.render(document, fetcher)
+    try:
+        with _acting_for_run(deps, run_id), deps.new_fetcher(run_id=run_id) as fetcher:
+            rendering = deps.renderer.render(document, fetcher)
+    except UnknownRun as exc:
+        return _answer({"error": str(exc)}, 404)
     log.info("rendered %s: %s in %d ms, %d sub-requests", document.url, rendering.outcome, rendering.elapsed_ms,
              len(rendering.sub_requests))
     return _answer(rendering_to_dict(rendering), 200)
+
+
+class UnknownRun(InvalidInput):
+    """A render request names a run this database does not hold."""
+
+
+@contextlib.contextmanager
+def _acting_for_run(deps: Deps, run_id: str | None) -> Iterator[None]:
+    """The run's tenant, as the stage that sent the page acts for it: the fetcher records the run's
+    robots.txt answers and budget in its rows, which row-level security admits only for that tenant."""
+    from gleaner import tenancy
+
+    if run_id is None:
+        yield
+        return
+    with tenancy.all_tenants():  # the caller was admitted above; the run id names its tenant
+        found = deps.provenance.run_site(run_id)
+    if found is None:
+        raise UnknownRun(f"no run {run_id}")
+    with tenancy.scope(found[0]):
+        yield
 
 
 @functools.cache
