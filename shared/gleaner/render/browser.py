@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
 import time
@@ -104,6 +105,9 @@ class _PageWork:
         self.last_activity = time.monotonic()
         self.closed = False
         self.tasks: set[asyncio.Task[Any]] = set()
+        # The renderer's caller's context variables (the tenant its database writes act for): Playwright
+        # calls the route handler from its own tasks, which carry the context of the browser's launch.
+        self.context = contextvars.copy_context()
 
 
 class BrowserRenderer:
@@ -262,7 +266,9 @@ class BrowserRenderer:
 
     async def _answer(self, route: Route, work: _PageWork) -> None:
         request = route.request
-        result = await work.fetcher.fetch_async(FetchRequest(request.url, accept=(ContentKind.ANY,)))
+        result = await asyncio.get_running_loop().create_task(
+            work.fetcher.fetch_async(FetchRequest(request.url, accept=(ContentKind.ANY,))),
+            context=work.context.copy())
         body = result.body or b""
         if work.closed:
             await _abort(route)
