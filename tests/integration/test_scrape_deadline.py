@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner import tenancy
 from gleaner.config import Settings
 from gleaner.messages import CrawlMapped, Message, ScrapeBatch
 from gleaner.runner import crawl, new_request
@@ -85,7 +86,9 @@ def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps,
     held: dict[str, int] = {}
 
     def fetched_rows() -> int:
-        with engine.connect() as conn:
+        # The ledger is under row-level security through its run (migration 0021): the site's handler
+        # thread reads it as the operator does, across tenants.
+        with tenancy.all_tenants(), engine.connect() as conn:
             return int(conn.execute(sa.text(
                 "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE fetch_outcome = 'fetched'")).scalar() or 0)
 

@@ -105,7 +105,7 @@ def test_the_cli_acting_as_one_tenant_sees_only_that_tenant(deps, two_tenants, d
     forged = runner.invoke(main, ["--tenant", "a.test", "runs", b["run_id"]], env=env)
     assert forged.exit_code == 1 and "no run" in forged.stderr
     tree = runner.invoke(main, ["--tenant", "a.test", "docs", "b.test", "--json"], env=env)
-    assert json.loads(tree.stdout) == []
+    assert tree.exit_code == 1 and tree.stdout == "" and "no documents" in tree.stderr  # as if b.test were absent
     shown = runner.invoke(main, ["--tenant", "a.test", "show", b["url"]], env=env)
     assert shown.exit_code == 1 and "no document" in shown.stderr
     operator = runner.invoke(main, ["runs", "--json"], env=env)

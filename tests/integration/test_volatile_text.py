@@ -95,7 +95,7 @@ def test_an_ignored_line_changing_writes_no_version_while_a_real_change_still_do
 @pytest.mark.parametrize(("args", "message"), [
     (["--ignore-text", "("], "not a regular expression"),
     (["--ignore-text", ".*"], "matches an empty line"),
-    (["--ignore-text", "x", "--skip"], "rule of its own"),
+    (["--ignore-text", "x", "--skip"], "not both"),
 ])
 def test_a_bad_ignore_rule_is_refused_with_its_reason(database_url, tmp_path, args, message):
     env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "gleaner")}

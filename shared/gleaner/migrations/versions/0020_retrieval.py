@@ -106,6 +106,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("ALTER TABLE knowledge.reference_items DROP COLUMN IF EXISTS embedding,"
                " DROP COLUMN IF EXISTS embedding_model, DROP COLUMN IF EXISTS embedding_dim")
+    op.execute("DROP INDEX IF EXISTS knowledge.document_routings_document")
     op.execute("DROP TABLE IF EXISTS knowledge.routing_handovers")
     op.execute("DROP TABLE IF EXISTS knowledge.search_index")
     op.execute("DROP TABLE IF EXISTS knowledge.text_chunks")
