@@ -49,9 +49,17 @@ ENTRY_POINTS = ("on_http", "on_event")
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: the sockets are held together, so the kernel cannot hand one port
+    out twice (processes launched together bind theirs only after their imports, seconds later)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float, log: Path) -> None:
@@ -286,10 +294,13 @@ class Stack:
             [str(ROOT / "shared"), *filter(None, [os.environ.get("PYTHONPATH")])])}
         base.pop("GLEANER_TEST_DATABASE_URL", None)
         started = []
+        entries_wanted = [(stage, entry) for stage, entries in entry_points().items() for entry in entries
+                          if wanted is None or (stage, entry) in wanted]
+        ports = iter(free_ports(len(entries_wanted) + 1))  # one each, and the render service's
         if wanted is None and "GLEANER_RENDER_URL" not in base:
             # The render service (Cloud Run in the cloud, docs/rendering.md) beside the functions; sample and
             # scrape call it for pages read by a browser. Its Chromium starts only when a page needs it.
-            port = free_port()
+            port = next(ports)
             argv = [sys.executable, "-m", "functions_framework", "--source", str(RENDER_SERVICE), "--target",
                     "on_http", "--host", "127.0.0.1", "--port", str(port)]
             proc = Process("render.on_http", argv, port, self.workdir / "fn-render-on_http.log",
@@ -297,19 +308,16 @@ class Stack:
             self.processes.append(proc)
             started.append(proc)
             self.render_url = base["GLEANER_RENDER_URL"] = f"http://127.0.0.1:{port}/"
-        for stage, entries in entry_points().items():
-            for entry in entries:
-                if wanted is not None and (stage, entry) not in wanted:
-                    continue
-                port = free_port()
-                argv = [sys.executable, "-m", "functions_framework", "--source", str(FUNCTIONS_DIR / stage / "main.py"),
-                        "--target", entry, "--host", "127.0.0.1", "--port", str(port)]
-                # Several threads per function: deliveries overlap like concurrent instances would.
-                proc = Process(f"{stage}.{entry}", argv, port, self.workdir / f"fn-{stage}-{entry}.log",
-                               env={**base, "THREADS": "4"}).launch()
-                self.processes.append(proc)
-                started.append(proc)
-                self.urls[(stage, entry)] = f"http://127.0.0.1:{port}/"
+        for stage, entry in entries_wanted:
+            port = next(ports)
+            argv = [sys.executable, "-m", "functions_framework", "--source", str(FUNCTIONS_DIR / stage / "main.py"),
+                    "--target", entry, "--host", "127.0.0.1", "--port", str(port)]
+            # Several threads per function: deliveries overlap like concurrent instances would.
+            proc = Process(f"{stage}.{entry}", argv, port, self.workdir / f"fn-{stage}-{entry}.log",
+                           env={**base, "THREADS": "4"}).launch()
+            self.processes.append(proc)
+            started.append(proc)
+            self.urls[(stage, entry)] = f"http://127.0.0.1:{port}/"
         for proc in started:  # launched together, awaited together: their imports overlap
             proc.wait_ready(90.0)
         declare(self.project, self.env["PUBSUB_EMULATOR_HOST"], self.urls, max_attempts=self.max_attempts,
