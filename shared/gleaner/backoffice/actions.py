@@ -90,9 +90,10 @@ def search_page(deps: Deps, req: PageRequest) -> Page:
     error = None
     if q:
         query = {k: v for k, v in req.query.items() if k in ("q", "site", "limit") and v}
-        code, answer = api.handle(ApiRequest("GET", "/v1/search", query, access=req.access), deps)
-        if code == 404 and "no such endpoint" in str(answer.get("error", "")):
-            answer, error = None, "Search is not available in this version of Gleaner."
+        code, found = api.handle(ApiRequest("GET", "/v1/search", query, access=req.access), deps)
+        answer = found if code == 200 else None
+        if code == 404 and "no such endpoint" in str(found.get("error", "")):
+            error = "Search is not available in this version of Gleaner."
         elif code != 200:
-            answer, error = None, str(answer.get("error", f"search answered {code}"))
+            error = str(found.get("error", f"search answered {code}"))
     return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error)

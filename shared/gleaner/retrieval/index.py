@@ -150,7 +150,7 @@ class SearchIndex:
                 {"m": model, "n": texts})]
             if not hashes:
                 return []
-            bodies = dict(conn.execute(sa.text(
+            bodies: dict[str, str] = dict(conn.execute(sa.text(
                 "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
                 {"h": hashes}).all())
             chunks: dict[str, list[Chunk]] = {}

@@ -70,7 +70,7 @@ def search_references(deps: Deps, query: str, limit: int) -> list[dict[str, Any]
             " ORDER BY embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k"),
             {"m": embedder.model, "v": vector, "k": CANDIDATES}).scalars().all()
         ids = list(dict.fromkeys([m["reference_id"] for m in matches] + [str(i) for i in near]))
-        scored = dict(conn.execute(sa.text(
+        scored: dict[str, float] = dict(conn.execute(sa.text(
             "SELECT CAST(id AS text), GREATEST(0, 1 - (embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
             " FROM knowledge.reference_items WHERE id = ANY(CAST(:i AS uuid[])) AND embedding_model = :m"),
             {"v": vector, "i": ids, "m": embedder.model}).all())
