@@ -12,14 +12,13 @@ a site token asking for another site's id or text hash gets the answer an absent
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
-from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import Access
+from gleaner.backoffice.wsgi import acting_for
 from gleaner.errors import InvalidInput
 
 MAX_RESULTS = 50
@@ -28,17 +27,6 @@ MAX_EVENTS = api.MAX_PAGE
 
 class ToolRefused(Exception):
     """A call the tool answers with an error the agent can read (bad input, not found)."""
-
-
-@contextmanager
-def acting_for(access: Access) -> Iterator[object]:
-    """The operator reads every tenant; a site token, its own site only (as ``/v1/``)."""
-    if access.site_domain is None:
-        with tenancy.all_tenants() as chosen:
-            yield chosen
-    else:
-        with tenancy.scope(access.site_domain) as chosen:
-            yield chosen
 
 
 def _api(deps: Deps, access: Access, path: str, query: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -123,7 +123,7 @@ class BackofficeApp:
             return status, headers, body
         signed_in = pages.SIGNED_IN.set(access.session)
         try:
-            with _acting_for(access):
+            with acting_for(access):
                 return self._dispatch(environ, path, method, access)
         finally:
             pages.SIGNED_IN.reset(signed_in)
@@ -199,8 +199,9 @@ class BackofficeApp:
         return self.deps.tokens.site_token(token)
 
 @contextmanager
-def _acting_for(access: Access) -> Iterator[object]:
-    """The operator's console reads and steers every tenant; a site token's, its own site only."""
+def acting_for(access: Access) -> Iterator[object]:
+    """The operator's console reads and steers every tenant; a site token's, its own site only (the MCP
+    tools act for their caller the same way)."""
     if access.site_domain is None:
         with tenancy.all_tenants() as chosen:
             yield chosen
