@@ -173,10 +173,16 @@ def test_a_configured_public_name_is_answered_but_only_with_a_credential(make_de
 
 def log_in_through_the_page(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url + "/ui/")
+    form_url = driver.current_url
     driver.find_element(By.CSS_SELECTOR, 'input[name="token"]').send_keys(SECRET)
     driver.find_element(By.CSS_SELECTOR, "form button").click()
+    # The click returns before the POST's redirects have been followed on a busy machine: wait for the
+    # page the login lands on (the back office, or the login page saying why it did not take).
+    WebDriverWait(driver, 20).until(lambda d: d.current_url != form_url
+                                    and d.execute_script("return document.readyState") == "complete")
 
 
 def test_a_login_over_plain_http_at_a_non_loopback_name_takes_and_logs_out(make_deps: Any, tmp_path: Path):
@@ -209,7 +215,9 @@ def test_a_login_whose_cookie_the_browser_refused_says_why(make_deps: Any, tmp_p
                           prefs={"profile.default_content_setting_values.cookies": 2})
         try:
             log_in_through_the_page(driver, f"http://backoffice.test:{port}")
-            why = driver.find_element(By.ID, "cookie-refused").text
+            found = driver.find_elements(By.ID, "cookie-refused")
+            assert found, f"no explanation at {driver.current_url}: {driver.page_source[:2000]}"
+            why = found[0].text
             driver.save_screenshot(str(tmp_path / "login-cookie-refused.png"))
         finally:
             driver.quit()

@@ -37,7 +37,10 @@ from tests.cloud_fixtures import crawl_state, emulators, pull_all
 from tests.conftest import test_settings
 
 SITE_ENV = {"GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_HOST_CONCURRENCY": "4",
-            "GLEANER_EXTRACT_WORKERS": "1", "GLEANER_FETCH_TIMEOUT": "5"}
+            "GLEANER_EXTRACT_WORKERS": "1", "GLEANER_FETCH_TIMEOUT": "5",
+            # A page's render budget is an upper bound (a settled page ends early); under a full test run the
+            # render service's cold Chromium and the page's script share two busy cores.
+            "GLEANER_RENDER_SECONDS": "40"}
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -266,6 +269,9 @@ def test_render_auto_on_the_emulator_path_renders_the_spa_section_through_the_re
         modes = dict(conn.execute(sa.text(
             "SELECT d.path, s.render_mode::text FROM knowledge.documents d JOIN knowledge.document_snapshots s"
             " ON s.id = d.current_snapshot_id WHERE d.site_domain = 'spa.test'")).all())
+    logs = "\n".join(f"--- {log.name}\n" + log.read_text()[-3000:]
+                     for log in sorted(cloud.stack.workdir.glob("fn-*.log"))
+                     if "render" in log.name or "sample" in log.name)
     assert modes == {"/app/one": "browser", "/app/two": "browser", "/docs/one": "plain_fetch",
-                     "/docs/two": "plain_fetch"}
+                     "/docs/two": "plain_fetch"}, logs
     assert "rendered " in (cloud.stack.workdir / "fn-render-on_http.log").read_text()  # the service did it
