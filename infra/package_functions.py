@@ -92,7 +92,11 @@ def relock(lock: Path = LOCK) -> None:
                         "--no-emit-index-url", "--no-emit-find-links", "--output-file", str(out), str(source)],
                        check=True)
         body = out.read_text()
-    body = body[body.index("\n\n") + 2:] if body.startswith("#") else body
+    # pip-compile's own header (its command line) goes: a comment block, ended by a blank line or by "#".
+    lines = body.splitlines(keepends=True)
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        lines.pop(0)
+    body = "".join(lines)
     lock.write_text(LOCK_HEADER + body.replace(f"-r {source}", "-r pyproject.toml (base + cloud, without pgserver)"))
 
 

@@ -93,6 +93,8 @@ class Deps:
     observer: RunObserver = field(default_factory=NoObserver)
     # A browser shared by many Deps (the tests' one warm Chromium); None: this Deps launches its own on demand.
     renderer_override: BrowserRenderer | RemoteRenderer | None = None
+    # Answers lookups of notification targets instead of DNS (tests: a name that resolves to a chosen address).
+    resolver_override: Callable[[str, int], list[str]] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _robots_by_run: dict[str, MutableMapping[str, RobotsRules]] = field(default_factory=dict, repr=False)
     _options_by_run: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)

@@ -251,6 +251,9 @@ class Settings:
     # performs one attempt (None: the scrape function's URL + /notify/deliver, its private Tasks target).
     notify_queue: str = "gleaner-notify"
     notify_task_url: str | None = None
+    # Where people reach this deployment's back office (e.g. https://gleaner.example.org): notification
+    # messages link to a document's page under it. None: messages carry no link.
+    public_url: str | None = None
     # -- operator control: sites on a schedule (operator/schedule.py) --
     # Bounds of an `--every auto` interval: an hour keeps a busy site fresh without re-reading it all
     # day; a week means a site that never changes is still checked (StormCrawler's adaptive scheduler
@@ -377,6 +380,7 @@ class Settings:
             notify_run_wait=_float(env, "GLEANER_NOTIFY_RUN_WAIT", d.notify_run_wait, 0.0),
             notify_queue=env.get("GLEANER_NOTIFY_QUEUE", "").strip() or d.notify_queue,
             notify_task_url=env.get("GLEANER_NOTIFY_TASK_URL", "").strip() or None,
+            public_url=env.get("GLEANER_PUBLIC_URL", "").strip().rstrip("/") or None,
             schedule_min_seconds=_int(env, "GLEANER_SCHEDULE_MIN_SECONDS", d.schedule_min_seconds, 1),
             schedule_max_seconds=_int(env, "GLEANER_SCHEDULE_MAX_SECONDS", d.schedule_max_seconds, 1),
             schedule_auto_start_seconds=_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",

@@ -43,7 +43,7 @@ class QueueBus:
         with self.lock:
             self.announced.append(event)
 
-    def enqueue_delivery(self, delivery_id: str) -> bool:
+    def enqueue_delivery(self, delivery_id: str, not_before: Any = None) -> bool:
         return False
 
     def enqueue(self, batch: ScrapeBatch) -> bool:

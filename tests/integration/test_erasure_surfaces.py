@@ -93,6 +93,8 @@ def test_erasure_leaves_no_trace_of_an_html_page_or_a_pdf_in_blobs_or_database(m
     # so the delivery bodies that name the page are in the scan too.
     deps = make_deps(notify_run_wait=0.0, notify_max_attempts=1, notify_timeout=1.0)
     deps.metadata.add_subscription("http://127.0.0.1:9/hook", SITE, [], "whsec_" + "A" * 32)
+    # A daily digest holds the events as items until its day ends (gleaner.changes.digest).
+    deps.metadata.add_subscription("json://127.0.0.1:9/hook", SITE, [], "whsec_" + "B" * 32, 86400)
     with TestSite(_pages("First edition."), max_seconds=120) as site:
         crawl(deps, new_request(site.url + "/", site_domain=SITE))
         site.pages.update({k: v for k, v in _pages("Second edition.").items() if k != "/"})
@@ -104,6 +106,7 @@ def test_erasure_leaves_no_trace_of_an_html_page_or_a_pdf_in_blobs_or_database(m
         # The crawl kept them where the scan looks (so the scan can see them).
         before = database_hits(deps.engine, needles)
         assert any(hit.startswith("knowledge.notify_deliveries.body") for hit in before), before
+        assert any(hit.startswith("knowledge.notify_digest_items.body") for hit in before), before
         assert blob_hits(blob_root, [n.encode() for n in needles])
         for url in urls:
             document = deps.provenance.document_at(url, SITE)

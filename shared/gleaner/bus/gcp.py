@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -124,8 +125,9 @@ class GcpBus:
             self.publisher.resume_publish(topic, event.site_domain)
             raise RetryableError(f"publish to {topic} failed: {exc}") from exc
 
-    def enqueue_delivery(self, delivery_id: str) -> bool:
+    def enqueue_delivery(self, delivery_id: str, not_before: datetime | None = None) -> bool:
         """One task on the notify queue per delivery, named after it; Cloud Tasks retries with backoff.
+        A digest's task is scheduled for its period's end (``not_before``).
 
         In emulator mode (no Cloud Tasks) deliveries stay in the database queue for ``gleaner deliver``.
         """
@@ -133,7 +135,8 @@ class GcpBus:
             # The scrape function knows no URL of its own: the next map or snapshot schedules these.
             return False
         task = DeliveryTask(delivery_id=delivery_id)
-        self._create_named_task(build_delivery_request(self.settings, self.notify_queue_path(), task), task.task_name)
+        self._create_named_task(build_delivery_request(self.settings, self.notify_queue_path(), task, not_before),
+                                task.task_name)
         return True  # created now or before: scheduled either way
 
     def notify_queue_path(self) -> str:
@@ -205,8 +208,10 @@ def service_audience(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTask) -> dict[str, Any]:
-    """The CreateTask request for one webhook delivery: POST the encoded task to the delivery handler."""
+def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTask,
+                           not_before: datetime | None = None) -> dict[str, Any]:
+    """The CreateTask request for one webhook delivery: POST the encoded task to the delivery handler
+    (not before ``not_before``, a digest's period end)."""
     url = notify_task_url(settings)
     if url is None:
         raise ConfigError("webhook deliveries on Cloud Tasks need GLEANER_NOTIFY_TASK_URL or GLEANER_SCRAPE_URL")
@@ -221,8 +226,10 @@ def build_delivery_request(settings: Settings, queue_path: str, task: DeliveryTa
         # /notify/deliver in it would be refused with 401 on every attempt.
         http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
                                       "audience": service_audience(url)}
-    return {"parent": queue_path, "task": {"name": f"{queue_path}/tasks/{task.task_name}",
-                                           "http_request": http_request}}
+    body: dict[str, Any] = {"name": f"{queue_path}/tasks/{task.task_name}", "http_request": http_request}
+    if not_before is not None:
+        body["schedule_time"] = not_before
+    return {"parent": queue_path, "task": body}
 
 
 def _new_publisher(settings: Settings) -> Any:

@@ -39,6 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from gleaner.errors import PermanentError, RetryableError
@@ -115,7 +116,7 @@ class LocalBus:
         for handler in self.change_handlers.get(TOPIC, []):
             handler(event)
 
-    def enqueue_delivery(self, delivery_id: str) -> bool:
+    def enqueue_delivery(self, delivery_id: str, not_before: datetime | None = None) -> bool:
         # Locally the database is the delivery queue: the run works it before it returns.
         return False
 

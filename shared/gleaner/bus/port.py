@@ -15,6 +15,7 @@ The in-process implementation (:mod:`gleaner.bus.local`) is what the CLI runs.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from gleaner.messages import Message, ScrapeBatch
@@ -36,7 +37,7 @@ class Bus(Protocol):
         """Publish a change event on `documents-changed`; returns once the publish is durable."""
         ...
 
-    def enqueue_delivery(self, delivery_id: str) -> bool:
-        """Schedule one webhook delivery task; False if this bus leaves deliveries to the database queue
-        (worked by the local run and ``gleaner deliver``)."""
+    def enqueue_delivery(self, delivery_id: str, not_before: datetime | None = None) -> bool:
+        """Schedule one webhook delivery task (not before ``not_before``: a digest's period end); False if
+        this bus leaves deliveries to the database queue (worked by the local run and ``gleaner deliver``)."""
         ...

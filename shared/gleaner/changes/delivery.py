@@ -1,4 +1,4 @@
-"""Webhook deliveries: one attempt, the retry schedule, the log of every attempt.
+"""Deliveries (webhooks and channels): one attempt, the retry schedule, the log of every attempt.
 
 An attempt claims its delivery with a lease (one short UPDATE: no lock is held across the network),
 checks the target again under the address policy and connects to the address it checked (no second
@@ -6,6 +6,9 @@ lookup), POSTs the stored body with fresh Standard Webhooks headers (``webhook-i
 every attempt; the timestamp is the attempt's, so receivers' ±5 minute window holds on late retries),
 and records the attempt. A 2xx delivers; anything else (a redirect too: targets are not followed)
 is retried after ``notify_retry_seconds * 2**(attempt-1)`` until ``notify_max_attempts``.
+A channel subscription (Slack, e-mail … :mod:`gleaner.changes.channels`) gets the same claim, lease,
+log and retries; its attempt renders the stored body as a readable message
+(:mod:`gleaner.changes.notices`) and sends it through Apprise under the address policy.
 
 Who attempts: locally the run before it returns (:func:`deliver_due` with a wait) and
 ``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler (:func:`run_task`, on the
@@ -29,7 +32,7 @@ from enum import StrEnum
 import httpx
 
 from gleaner.app import Deps
-from gleaner.changes import signing
+from gleaner.changes import channels, notices, signing
 from gleaner.changes.subscriptions import checked_target
 from gleaner.errors import PolicyRefused
 from gleaner.store.deliveries import DeliveryState, Response
@@ -58,7 +61,7 @@ def post(deps: Deps, url: str, body: str, headers: dict[str, str]) -> Response:
     started = time.monotonic()
     settings = deps.settings
     try:
-        checked, address = checked_target(url, settings.allow_networks)
+        checked, address = checked_target(url, settings.allow_networks, deps.resolver_override)
     except PolicyRefused as exc:
         return Response(None, str(exc), 0)
     default_port = 443 if checked.wire.scheme == "https" else 80
@@ -87,14 +90,22 @@ def attempt(deps: Deps, delivery: str, *, due_only: bool = True, last: bool = Fa
     claimed = deps.metadata.claim_delivery(delivery, settings.notify_timeout + 30.0, due_only)
     if claimed is None:
         return AttemptResult.SKIPPED
-    body = claimed.body
-    response = post(deps, claimed.url, body, signing.headers(claimed.secret, claimed.event_id, int(time.time()), body))
+    response = send(deps, claimed.url, claimed.body, claimed.secret, claimed.event_id)
     result = judge(response, claimed.attempt, last=last, max_attempts=settings.notify_max_attempts)
     deps.metadata.record_attempt(delivery, claimed.attempt, response, _STATE[result],
                                  backoff(claimed.attempt, settings.notify_retry_seconds))
-    log.info("webhook delivery %s attempt %d to %s: %s", delivery, claimed.attempt, claimed.url,
-             response.status if response.status is not None else response.error)
+    log.info("delivery %s attempt %d to %s: %s", delivery, claimed.attempt, channels.masked(claimed.url),
+             response.status if response.status is not None else response.error or "sent")
     return result
+
+
+def send(deps: Deps, url: str, body: str, secret: str, message_id: str) -> Response:
+    """One attempt's send: a channel gets the readable message, a webhook the signed body; never raises."""
+    if channels.is_channel(url):
+        notice = notices.render(body, lambda data: notices.gather(deps, data))
+        return channels.send(url, notice.title, notice.body, allow=deps.settings.allow_networks,
+                             timeout=deps.settings.notify_timeout, resolver=deps.resolver_override)
+    return post(deps, url, body, signing.headers(secret, message_id, int(time.time()), body))
 
 
 def judge(response: Response, attempt: int, *, last: bool, max_attempts: int) -> AttemptResult:
@@ -153,6 +164,6 @@ def send_test(deps: Deps, subscription_id: str) -> Response:
     body = json.dumps({"type": "webhook.test", "timestamp": datetime.now(UTC).isoformat(),
                        "data": {"subscription_id": sub.id, "message": "a test from gleaner notify test"}},
                       separators=(",", ":"))
-    response = post(deps, sub.url, body, signing.headers(sub.secret, msg_id, int(time.time()), body))
+    response = send(deps, sub.url, body, sub.secret, msg_id)
     deps.metadata.record_test_delivery(msg_id, sub.id, body, response)
     return response

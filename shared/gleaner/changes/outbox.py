@@ -25,7 +25,7 @@ from gleaner.changes.events import ChangeEvent
 from gleaner.changes.subscriptions import Subscription
 from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
-from gleaner.store.deliveries import NewDelivery
+from gleaner.store.deliveries import NewDelivery, NewDigestItem
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,22 @@ def webhook_body(event: ChangeEvent) -> str:
                       separators=(",", ":"))
 
 
-def planned_deliveries(events: Sequence[ChangeEvent], subs: Sequence[Subscription]) -> list[NewDelivery]:
-    """One delivery per event and subscription that receives it, keyed by both (a second plan is the same)."""
-    return [NewDelivery(delivery_id(sub.id, event.event_id), sub.id, event.event_id, webhook_body(event))
-            for event in events for sub in subs if sub.receives(event)]
+def planned_deliveries(events: Sequence[ChangeEvent], subs: Sequence[Subscription],
+                       ) -> list[NewDelivery | NewDigestItem]:
+    """One delivery per event and subscription that receives it, keyed by both (a second plan is the same);
+    for a digest subscription, an item of its current digest instead (:mod:`gleaner.changes.digest`)."""
+    planned: list[NewDelivery | NewDigestItem] = []
+    for event in events:
+        for sub in subs:
+            if not sub.receives(event):
+                continue
+            if sub.digest_seconds:
+                planned.append(NewDigestItem(sub.id, sub.digest_seconds, event.event_id, event.site_domain,
+                                             json.dumps(event.to_dict(), separators=(",", ":"))))
+            else:
+                planned.append(NewDelivery(delivery_id(sub.id, event.event_id), sub.id, event.event_id,
+                                           webhook_body(event)))
+    return planned
 
 
 @across_tenants  # one outbox for every tenant: whoever commits next drains it
@@ -58,7 +70,7 @@ def flush(deps: Deps) -> int:
         return 0
     subs = meta.active_subscriptions()
 
-    def publish(events: Sequence[ChangeEvent]) -> list[NewDelivery]:
+    def publish(events: Sequence[ChangeEvent]) -> list[NewDelivery | NewDigestItem]:
         for event in events:
             deps.bus.announce(event)
         return planned_deliveries(events, subs)
@@ -88,6 +100,7 @@ def flush_after_commit(deps: Deps) -> int:
 
 def schedule(deps: Deps) -> int:
     """Hand pending, unscheduled deliveries to the bus's delivery queue; how many it took."""
-    taken = [i for i in deps.metadata.unscheduled_deliveries() if deps.bus.enqueue_delivery(i)]
+    taken = [i for i, not_before in deps.metadata.unscheduled_deliveries()
+             if deps.bus.enqueue_delivery(i, not_before=not_before)]
     deps.metadata.mark_scheduled(taken)
     return len(taken)

@@ -53,36 +53,46 @@ def changes_cmd(site: str | None, since: str | None, limit: int, as_json: bool) 
 
 @main.group("notify")
 def notify() -> None:
-    """Signed webhooks (Standard Webhooks) for change events."""
+    """Change events to signed webhooks (Standard Webhooks) or channels (Slack, e-mail … through Apprise)."""
 
 
 @notify.command("add")
 @click.argument("url")
 @click.option("--site", help="Only this site's events (default: every site).")
 @click.option("--types", help="Comma-separated event types, e.g. document.changed,document.removed (default: all).")
+@click.option("--digest", type=click.Choice(["1h", "1d"]),
+              help="One message per hour or day listing its changes, instead of one per event.")
 @guard
-def notify_add(url: str, site: str | None, types: str | None) -> None:
-    """Subscribe URL; prints the subscription id and its signing secret (shown once)."""
-    from gleaner.changes import subscriptions
+def notify_add(url: str, site: str | None, types: str | None, digest: str | None) -> None:
+    """Subscribe URL: an http(s) webhook, or an Apprise URL (slack://, mailto://, discord://, json:// …).
+
+    Prints the subscription id, and a webhook's signing secret (shown once)."""
+    from gleaner.changes import channels, subscriptions
 
     settings = load_settings()
     with open_deps(settings) as deps:
         sub = subscriptions.add(deps.metadata, url, site=site, types=subscriptions.parse_types(types),
-                                allow=settings.allow_networks)
+                                allow=settings.allow_networks, digest_seconds=subscriptions.parse_digest(digest))
+    if channels.is_channel(url):
+        click.echo(f"id      {sub.id}\nchannel {channels.masked(url)}")
+        click.echo("Events from now on are sent to this channel" + (f", one digest per {digest}." if digest else "."),
+                   err=True)
+        return
     click.echo(f"id      {sub.id}\nsecret  {sub.secret}")
-    click.echo("Keep the secret: receivers verify webhook-signature with it. Events from now on are delivered.",
-               err=True)
+    click.echo("Keep the secret: receivers verify webhook-signature with it. Events from now on are delivered"
+               + (f", one digest per {digest}." if digest else "."), err=True)
 
 
 @notify.command("list")
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def notify_list(as_json: bool) -> None:
-    """Subscriptions (without their secrets)."""
+    """Subscriptions, their URLs masked (never their secrets)."""
     with open_deps(load_settings()) as deps:
         subs = [s.public() for s in deps.metadata.active_subscriptions()]
     echo_listing(subs, as_json,
-                 lambda s: f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}",
+                 lambda s: (f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}"
+                            + (f"  digest={s['digest']}" if s["digest"] else "")),
                  "no subscriptions: try `gleaner notify add URL`")
 
 
@@ -121,13 +131,13 @@ def notify_retry(delivery_id: str) -> None:
 @click.argument("subscription_id")
 @guard
 def notify_test(subscription_id: str) -> None:
-    """Send a signed webhook.test message now and print the receiver's answer."""
+    """Send a test message now (a signed webhook.test, or a channel message) and print the answer."""
     from gleaner.changes import delivery
 
     with open_deps(load_settings()) as deps:
         response = delivery.send_test(deps, subscription_id)
     if response.ok:
-        click.echo(f"delivered: HTTP {response.status} in {response.ms} ms")
+        click.echo(f"delivered: {f'HTTP {response.status}' if response.status else 'sent'} in {response.ms} ms")
         return
     fail(f"not delivered: {response.error or f'HTTP {response.status}'}")
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.changes import digest
 from gleaner.store.sqlstore import SqlStore
 
 
@@ -46,6 +48,17 @@ class NewDelivery:
 
 
 @dataclass(frozen=True, slots=True)
+class NewDigestItem:
+    """One event for a digest subscription: an item of the digest of the period it is published in."""
+
+    subscription_id: str
+    digest_seconds: int
+    event_id: str
+    site_domain: str
+    body: str  # the event as a webhook's ``data`` carries it
+
+
+@dataclass(frozen=True, slots=True)
 class Claimed:
     """A delivery leased for one attempt: its number, what to send and where."""
 
@@ -58,7 +71,10 @@ class Claimed:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """What one attempt got: an HTTP status, or the error that prevented one; and how long it took."""
+    """What one attempt got: an HTTP status, or the error that prevented one; and how long it took.
+
+    A channel (Apprise) reports success without a status: neither a status nor an error is a success.
+    """
 
     status: int | None
     error: str | None
@@ -66,7 +82,9 @@ class Response:
 
     @property
     def ok(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
+        if self.status is None:
+            return self.error is None
+        return 200 <= self.status < 300
 
 
 def _log_attempt(conn: Connection, delivery_id: str, attempt: int, response: Response) -> None:
@@ -77,23 +95,64 @@ def _log_attempt(conn: Connection, delivery_id: str, attempt: int, response: Res
     )
 
 
+def add_digest_items(conn: Connection, items: Sequence[NewDigestItem], seqs: dict[str, int]) -> None:
+    """File each item under the open digest of its subscription's current period (creating it, due at
+    the period's end), in the caller's transaction. The digest's row is locked first: a digest being
+    sealed (:meth:`DeliveryStore.claim_delivery`) is waited for, and once sealed the item goes to the
+    next period."""
+    if not items:
+        return
+    now = conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+    for item in items:
+        start, until = digest.period(now, item.digest_seconds)
+        while True:
+            did = digest.digest_id(item.subscription_id, start)
+            conn.execute(
+                sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, body, next_attempt_at,"
+                        " digest_from, digest_until) VALUES (CAST(:i AS uuid), CAST(:s AS uuid), CAST(:i AS uuid), '',"
+                        " :u, :f, :u) ON CONFLICT DO NOTHING"),
+                {"i": did, "s": item.subscription_id, "f": start, "u": until})
+            still_open = conn.execute(
+                sa.text("SELECT body = '' AND state = 'pending' FROM knowledge.notify_deliveries"
+                        " WHERE id = CAST(:i AS uuid) FOR UPDATE"), {"i": did}).scalar_one()
+            if still_open:
+                break
+            start, until = until, until + (until - start)
+        conn.execute(
+            sa.text("INSERT INTO knowledge.notify_digest_items (subscription_id, event_id, site_domain, delivery_id,"
+                    " event_seq, body) VALUES (CAST(:s AS uuid), CAST(:e AS uuid), :site, CAST(:d AS uuid), :q, :b)"
+                    " ON CONFLICT DO NOTHING"),
+            {"s": item.subscription_id, "e": item.event_id, "site": item.site_domain, "d": did,
+             "q": seqs.get(item.event_id), "b": item.body})
+
+
 class DeliveryStore(SqlStore):
     def claim_delivery(self, delivery_id: str, lease_seconds: float, due_only: bool) -> Claimed | None:
         """Lease a pending delivery for one attempt (counted now); None if it is not pending, not due
-        (with ``due_only``) or leased by another worker."""
-        row = self._write_first(
-            "UPDATE knowledge.notify_deliveries d SET attempts = d.attempts + 1,"
-            " next_attempt_at = now() + make_interval(secs => :lease)"
-            " FROM knowledge.notify_subscriptions s"
-            " WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id AND d.state = 'pending'"
-            " AND s.removed_at IS NULL"
-            " AND (NOT :due OR d.next_attempt_at <= now())"
-            " RETURNING d.attempts, d.body, d.event_id, s.url, s.secret",
-            {"i": delivery_id, "lease": lease_seconds, "due": due_only},
-        )
-        if row is None:
-            return None
-        return Claimed(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]))
+        (with ``due_only``) or leased by another worker. A digest's first claim seals it: its items
+        become its body, in this transaction (:mod:`gleaner.changes.digest`)."""
+        with self._tx() as conn:
+            row = conn.execute(sa.text(
+                "UPDATE knowledge.notify_deliveries d SET attempts = d.attempts + 1,"
+                " next_attempt_at = now() + make_interval(secs => :lease)"
+                " FROM knowledge.notify_subscriptions s"
+                " WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id AND d.state = 'pending'"
+                " AND s.removed_at IS NULL"
+                " AND (NOT :due OR d.next_attempt_at <= now())"
+                " RETURNING d.attempts, d.body, d.event_id, s.url, s.secret, d.digest_from, d.digest_until"),
+                {"i": delivery_id, "lease": lease_seconds, "due": due_only},
+            ).first()
+            if row is None:
+                return None
+            body = str(row[1])
+            if row[6] is not None and body == "":
+                items = conn.execute(sa.text(
+                    "SELECT body FROM knowledge.notify_digest_items WHERE delivery_id = CAST(:i AS uuid)"
+                    " ORDER BY event_seq NULLS LAST, event_id"), {"i": delivery_id}).scalars().all()
+                body = digest.sealed_body(row[5], row[6], [str(b) for b in items])
+                conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET body = :b WHERE id = CAST(:i AS uuid)"),
+                             {"b": body, "i": delivery_id})
+        return Claimed(int(row[0]), body, str(row[2]), str(row[3]), str(row[4]))
 
     def record_attempt(self, delivery_id: str, attempt: int, response: Response, state: DeliveryState,
                        retry_in: float) -> None:
@@ -158,10 +217,12 @@ class DeliveryStore(SqlStore):
                           " WHERE d.state = 'pending' AND s.removed_at IS NULL", {})
         return int(row[0]) if row else 0
 
-    def unscheduled_deliveries(self) -> list[str]:
-        """Pending deliveries not yet handed to the bus's delivery queue, oldest first."""
-        return [str(r[0]) for r in self._all(
-            "SELECT id FROM knowledge.notify_deliveries WHERE state = 'pending' AND NOT scheduled ORDER BY created_at")]
+    def unscheduled_deliveries(self) -> list[tuple[str, datetime | None]]:
+        """Pending deliveries not yet handed to the bus's delivery queue, oldest first, each with the time
+        before which it must not be attempted (a digest's period end; None: now)."""
+        return [(str(r[0]), r[1]) for r in self._all(
+            "SELECT id, digest_until FROM knowledge.notify_deliveries WHERE state = 'pending' AND NOT scheduled"
+            " ORDER BY created_at")]
 
     def mark_scheduled(self, delivery_ids: Sequence[str]) -> None:
         if delivery_ids:
@@ -174,7 +235,9 @@ class DeliveryStore(SqlStore):
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.text(
-                    "SELECT d.id, d.subscription_id, d.event_id, e.type::text, e.url, d.state, d.attempts,"
+                    "SELECT d.id, d.subscription_id, d.event_id,"
+                    " COALESCE(e.type::text, CASE WHEN d.digest_until IS NOT NULL THEN 'notify.digest' END), e.url,"
+                    " d.state, d.attempts,"
                     " d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.delivered_at"
                     " FROM knowledge.notify_deliveries d"
                     " LEFT JOIN knowledge.document_events e ON e.seq = d.event_seq"

@@ -236,6 +236,18 @@ def _mask_url(conn: Connection, site: str, document_id: str, url: str, url_diges
                     " (SELECT seq FROM knowledge.document_events WHERE document_id = :d) AND strpos(body, :u) > 0"),
             {"u": url, "m": masked, "d": document_id},
         )
+        # Digests list the event too: as an item, and in the body of a digest already sealed.
+        conn.execute(
+            sa.text("UPDATE knowledge.notify_deliveries SET body = replace(body, :u, :m) WHERE id IN"
+                    " (SELECT delivery_id FROM knowledge.notify_digest_items WHERE event_seq IN"
+                    " (SELECT seq FROM knowledge.document_events WHERE document_id = :d)) AND strpos(body, :u) > 0"),
+            {"u": url, "m": masked, "d": document_id},
+        )
+        conn.execute(
+            sa.text("UPDATE knowledge.notify_digest_items SET body = replace(body, :u, :m) WHERE event_seq IN"
+                    " (SELECT seq FROM knowledge.document_events WHERE document_id = :d) AND strpos(body, :u) > 0"),
+            {"u": url, "m": masked, "d": document_id},
+        )
     # The ledger keeps the row (the run accounted for the page) but not what the site answered about it.
     conn.execute(sa.text("UPDATE knowledge.crawl_page_decisions SET prefetched = NULL, fetch_reason = NULL"
                          " WHERE document_id = :d"), {"d": document_id})

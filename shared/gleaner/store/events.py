@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import Change, ChangeEvent, EventType
-from gleaner.store.deliveries import NewDelivery
+from gleaner.store.deliveries import NewDelivery, NewDigestItem, add_digest_items
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore, json_rows
 
@@ -104,7 +104,7 @@ class EventStore(SqlStore):
             " AND NOT EXISTS (SELECT 1 FROM knowledge.notify_deliveries WHERE state = 'pending' AND NOT scheduled)"))
 
     def publish_events(self, limit: int,
-                       publish: Callable[[Sequence[ChangeEvent]], Sequence[NewDelivery]]) -> int:
+                       publish: Callable[[Sequence[ChangeEvent]], Sequence[NewDelivery | NewDigestItem]]) -> int:
         """Claim up to ``limit`` unpublished events, oldest first, and hand them to ``publish`` (which announces
         them and says which deliveries they make); then write those deliveries and mark the events published,
         in the claim's transaction. Returns how many events were claimed (0: the outbox is empty).
@@ -120,7 +120,9 @@ class EventStore(SqlStore):
             if not rows:
                 return 0
             seq = {str(r[0]): r[12] for r in rows}
-            deliveries = publish([_event(r[:12]) for r in rows])
+            planned = publish([_event(r[:12]) for r in rows])
+            deliveries = [d for d in planned if isinstance(d, NewDelivery)]
+            add_digest_items(conn, [d for d in planned if isinstance(d, NewDigestItem)], seq)
             if deliveries:
                 conn.execute(
                     sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, event_seq, body)"

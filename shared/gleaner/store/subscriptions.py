@@ -1,4 +1,4 @@
-"""Webhook subscriptions in PostgreSQL (``knowledge.notify_subscriptions``).
+"""Subscriptions (webhooks and channels) in PostgreSQL (``knowledge.notify_subscriptions``).
 
 The target's address policy and the secret are :mod:`gleaner.changes.subscriptions`'s; this stores
 what it decided. Removing a subscription keeps its delivery log and cancels what is still pending.
@@ -14,15 +14,16 @@ from gleaner.changes.subscriptions import Subscription
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore
 
-_COLUMNS = "id, url, site_domain, types, secret, created_at"
+_COLUMNS = "id, url, site_domain, types, secret, created_at, digest_seconds"
 
 
 class SubscriptionStore(SqlStore):
-    def add_subscription(self, url: str, site: str | None, types: Sequence[str], secret: str) -> Subscription:
+    def add_subscription(self, url: str, site: str | None, types: Sequence[str], secret: str,
+                         digest_seconds: int | None = None) -> Subscription:
         row = self._write_first(
-            f"INSERT INTO knowledge.notify_subscriptions (url, site_domain, types, secret)"
-            f" VALUES (:u, :s, CAST(:t AS text[]), :k) RETURNING {_COLUMNS}",
-            {"u": url, "s": site, "t": list(types), "k": secret},
+            f"INSERT INTO knowledge.notify_subscriptions (url, site_domain, types, secret, digest_seconds)"
+            f" VALUES (:u, :s, CAST(:t AS text[]), :k, :d) RETURNING {_COLUMNS}",
+            {"u": url, "s": site, "t": list(types), "k": secret, "d": digest_seconds},
         )
         return record_from_row(Subscription, row)
 
