@@ -209,25 +209,35 @@ def test_a_digest_sends_one_message_per_period_listing_its_changes_once(make_dep
     with TestSite(pages, max_seconds=120) as site:
         pages.update(demo_pages(site.url))
         crawl(deps, new_request(site.url + "/", site_domain=SITE))
-        sub_id = subscribe(env, receiver.url(), "--types", "document.changed,run.finished", "--digest", "1h")
+        # A day's digest: the test's events fall in one period unless it runs across midnight UTC.
+        sub_id = subscribe(env, receiver.url(), "--types", "document.changed,run.finished", "--digest", "1d")
         pages.update(demo_pages(site.url, changed=("/about", "/pricing")))
         run = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         outbox.flush(deps)  # a second flush publishes nothing again
-    assert receiver.received == []  # nothing before the period ends
-    assert "nothing due" in gleaner(env, "deliver").stdout
-    (pending,) = json.loads(gleaner(env, "notify", "deliveries", sub_id, "--json").stdout)
-    assert pending["type"] == "notify.digest" and pending["state"] == "pending"
+        assert receiver.received == []  # nothing before the period ends
+        assert "nothing due" in gleaner(env, "deliver").stdout
+        (pending,) = json.loads(gleaner(env, "notify", "deliveries", sub_id, "--json").stdout)
+        assert pending["type"] == "notify.digest" and pending["state"] == "pending"
 
-    # The hour passes (the period's end moves to the past, as the clock would move past it).
-    with all_tenants(), deps.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET next_attempt_at = now() - interval '1 second'"
-                             " WHERE CAST(id AS text) = :i"), {"i": pending["id"]})
-    assert "1 delivered" in gleaner(env, "deliver").stdout
-    assert "nothing due" in gleaner(env, "deliver").stdout  # delivered once, not again
-    (message,) = [r["body"] for r in receiver.received]
-    text = message["message"]
-    assert message["title"] == f"Gleaner digest: 3 changes on {SITE}"
-    assert f"**{SITE}** (3)" in text
-    assert f"Changed: About us · Demo Co — {site.url}/about (v1 → v2)" in text
-    assert f"Changed: Pricing · Demo Co — {site.url}/pricing (v1 → v2)" in text
-    assert f"run {run['run_id']} of {SITE} finished" in text
+        # The day passes (the period's end moves to the past, as the clock would move past it).
+        with all_tenants(), deps.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET next_attempt_at = now() - interval '1 second'"
+                                 " WHERE CAST(id AS text) = :i"), {"i": pending["id"]})
+        assert "1 delivered" in gleaner(env, "deliver").stdout
+        assert "nothing due" in gleaner(env, "deliver").stdout  # delivered once, not again
+        (message,) = [r["body"] for r in receiver.received]
+        text = message["message"]
+        assert message["title"] == f"Gleaner digest: 3 changes on {SITE}"
+        assert f"**{SITE}** (3)" in text
+        assert f"Changed: About us · Demo Co — {site.url}/about (v1 → v2)" in text
+        assert f"Changed: Pricing · Demo Co — {site.url}/pricing (v1 → v2)" in text
+        assert f"run {run['run_id']} of {SITE} finished" in text
+
+        # The sealed digest takes nothing more: a change published now goes to the next period's digest.
+        pages.update(demo_pages(site.url, changed=("/blog",)))
+        crawl(deps, new_request(site.url + "/", site_domain=SITE))
+    deliveries = json.loads(gleaner(env, "notify", "deliveries", sub_id, "--json").stdout)
+    (sealed,) = (d for d in deliveries if d["id"] == pending["id"])
+    assert sealed["state"] == "delivered" and sealed["attempts"] == 1
+    assert [(d["type"], d["state"]) for d in deliveries if d["id"] != pending["id"]] == [("notify.digest", "pending")]
+    assert len(receiver.received) == 1
