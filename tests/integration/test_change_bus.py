@@ -80,6 +80,17 @@ def test_a_delivery_becomes_one_named_task_to_the_scrape_functions_delivery_path
     assert decode(base64.b64decode(http["body"]), DeliveryTask) == DeliveryTask(delivery_id=delivery)
 
 
+def test_a_digest_task_is_scheduled_for_the_end_of_its_period(recorder):
+    from datetime import UTC, datetime
+
+    bus = tasks_bus(recorder)
+    bus.settings = bus.settings.with_(notify_queue="gleaner-notify")
+    until = datetime(2026, 12, 2, tzinfo=UTC)
+    assert bus.enqueue_delivery("0d9c4f1e-0000-4000-8000-000000000044", not_before=until) is True
+    (_, body), = recorder.requests
+    assert body["task"]["scheduleTime"] == "2026-12-02T00:00:00Z"  # Cloud Tasks holds it until then
+
+
 def test_without_cloud_tasks_deliveries_stay_in_the_database_queue(recorder):
     bus = tasks_bus(recorder)
     bus.settings = bus.settings.with_(tasks_backend="pubsub")
