@@ -233,12 +233,13 @@ class ScopedChunks:
     def __next__(self) -> bytes:
         try:
             with tenancy.no_tenant(), acting_for(self._access):
-                return next(self._stream.chunks)
-        except StopIteration:
-            raise
+                chunk = next(self._stream.chunks, None)  # the end is signalled outside the scope's context
         except Exception:  # headers are sent: the server can only cut the connection, so the log says why
             log.exception("a streamed back office answer failed after it started")
             raise
+        if chunk is None:
+            raise StopIteration
+        return chunk
 
     def close(self) -> None:
         self._stream.close()
