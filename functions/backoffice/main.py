@@ -15,5 +15,5 @@ entry.setup_logging()
 
 
 @functions_framework.http
-def on_http(request: flask.Request) -> entry.HttpResponse:
+def on_http(request: flask.Request) -> flask.Response:
     return entry.run_backoffice(request)

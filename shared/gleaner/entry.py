@@ -457,29 +457,14 @@ def _run_webhook(request: Any, deps: Deps | None) -> HttpResponse:
     return _json_response(answer, status)
 
 
-def run_backoffice(request: Any, deps: Deps | None = None) -> HttpResponse:
+def run_backoffice(request: Any, deps: Deps | None = None) -> Any:
     """The backoffice function's on_http: ``/v1/`` and ``/ui/`` behind IAM (its own invokers), then the
-    operator bearer or a site token (:mod:`gleaner.backoffice.wsgi`). Not a stage: it reads and steers."""
+    operator bearer or a site token (:mod:`gleaner.backoffice.function`). Not a stage: it reads and steers."""
     from gleaner import logs
+    from gleaner.backoffice.function import answer
 
     with logs.delivery("backoffice", request.headers):
-        return _run_backoffice(request, deps if deps is not None else process_deps())
-
-
-def _run_backoffice(request: Any, deps: Deps) -> HttpResponse:
-    from gleaner.backoffice.wsgi import BackofficeApp
-
-    secret = deps.settings.webhook_secret
-    if not secret:  # without it the back office would be open to anyone IAM lets through
-        log.error("GLEANER_WEBHOOK_SECRET is not set: refusing every back office request")
-        return _json_response({"error": "the webhook secret is not configured"}, 500)
-    sent: list[Any] = []
-    environ = request.environ
-    body = b"".join(BackofficeApp(deps, bearer=secret)(
-        environ, lambda status, headers, exc_info=None: sent.extend((status, headers))))
-    # functions-framework reads whatever body is left after the answer; a refused caller's must not be.
-    environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(), "0"
-    return body.decode("utf-8"), int(str(sent[0]).split(" ", 1)[0]), dict(sent[1])
+        return answer(request, deps if deps is not None else process_deps())
 
 
 # Webhook deliveries (Cloud Tasks on the notify queue) arrive on scrape's on_http at this path: scrape is

@@ -9,9 +9,11 @@ record per current document::
 
 ``text_hash`` names the version's canonical text (null before it is ingested) and ``spans`` its span
 ledger (on request): byte offsets into that text, so a pipeline can cite what it loads through
-``gleaner slice`` or ``/v1/texts/{text_hash}``. Records are built one at a time from the blob store,
-so an export never holds the whole site in memory; Parquet is written in row groups of
-``PARQUET_ROWS`` records.
+``gleaner slice`` or ``/v1/texts/{text_hash}``. Documents are listed ``LISTING_PAGE`` at a time (each
+page its own short read, so a slow HTTP reader holds no database connection) and records are built
+one at a time from the blob store, so an export never holds the whole site in memory; Parquet is
+written in row groups of ``PARQUET_ROWS`` records. A page that changes while a long export runs is
+exported as it is when its listing page is read.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from gleaner.app import Deps
 from gleaner.errors import ConfigError, InvalidInput
 
 PARQUET_ROWS = 500  # a row group: bounded memory, still few enough groups for readers to scan quickly
+LISTING_PAGE = 200  # documents listed per read: a few hundred small rows, far fewer reads than documents
 
 
 class ExportFormat(StrEnum):
@@ -38,9 +41,21 @@ class BodyMissing(InvalidInput):
     """A current version's body is not in the blob store (the export stops rather than skip a page)."""
 
 
-def records(deps: Deps, site: str, *, raw: bool = False, spans: bool = False) -> Iterator[dict[str, Any]]:
+def current_items(deps: Deps, site: str, page: int = LISTING_PAGE) -> Iterator[dict[str, Any]]:
+    """The site's current versions in URL order, read ``page`` at a time."""
+    after: str | None = None
+    while True:
+        items = deps.metadata.current_versions_after(site, after, page)
+        yield from items
+        if len(items) < page:
+            return
+        after = items[-1]["url"]
+
+
+def records(deps: Deps, site: str, *, raw: bool = False, spans: bool = False,
+            page: int = LISTING_PAGE) -> Iterator[dict[str, Any]]:
     """One record per current document of ``site``, in URL order (run inside the caller's tenant scope)."""
-    for item in deps.metadata.current_versions(site):
+    for item in current_items(deps, site, page):
         ref = (item["raw_ref"] if raw else None) or item["content_ref"]
         try:
             body = deps.blobs.get(ref)
@@ -58,9 +73,10 @@ def records(deps: Deps, site: str, *, raw: bool = False, spans: bool = False) ->
         yield record
 
 
-def jsonl_lines(deps: Deps, site: str, *, raw: bool = False, spans: bool = False) -> Iterator[bytes]:
+def jsonl_lines(deps: Deps, site: str, *, raw: bool = False, spans: bool = False,
+                page: int = LISTING_PAGE) -> Iterator[bytes]:
     """The export as JSON Lines, one encoded line per document (what the HTTP route streams)."""
-    for record in records(deps, site, raw=raw, spans=spans):
+    for record in records(deps, site, raw=raw, spans=spans, page=page):
         yield json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
 
 

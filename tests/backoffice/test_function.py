@@ -85,3 +85,25 @@ def test_the_feed_webhook_function_no_longer_serves_the_back_office(monkeypatch,
     for path in ("/v1/sites", "/ui/"):
         answer = client.get(path, headers={"Authorization": f"Bearer {FN_SECRET}"})
         assert answer.status_code == 404 and b"No sites yet" not in answer.data
+
+
+def test_the_function_streams_the_export_as_it_is_made(monkeypatch, tmp_path, database_url, make_deps, reset_deps):
+    from gleaner.demo import demo_pages
+    from gleaner.exportformats import jsonl_lines
+    from gleaner.runner import crawl, new_request
+    from gleaner.testsite import TestSite
+
+    deps = make_deps()  # the same database and blob directory as the function's
+    pages: dict = {}
+    with TestSite(pages, max_seconds=120) as site:
+        pages.update(demo_pages(site.url))
+        crawl(deps, new_request(site.url + "/", site_domain="shop.test"))
+    client = function_client(monkeypatch, tmp_path, database_url, FN_SECRET)
+    answer = client.get("/v1/sites/shop.test/export", query_string={"format": "jsonl", "spans": "1"},
+                        headers={"Authorization": f"Bearer {FN_SECRET}"})
+    assert answer.status_code == 200 and answer.headers["Content-Type"] == "application/x-ndjson"
+    assert answer.is_streamed and "Content-Length" not in answer.headers
+    with tenancy.all_tenants():
+        assert answer.data == b"".join(jsonl_lines(deps, "shop.test", spans=True)) and answer.data.count(b"\n") > 5
+    missing = client.get("/v1/sites/nosuch.test/export", headers={"Authorization": f"Bearer {FN_SECRET}"})
+    assert missing.status_code == 404 and missing.get_json() == {"error": "no site nosuch.test"}

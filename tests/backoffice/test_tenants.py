@@ -38,6 +38,7 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("POST", "/v1/sites/{site}/runs", {}),
     ("GET", "/v1/sites/{site}/tree", None),
     ("GET", "/v1/sites/{site}/documents", None),
+    ("GET", "/v1/sites/{site}/export", None),
     ("GET", "/v1/runs", None),
     ("GET", "/v1/runs/{run}", None),
     ("GET", "/v1/runs/{run}/urls", None),
@@ -210,6 +211,8 @@ def test_the_quality_log_is_the_operators_alone(tenants: Tenants):
 BAD_INPUTS: list[tuple[str, str, Any, dict[str, str]]] = [
     ("GET", "/v1/sites/{site}/tree", None, {"prefix": "docs"}),
     ("GET", "/v1/sites/{site}/documents", None, {"status": "gone"}),
+    ("GET", "/v1/sites/{site}/export", None, {"format": "parquet"}),
+    ("GET", "/v1/sites/{site}/export", None, {"spans": "yes"}),
     ("GET", "/v1/runs", None, {"limit": "0"}),
     ("GET", "/v1/runs/{run}/urls", None, {"status": "Not A Status!"}),
     ("GET", "/v1/documents/{doc}/versions/x", None, {}),

@@ -5,6 +5,7 @@ Routes (GET unless marked)::
     /v1/sites                                      sites with document counts, latest run and schedule
     /v1/sites/{site}/tree?prefix=/a/&limit&offset  one level: folders (counts by status) and documents
     /v1/sites/{site}/documents?status&policy&origin&tag&prefix&limit&offset
+    /v1/sites/{site}/export?format&spans&raw       the current documents as JSON Lines, streamed (exportapi.py)
     /v1/runs?site&status&limit&offset              newest first, with counters
     POST /v1/sites                                 create or replace a site (backoffice/operate.py)
     POST /v1/sites/{site}/runs                     202: crawl the registered site now
@@ -46,146 +47,44 @@ checks that are not about rows.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import threading
-import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from gleaner import runcontrol
 from gleaner.app import Deps
+from gleaner.backoffice.request import (  # noqa: F401  (re-exported: handlers elsewhere and tests take them from here)
+    DEFAULT_PAGE,
+    MAX_INT_ARG,
+    MAX_PAGE,
+    OPERATOR,
+    Access,
+    Answer,
+    ApiRequest,
+    HttpError,
+    Stream,
+    check_site,
+    check_uuid,
+    choice_arg,
+    choice_field,
+    int_arg,
+    json_body,
+    operator_only,
+    page_args,
+    prefix_arg,
+    text_field,
+    time_arg,
+    valid_site_domain,
+)
 from gleaner.changes import delivery
 from gleaner.changes.diff import diff_versions, previous_version
 from gleaner.errors import InvalidInput
-from gleaner.operator import review, rules
 from gleaner.operator import sites as operator_sites
-from gleaner.provenance.conflicts import ConflictStatus
 from gleaner.runstate import RunStatus
 from gleaner.store import browse
 from gleaner.store.deliveries import Requeue
-from gleaner.store.references import QUALITY_FLAGS
-from gleaner.textcheck import text_problem
 
 log = logging.getLogger(__name__)
-
-Answer = tuple[int, dict[str, Any]]
-
-MAX_PAGE = 1000
-DEFAULT_PAGE = 100
-# Past any table this holds and inside PostgreSQL's integer: a larger offset or version is bad input.
-MAX_INT_ARG = 2**31 - 1
-
-
-def valid_site_domain(value: str) -> bool:
-    """DESIGN.md's tenant key, exactly as written (no case folding: a URL names one site)."""
-    try:
-        return operator_sites.site_key(value) == value
-    except InvalidInput:
-        return False
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Access:
-    """Who a request acts for: the operator (every tenant) or one site (a site-bound token)."""
-
-    site_domain: str | None = None
-    session: bool = False  # acting through a browser login session (the pages offer a logout)
-
-    @property
-    def is_operator(self) -> bool:
-        return self.site_domain is None
-
-
-OPERATOR = Access()
-
-
-@dataclass(frozen=True, slots=True)
-class ApiRequest:
-    method: str
-    path: str
-    query: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    access: Access = OPERATOR
-
-
-def operator_only(req: ApiRequest) -> None:
-    if not req.access.is_operator:
-        raise HttpError(403, "only the operator may read this; a site token sees its own site")
-
-
-# -- query values -------------------------------------------------------------------------------
-
-def int_arg(query: Mapping[str, str], name: str, default: int | None, low: int = 0, high: int | None = None
-            ) -> int | None:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    # int() also takes other scripts' digits and "1_000"; a query value is plain ASCII decimal digits.
-    if not re.fullmatch(r"-?[0-9]{1,10}", raw):
-        raise HttpError(400, f"{name} must be an integer, not {raw[:40]!r}")
-    value = int(raw)
-    top = MAX_INT_ARG if high is None else high
-    if value < low or value > top:
-        raise HttpError(400, f"{name} must be between {low} and {top}")
-    return value
-
-
-def page_args(query: Mapping[str, str]) -> tuple[int, int]:
-    limit = int_arg(query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
-    offset = int_arg(query, "offset", 0, 0)
-    assert limit is not None and offset is not None
-    return limit, offset
-
-
-def choice_arg(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
-    value = query.get(name) or None
-    if value is not None and value not in allowed:
-        raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
-    return value
-
-
-def time_arg(query: Mapping[str, str], name: str) -> datetime | None:
-    if not query.get(name):
-        return None
-    try:
-        value = datetime.fromisoformat(query[name])
-        # Near the ends of the calendar an offset moves the instant out of it (year 0 or 10000): the
-        # database cannot hold that, so it is refused here. A time without an offset is UTC.
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise HttpError(400, f"{name} must be an ISO 8601 time between the years 1 and 9999") from None
-
-
-def prefix_arg(query: Mapping[str, str]) -> str:
-    prefix = query.get("prefix") or "/"
-    if not prefix.startswith("/") or len(prefix) > 2048:
-        raise HttpError(400, "prefix must be a path starting with '/'")
-    return prefix if prefix.endswith("/") else prefix + "/"
-
-
-def check_uuid(value: str, what: str) -> str:
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise HttpError(404, f"no {what} {value[:60]}") from None
-
-
-def check_site(deps: Deps, site: str) -> str:
-    if not valid_site_domain(site) or not (deps.browse.site_exists(site)
-                                           or operator_sites.find_site(deps, site) is not None):
-        raise HttpError(404, f"no site {site[:80]}")
-    return site
 
 
 # -- handlers -----------------------------------------------------------------------------------
@@ -237,7 +136,7 @@ def get_runs(deps: Deps, req: ApiRequest) -> dict[str, Any]:
     return {"runs": runs, "total": total, "limit": limit, "offset": offset}
 
 
-def _run(deps: Deps, run_id: str) -> dict[str, Any]:
+def find_run(deps: Deps, run_id: str) -> dict[str, Any]:
     summary = deps.metadata.run_summary(check_uuid(run_id, "run"))
     if summary is None:
         raise HttpError(404, f"no run {run_id}")
@@ -245,12 +144,12 @@ def _run(deps: Deps, run_id: str) -> dict[str, Any]:
 
 
 def get_run(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
-    summary = _run(deps, run_id)
+    summary = find_run(deps, run_id)
     return {**summary, "outcomes": deps.metadata.outcome_breakdown(summary["run_id"])}
 
 
 def get_run_urls(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
-    summary = _run(deps, run_id)
+    summary = find_run(deps, run_id)
     limit, offset = page_args(req.query)
     status = req.query.get("status") or None
     if status is not None and not re.fullmatch(r"[a-z_-]{1,40}", status):
@@ -379,132 +278,6 @@ def post_retry(deps: Deps, req: ApiRequest, delivery_id: str) -> dict[str, Any]:
     return {"delivery_id": delivery_id, "result": result.value}
 
 
-def json_body(req: ApiRequest) -> dict[str, Any]:
-    try:
-        body = json.loads(req.body or b"{}")
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise HttpError(400, "the body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise HttpError(400, "the body must be a JSON object")
-    problem = text_problem(body)
-    if problem:
-        raise HttpError(400, f"the body {problem}")
-    return body
-
-
-def text_field(body: Mapping[str, Any], name: str, required: bool = True) -> str | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > 2048:
-        raise HttpError(400, f"{name} must be a non-empty string")
-    return value
-
-
-def choice_field(body: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
-    value = body.get(name)
-    if value not in allowed:
-        raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
-    return str(value)
-
-
-def get_rules(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    return {"site_domain": site, "rules": [r.to_dict() for r in rules.list_rules(deps, site)]}
-
-
-def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    body = json_body(req)
-    rule, applied = rules.add_rule(deps, site, str(text_field(body, "glob")),
-                                   choice_field(body, "action", ("skip", "block", "ignore_text")),
-                                   text_field(body, "reason", False), text_field(body, "pattern", False))
-    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
-
-
-def delete_rule(deps: Deps, req: ApiRequest, site: str, rule_id: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    rule_id = check_uuid(rule_id, "rule")
-    if rule_id not in {r.id for r in rules.list_rules(deps, site)}:
-        raise HttpError(404, f"no rule {rule_id} on {site}")
-    rule, applied = rules.remove_rule(deps, rule_id)
-    return {"rule": rule.to_dict(), "applied": applied.to_dict()}
-
-
-def get_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    return {"site_domain": site, "items": [i.to_dict() for i in review.review_list(deps, site)]}
-
-
-def post_review(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    body = json_body(req)
-    decided = review.decide(deps, str(text_field(body, "url")), choice_field(body, "decision", ("include", "exclude")),
-                            site_domain=site, reason=text_field(body, "reason", False))
-    return {"decided": decided.to_dict()}
-
-
-def get_conflicts(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    status = choice_arg(req.query, "status", tuple(s.value for s in ConflictStatus))
-    conflicts = deps.provenance.list_conflicts(site, ConflictStatus(status) if status else None)
-    return {"site_domain": site, "conflicts": conflicts}
-
-
-def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> dict[str, Any]:
-    site = check_site(deps, site)
-    conflict_id = check_uuid(conflict_id, "conflict")
-    settled = tuple(s.value for s in ConflictStatus if s is not ConflictStatus.OPEN)
-    status = choice_field(json_body(req), "status", settled)
-    if conflict_id not in {c["id"] for c in deps.provenance.list_conflicts(site)}:
-        raise HttpError(404, f"no conflict {conflict_id} on {site}")
-    deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
-    return {"conflict_id": conflict_id, "status": status}
-
-
-def post_cancel(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
-    """Cancel a run; cancelling a cancelled run again is no error (the click may come twice)."""
-    summary = _run(deps, run_id)
-    moved, status = runcontrol.cancel(deps.metadata, summary["run_id"])
-    if not moved and status != "cancelled":
-        raise HttpError(409, f"run {summary['run_id']} already ended {status}; nothing to cancel")
-    return {"run_id": summary["run_id"], "status": str(status), "cancelled": moved}
-
-
-def post_resume(deps: Deps, req: ApiRequest, run_id: str) -> Answer:
-    """Take the run over now (so a refusal is this answer's) and drive it to its end on a background
-    thread: the request answers 202 at once and the run page follows the run."""
-    from gleaner.runner import claim_resume, drive_resumed
-
-    summary = _run(deps, run_id)
-    if deps.local_bus is None:
-        raise HttpError(409, "resuming drives the run on this machine's in-process bus; here the stages run "
-                             "on the cloud bus: use `gleaner runs resume RUN_ID` where GLEANER_BUS is unset")
-    try:
-        run = claim_resume(deps, summary["run_id"])
-    except runcontrol.RunNotResumable as exc:
-        raise HttpError(409, str(exc)) from None
-    except runcontrol.RunNotFound:
-        raise HttpError(404, f"no run {run_id}") from None
-
-    def drive() -> None:
-        try:
-            drive_resumed(deps, run)
-        except Exception:  # the run itself records how it ended; the server must go on
-            log.exception("resuming run %s failed", run.run_id)
-
-    threading.Thread(target=drive, name=f"gleaner-resume-{run.run_id[:8]}", daemon=True).start()
-    return 202, {"run_id": run.run_id, "status": str(run.status), "resumed": True}
-
-
-def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:
-    """Feed URLs the landing refused or could not use (``references/landing.py``): the operator's, not a site's."""
-    operator_only(req)
-    kind = choice_arg(req.query, "kind", QUALITY_FLAGS)
-    since = time_arg(req.query, "since")
-    limit, offset = page_args(req.query)
-    rows, total = deps.browse.quality_log(kind, since, limit, offset)
-    return {"entries": rows, "total": total, "limit": limit, "offset": offset}
 
 
 def get_openapi(deps: Deps, req: ApiRequest) -> dict[str, Any]:
@@ -521,7 +294,7 @@ def _search(deps: Deps, req: ApiRequest) -> dict[str, Any]:
 
 
 H = TypeVar("H")
-Handler = Callable[..., dict[str, Any] | Answer]
+Handler = Callable[..., dict[str, Any] | Answer | Stream]
 
 
 def compile_routes(table: Mapping[str, dict[str, H]]) -> list[tuple[re.Pattern[str], dict[str, H]]]:
@@ -539,14 +312,28 @@ def find_route(routes: list[tuple[re.Pattern[str], dict[str, H]]], path: str
     return None
 
 
-# Operating handlers live in their own module, which builds on this one's helpers (imported here, last).
+# Operating and steering handlers live in their own modules, which build on this one (imported here, last).
 from gleaner.backoffice import operate  # noqa: E402
+from gleaner.backoffice.exportapi import get_export  # noqa: E402
+from gleaner.backoffice.steering import (  # noqa: E402  (re-exported: the pages and tests call them as api.X)
+    delete_rule,
+    get_conflicts,
+    get_quality,
+    get_review,
+    get_rules,
+    post_cancel,
+    post_conflict,
+    post_resume,
+    post_review,
+    post_rule,
+)
 
 _API: dict[str, dict[str, Handler]] = {
     "/v1/sites/?": {"GET": get_sites, "POST": operate.post_site},
     "/v1/sites/{site}/runs": {"POST": operate.post_site_run},
     "/v1/sites/{site}/tree": {"GET": get_tree},
     "/v1/sites/{site}/documents": {"GET": get_documents},
+    "/v1/sites/{site}/export": {"GET": get_export},
     "/v1/runs/?": {"GET": get_runs},
     "/v1/runs/{run}": {"GET": get_run},
     "/v1/runs/{run}/urls": {"GET": get_run_urls},
@@ -571,7 +358,9 @@ _API: dict[str, dict[str, Handler]] = {
 ROUTES = compile_routes(_API)
 
 
-def handle(req: ApiRequest, deps: Deps) -> Answer:
+def dispatch(req: ApiRequest, deps: Deps) -> tuple[int, dict[str, Any] | Stream]:
+    """The route's answer: a JSON object, or a :class:`Stream` whose first chunk is already made (so its
+    errors are still answers: a stream that fails later is cut)."""
     found = find_route(ROUTES, req.path)
     if found is None:
         return 404, {"error": f"no such endpoint {req.path[:200]}"}
@@ -582,8 +371,34 @@ def handle(req: ApiRequest, deps: Deps) -> Answer:
         return 405, {"error": f"use {' or '.join(methods)}"}
     try:
         answer = fn(deps, req, *args)
+        if isinstance(answer, Stream):
+            return 200, Stream(_primed(answer.chunks), answer.content_type)
         return answer if isinstance(answer, tuple) else (200, answer)
     except HttpError as exc:
         return exc.status, {"error": exc.message}
     except InvalidInput as exc:  # the operator functions' own checks (a glob, a URL not in the site)
         return 400, {"error": str(exc)}
+
+
+def _primed(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks`` with its first chunk made now (raising here, inside dispatch's error mapping)."""
+    first = next(chunks, None)
+
+    def rest() -> Iterator[bytes]:
+        try:
+            if first is not None:
+                yield first
+            yield from chunks
+        finally:
+            getattr(chunks, "close", lambda: None)()
+
+    return rest()
+
+
+def handle(req: ApiRequest, deps: Deps) -> Answer:
+    """A JSON answer, for callers in this process (the pages, the MCP tools): a streamed route is not theirs."""
+    status, answer = dispatch(req, deps)
+    if isinstance(answer, Stream):
+        answer.close()
+        return 406, {"error": "this route streams its answer: ask it over HTTP"}
+    return status, answer

@@ -72,10 +72,13 @@ def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[.
     params += [{"name": q, "in": "query", "required": False,
                 "schema": {"type": "integer" if q in _INTEGER_QUERY else "string"}} for q in (doc.query if doc else ())]
     ok = "202" if name == "post_resume" else "200"
+    answer = {"description": "the answer", "content": {"application/json": {"schema": {"type": "object"}}}}
+    if _streams(handler):
+        answer = {"description": "JSON Lines, one object per line, sent while they are made",
+                  "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}
     operation: dict[str, Any] = {
         "operationId": re.sub(r"[^A-Za-z0-9_]", "_", name), "summary": summary or f"{method} {path}",
-        "responses": {ok: {"description": "the answer", "content": {"application/json": {
-            "schema": {"type": "object"}}}},
+        "responses": {ok: answer,
                       **{code: {"description": why, "content": {"application/json": {
                           "schema": {"$ref": "#/components/schemas/Error"}}}} for code, why in _ERRORS.items()}},
     }
@@ -84,6 +87,12 @@ def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[.
     if method in ("POST", "PUT", "PATCH"):
         operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}}
     return operation
+
+
+def _streams(handler: Callable[..., Any] | None) -> bool:
+    """Whether the handler answers a ``Stream`` (its annotation, a string under postponed evaluation)."""
+    returns = getattr(handler, "__annotations__", {}).get("return")
+    return returns == "Stream" or getattr(returns, "__name__", None) == "Stream"
 
 
 def document(table: Mapping[str, Mapping[str, Callable[..., Any]]] | None = None) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api, pages
-from gleaner.backoffice.api import OPERATOR, Access
+from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.callers import bearer_token, identity_claims, secret_matches
 from gleaner.hostgate import HostPolicy
@@ -92,12 +92,18 @@ class BackofficeApp:
         except Exception:  # one failing request must not take the server down; the log has the traceback
             log.exception("back office request failed")
             status, headers, body = 500, [("Content-Type", "application/json")], b'{"error": "internal error"}'
-        headers.append(("Content-Length", str(len(body))))
         headers.append(("X-Content-Type-Options", "nosniff"))
+        if isinstance(body, bytes):
+            headers.append(("Content-Length", str(len(body))))
         start_response(f"{status} {_REASONS.get(status, 'Status')}", headers)
-        return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+        if isinstance(body, bytes):
+            return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            body.close()
+            return []
+        return body  # no length: the server sends it chunked, as it is made
 
-    def _answer(self, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _answer(self, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes | ScopedChunks]:
         path = environ.get("PATH_INFO") or "/"
         method = str(environ.get("REQUEST_METHOD", "GET")).upper()
         is_api = path.startswith("/v1/")
@@ -129,7 +135,7 @@ class BackofficeApp:
             pages.SIGNED_IN.reset(signed_in)
 
     def _dispatch(self, environ: dict[str, Any], path: str, method: str, access: Access
-                  ) -> tuple[int, list[tuple[str, str]], bytes]:
+                  ) -> tuple[int, list[tuple[str, str]], bytes | ScopedChunks]:
         is_api = path.startswith("/v1/")
         # WSGI hands the path and query as latin-1-decoded bytes (PEP 3333): read them as the UTF-8 they are,
         # keeping bytes that are not as lone surrogates, so that they are refused below with NULs.
@@ -148,7 +154,10 @@ class BackofficeApp:
             page = pages.render("error.html", 400, status=400, message=message)
             return page.status, [("Content-Type", page.content_type)], page.body.encode("utf-8")
         if is_api:
-            status, answer = api.handle(api.ApiRequest(method, path, query, body, access), self.deps)
+            status, answer = api.dispatch(api.ApiRequest(method, path, query, body, access), self.deps)
+            if isinstance(answer, Stream):
+                return status, [("Content-Type", answer.content_type), ("Cache-Control", "no-store")], \
+                    ScopedChunks(answer, access)
             return _json(status, answer)
         csrf = Csrf.of(self._csrf_key, environ)
         if method == "POST" and not csrf.accepts(form):
@@ -208,6 +217,32 @@ def acting_for(access: Access) -> Iterator[object]:
     else:
         with tenancy.scope(access.site_domain) as chosen:
             yield chosen
+
+
+class ScopedChunks:
+    """A streamed answer's body as the WSGI server pulls it: each chunk is made in the caller's tenant
+    scope (the request's own scope ended when the app returned), and the stream is closed with it."""
+
+    def __init__(self, stream: Stream, access: Access) -> None:
+        self._stream = stream
+        self._access = access
+
+    def __iter__(self) -> ScopedChunks:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            with tenancy.no_tenant(), acting_for(self._access):
+                chunk = next(self._stream.chunks, None)  # the end is signalled outside the scope's context
+        except Exception:  # headers are sent: the server can only cut the connection, so the log says why
+            log.exception("a streamed back office answer failed after it started")
+            raise
+        if chunk is None:
+            raise StopIteration
+        return chunk
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def _json(status: int, answer: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:

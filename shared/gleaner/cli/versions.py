@@ -61,16 +61,15 @@ def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> 
     from gleaner.exportformats import ExportFormat, write_jsonl, write_parquet
 
     with open_deps(load_settings()) as deps:
-        items = deps.metadata.current_versions(site)
-        erased = deps.metadata.erased_forms_of(site)
-        if not items:
+        if not deps.metadata.current_versions_after(site, None, 1):
             fail(f"no active documents with a version for site {site!r}")
-        if ExportFormat(fmt) is not ExportFormat.MD:
+        if ExportFormat(fmt) is not ExportFormat.MD:  # records listed a page at a time: flat memory
             write = write_jsonl if ExportFormat(fmt) is ExportFormat.JSONL else write_parquet
             written = write(deps, site, directory, raw=raw, spans=spans)
             click.echo(f"exported {written} documents of {site} to {directory}/documents.{fmt}", err=True)
             return
-        written = _write_tree(deps, items, directory, raw, erased)
+        erased = deps.metadata.erased_forms_of(site)
+        written = _write_tree(deps, deps.metadata.current_versions(site), directory, raw, erased)
     click.echo(f"exported {written} pages of {site} to {directory} (manifest.jsonl beside them)"
                + (f"; {len(erased)} erased" if erased else ""), err=True)
 

@@ -145,14 +145,20 @@ class ReadStore(SqlStore):
 
     def current_versions(self, site: str) -> list[dict[str, Any]]:
         """The active documents of a site with their current snapshot (what ``export`` writes)."""
+        return self.current_versions_after(site, None, None)
+
+    def current_versions_after(self, site: str, after_url: str | None, limit: int | None) -> list[dict[str, Any]]:
+        """``current_versions`` from the first URL past ``after_url``, at most ``limit`` of them: a caller
+        walks a large site a page at a time, each page its own short read (keyset, so no offset scan)."""
         rows = self._all(
             "SELECT d.canonical_url, s.version, s.content_hash, s.created_at, s.processed_markdown_ref,"
             " s.raw_markdown_ref, d.id, d.title, t.text_hash FROM knowledge.documents d"
             " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
             " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
             " WHERE d.site_domain = :s AND d.status = 'active' AND NOT d.is_deleted"
-            " AND d.canonical_url IS NOT NULL ORDER BY d.canonical_url",
-            {"s": site},
+            " AND d.canonical_url IS NOT NULL AND (CAST(:after AS text) IS NULL OR d.canonical_url > :after)"
+            " ORDER BY d.canonical_url LIMIT :limit",
+            {"s": site, "after": after_url, "limit": limit},
         )
         return [{"url": r[0], "version": r[1], "content_hash": r[2], "fetched_at": r[3].isoformat(),
                  "content_ref": r[4], "raw_ref": r[5], "document_id": str(r[6]), "title": r[7],
