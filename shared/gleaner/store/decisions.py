@@ -117,7 +117,10 @@ def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decisio
             "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
             "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END,"
             "   batch_no = CASE WHEN writing.numbering THEN t.b ELSE c.batch_no END,"
-            "   prefetched = COALESCE(c.prefetched, CASE WHEN c.fetch_outcome IS NULL THEN t.pf END)"
+            # The sample's rendering, kept beside map's answer, replaces that answer (render/kept.py).
+            "   prefetched = CASE WHEN c.fetch_outcome IS NULL AND (t.pf ->> 'rendered_key') IS NOT NULL"
+            "     AND (c.prefetched ->> 'rendered_key') IS NULL THEN t.pf"
+            "     ELSE COALESCE(c.prefetched, CASE WHEN c.fetch_outcome IS NULL THEN t.pf END) END"
             "   FROM t, writing WHERE c.run_id = :r AND c.document_id = t.d AND writing.ok RETURNING 1)"
             " UPDATE knowledge.documents d"
             " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
