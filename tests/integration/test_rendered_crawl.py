@@ -58,6 +58,7 @@ def test_auto_renders_the_spa_section_and_leaves_the_static_one_on_plain_fetch(m
                           " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r",
                     r=first["run_id"]))
     assert via["/app/linked-only-by-script"] == via["/app/one-child"] == via["/app/two-child"] == "rendered"
+    assert asked[:mark].count("/app/two-child") == 1  # asked in the same run (the batch's next part)
     assert [s["outcome"] for s in facts["/app/two"]["sub_requests"]] == ["fetched", "fetched"]
     # Unchanged rendered pages write no new version on the recrawl (and the static ones answer 304).
     assert second["status"] == "finished", second
