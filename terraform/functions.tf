@@ -46,7 +46,7 @@ locals {
   db_reserved      = 3 # superuser_reserved_connections on Cloud SQL
   db_migrator      = 1 # the build's migrate step
   db_headroom      = 6 # an operator's psql, gcloud sql connect, the Cloud SQL console
-  db_connections   = local.db_peak + local.db_migrator + local.db_headroom
+  db_connections   = local.db_peak + local.render_db_peak + local.db_migrator + local.db_headroom
   db_scrape_budget = local.http_functions["scrape"].max_instances
   # Seconds of a scrape task's deadline kept for queueing, a cold start and finishing (common_env).
   scrape_deadline_margin = 600

@@ -25,6 +25,8 @@ locals {
     "cloudfunctions.operations.get", "cloudfunctions.operations.list",
     "run.services.get", "run.services.list", "run.services.getIamPolicy", "run.services.setIamPolicy",
     "run.operations.get",
+    # the render service is a Cloud Run service of ours (render.tf), not one behind a function
+    "run.services.create", "run.services.update", "run.services.delete",
     "artifactregistry.repositories.get", "artifactregistry.repositories.list",
     "artifactregistry.repositories.create", "artifactregistry.repositories.update",
     "artifactregistry.repositories.delete", "artifactregistry.repositories.getIamPolicy",

@@ -13,6 +13,12 @@ variable "render_image" {
   default     = ""
 }
 
+variable "render_repository" {
+  description = "Artifact Registry repository Cloud Build pushes the render image to (cloudbuild.yaml _RENDER_REPOSITORY)."
+  type        = string
+  default     = "gleaner-render"
+}
+
 variable "render_max_instances" {
   description = "Most render instances at once (each 2 vCPU, 2 GiB, two pages at a time)."
   type        = number
@@ -26,6 +32,47 @@ locals {
   render_url     = "https://gleaner-render-${data.google_project.this.number}.${var.region}.run.app/"
   # What the callers' environments add (functions.tf): where to send a page to be rendered.
   render_env = { for name in local.render_callers : name => { GLEANER_RENDER_URL = local.render_url } if local.render_enabled }
+  # Its share of the Cloud SQL connection budget (functions.tf, docs/deployment.md "Connections"): each
+  # instance renders two pages at once, each page's Fetcher reading and writing the run's robots.txt
+  # answers, budget and host turns through the same pool (pool + overflow) as a function's.
+  render_db_peak = local.render_enabled ? var.render_max_instances * local.db_per_instance : 0
+}
+
+# Where Cloud Build pushes the image (cloudbuild.yaml, steps render-tag and render-image). Declared
+# whether or not render_image is set: the build needs it before the first image exists.
+resource "google_artifact_registry_repository" "render" {
+  repository_id          = var.render_repository
+  location               = var.region
+  format                 = "DOCKER"
+  description            = "Gleaner's render service images (built by Cloud Build from infra/render/Dockerfile)."
+  cleanup_policy_dry_run = false
+
+  # As for the functions' images (build.tf): the newest few stay as rollback targets, older ones go.
+  cleanup_policies {
+    id     = "keep-recent"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = var.function_images_kept
+    }
+  }
+  cleanup_policies {
+    id     = "delete-old"
+    action = "DELETE"
+    condition {
+      older_than = "604800s"
+    }
+  }
+
+  depends_on = [google_project_service.enabled]
+}
+
+# The build's identity pushes the image (and asks whether a tag exists); Cloud Run's service agent
+# reads it from a repository of the same project without a grant.
+resource "google_artifact_registry_repository_iam_member" "render_build" {
+  location   = google_artifact_registry_repository.render.location
+  repository = google_artifact_registry_repository.render.name
+  role       = "roles/artifactregistry.writer"
+  member     = "serviceAccount:${google_service_account.builder.email}"
 }
 
 resource "google_service_account" "render" {

@@ -118,6 +118,16 @@ FOREVER = ("<!doctype html><html><head><title>Forever</title></head><body><h1>Ne
            "</body></html>")
 
 
+# What a page can leave for the next one in a browser: localStorage (per origin) and a cookie (per host,
+# whatever the port). The page says what it found before leaving its own.
+STORAGE = ("<!doctype html><html><head><title>Storage</title></head><body><h1>Storage</h1><p id=\"out\"></p><script>"
+           "const seen = localStorage.getItem('seen') || 'nothing', cookie = document.cookie || 'none';"
+           "localStorage.setItem('seen', 'port' + location.port);"
+           "document.cookie = 'who=port' + location.port + '; path=/';"
+           "document.getElementById('out').textContent = 'storage saw ' + seen + ' cookie saw ' + cookie;"
+           "</script></body></html>")
+
+
 def pages(trap_url: str = "http://127.0.0.2:9") -> dict[str, Page]:
     site = {
         "/robots.txt": Page(ROBOTS, content_type="text/plain"),
@@ -130,6 +140,7 @@ def pages(trap_url: str = "http://127.0.0.2:9") -> dict[str, Page]:
         "/trap": Page(trap_page(trap_url)),
         "/forever": Page(FOREVER),
         "/scroll": Page(SCROLL),
+        "/storage": Page(STORAGE),
     }
     site["/app/linked-only-by-script"] = Page(SHELL)
     for name in ("one", "two", "three"):

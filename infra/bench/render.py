@@ -4,14 +4,16 @@ fetches of the same pages on the same host.
 Each rendered page is fetched by the Fetcher, then rendered: its script and its JSON ``fetch()`` are
 answered by the same Fetcher (three requests a page). The plain figure is the Fetcher alone on the
 same documents. The browser's launch is timed apart and left out of the rate (it happens once per
-process).
+process). With ``--sites N`` the pages are spread over N loopback sites (one port each), so each
+site renders in a browser context of its own (render/contexts.py) and the rate includes opening them.
 
-    PYTHONPATH=shared python infra/bench/render.py [--pages 40] [--concurrency 2] [--out FILE]
+    PYTHONPATH=shared python infra/bench/render.py [--pages 40] [--concurrency 2] [--sites 1] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -36,19 +38,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=2, help="pages rendered at once (one browser)")
+    parser.add_argument("--sites", type=int, default=1, help="loopback sites the pages are spread over")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="gleaner-bench-render.")),
                         allow_networks=parse_networks("127.0.0.1/32"), host_delay=0.0, host_concurrency=8,
                         fetch_timeout=10.0)
     renderer = BrowserRenderer(concurrency=args.concurrency)
-    with render_site(max_seconds=600) as site:
+    with contextlib.ExitStack() as held:
+        sites = [held.enter_context(render_site(max_seconds=600)) for _ in range(max(1, args.sites))]
         paths = [f"/app/p{i}" for i in range(args.pages)]
-        for path in paths:
-            site.pages[path] = Page(SHELL)
-        urls = [site.url + p for p in paths]
+        for i, path in enumerate(paths):
+            sites[i % len(sites)].pages[path] = Page(SHELL)
+        urls = [sites[i % len(sites)].url + p for i, p in enumerate(paths)]
         with Fetcher(settings) as fetcher:
-            fetcher.robots(site.url + "/")
+            for site in sites:
+                fetcher.robots(site.url + "/")
             started = time.monotonic()
             plain = list(fetcher.fetch_many(FetchRequest(u, key=u) for u in urls))
             plain_seconds = time.monotonic() - started
@@ -72,7 +77,7 @@ def main() -> None:
         outcomes[str(r.outcome)] = outcomes.get(str(r.outcome), 0) + 1  # type: ignore[attr-defined]
     written = sum(1 for r in renderings if b"App page p" in (r.html or b""))  # type: ignore[attr-defined]
     result = {
-        "bench": "render", "pages": args.pages, "concurrency": args.concurrency,
+        "bench": "render", "pages": args.pages, "concurrency": args.concurrency, "sites": len(sites),
         "plain_fetch_pages_per_s": round(args.pages / plain_seconds, 1),
         "rendered_pages_per_s": round(args.pages / render_seconds, 2),
         "browser_launch_s": round(launch_seconds, 2), "outcomes": outcomes, "content_written": written,

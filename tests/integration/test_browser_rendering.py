@@ -118,3 +118,24 @@ def test_without_gleaners_interception_the_browser_reaches_nothing(browser_rende
 
     assert "ERR_" in loop.run(visit())
     assert len(site.paths()) == before
+
+
+def test_one_sites_storage_and_cookies_are_not_seen_by_another_sites_pages(browser_renderer: Any, fetcher: Fetcher,
+                                                                          site: TestSite) -> None:
+    from gleaner import tenancy
+
+    def storage_seen(url: str, tenant: str) -> str:
+        with tenancy.scope(tenant):
+            html = (_render(browser_renderer, fetcher, url).html or b"").decode()
+        return html.split('<p id="out">', 1)[1].split("</p>", 1)[0]
+
+    with render_site() as other:  # the same host on another port: cookies would be shared in one context
+        first = storage_seen(site.url + "/storage", "a.test")
+        assert first == "storage saw nothing cookie saw none"
+        # Another tenant's render of the very same page starts from nothing.
+        assert storage_seen(site.url + "/storage", "b.test") == "storage saw nothing cookie saw none"
+        # Another site (another origin) of the same tenant: neither the storage nor the host's cookie.
+        assert storage_seen(other.url + "/storage", "a.test") == "storage saw nothing cookie saw none"
+        # The site's own next page sees what its last one left, as in one browser tab: the test can tell.
+        port = site.url.rsplit(":", 1)[1]
+        assert storage_seen(site.url + "/storage", "a.test") == f"storage saw port{port} cookie saw who=port{port}"

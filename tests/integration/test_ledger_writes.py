@@ -119,3 +119,22 @@ def test_two_samples_racing_end_with_the_batches_of_the_one_that_started_the_scr
     assert meta.start_scrape(RUN, [[a, b], [c]])  # the first wins: its tasks are the ones enqueued
     assert not meta.start_scrape(RUN, [[a], [b], [c]])
     assert meta.batches_of(RUN) == [sorted([a, b]), [c]]
+
+
+def test_a_late_sample_delivery_does_not_replace_the_decisions_the_scrape_acts_on(deps):
+    """A sample pushed again while its first delivery was still sampling (a slow render past the ack
+    deadline) may decide otherwise (its render timed out): once the first started the scrape, the late
+    one's decisions are not written, so the enqueued batches' pages stay included."""
+    meta = deps.metadata
+    ids = _run_with_pages(deps, ("/app/a", "/app/b"))
+    a, b = ids["/app/a"], ids["/app/b"]
+    meta.record_decisions(RUN, _include(ids), {a: 0, b: 0})
+    assert meta.start_scrape(RUN, [[a, b]])
+    late = [Decision(doc, "exclude", "rule", "too little text", 0.9, {"content_kind": "thin", "evidence": []})
+            for doc in ids.values()]
+    meta.record_decisions(RUN, late, {})
+    decided = rows(deps, "SELECT decision::text, batch_no FROM knowledge.crawl_page_decisions WHERE run_id = :r",
+                   r=RUN)
+    assert sorted(decided) == [("include", 0), ("include", 0)]
+    assert {r[0] for r in rows(deps, "SELECT scrape_policy::text FROM knowledge.documents WHERE id = ANY("
+                                     "CAST(:ids AS uuid[]))", ids=[a, b])} == {"scrape"}

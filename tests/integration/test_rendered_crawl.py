@@ -32,12 +32,18 @@ def test_auto_renders_the_spa_section_and_leaves_the_static_one_on_plain_fetch(m
         first = crawl(deps, new_request(site.url + "/", site_domain=SITE, render="auto"))
         versions = _versions(deps)
         mark = len(site.paths())
+        asked = site.paths()
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE, render="auto"))
         asked = site.paths()
     assert first["status"] == "finished", first
     modes = {path: mode for path, (_v, mode, _r) in versions.items()}
     assert modes == {"/app/one": "browser", "/app/two": "browser",  # "/" says too little: excluded
+                     "/app/linked-only-by-script": "browser",  # linked from the rendered sample only
                      "/docs/one": "plain_fetch", "/docs/two": "plain_fetch"}
+    # The sample's rendering is the one scrape reads: each page is fetched and rendered once in the run.
+    for name in ("one", "two", "linked-only-by-script"):
+        assert asked[:mark].count(f"/app/{name}") == 1, name
+        assert asked[:mark].count(f"/api/content?page=%2Fapp%2F{name}") == 1, name
     assert "app one part 3." in deps.blobs.get(versions["/app/one"][2]).decode()
     (doc,) = rows(deps, "SELECT id::text FROM knowledge.documents WHERE path = '/app/one'")
     assert [v["render_mode"] for v in deps.metadata.snapshots_of(doc[0])] == ["browser"]  # what show --json lists
@@ -46,7 +52,13 @@ def test_auto_renders_the_spa_section_and_leaves_the_static_one_on_plain_fetch(m
     facts = dict(rows(deps, "SELECT d.path, c.decision_metadata -> 'rendering' FROM knowledge.crawl_page_decisions c"
                             " JOIN knowledge.documents d ON d.id = c.document_id"
                             " WHERE c.run_id = :r AND c.decision_metadata ? 'rendering'", r=first["run_id"]))
-    assert set(facts) == {"/app/one", "/app/two"}
+    assert set(facts) == {"/app/one", "/app/two", "/app/linked-only-by-script"}
+    # Links only rendered DOMs hold joined the run: the sample's (/app/one) and a scraped page's (/app/two).
+    via = dict(rows(deps, "SELECT d.path, c.discovered_via FROM knowledge.crawl_page_decisions c"
+                          " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r",
+                    r=first["run_id"]))
+    assert via["/app/linked-only-by-script"] == via["/app/one-child"] == via["/app/two-child"] == "rendered"
+    assert asked[:mark].count("/app/two-child") == 1  # asked in the same run (the batch's next part)
     assert [s["outcome"] for s in facts["/app/two"]["sub_requests"]] == ["fetched", "fetched"]
     # Unchanged rendered pages write no new version on the recrawl (and the static ones answer 304).
     assert second["status"] == "finished", second
@@ -94,8 +106,8 @@ def test_a_render_rule_outranks_the_runs_mode_for_its_paths(make_deps: Any, brow
         summary = crawl(deps, new_request(site.url + "/", site_domain=SITE))  # the run itself says never
     assert summary["status"] == "finished", summary
     modes = {path: mode for path, (_v, mode, _r) in _versions(deps).items()}
-    assert modes == {"/app/one": "browser", "/app/two": "browser", "/docs/one": "plain_fetch",
-                     "/docs/two": "plain_fetch"}
+    assert modes == {"/app/one": "browser", "/app/two": "browser", "/app/linked-only-by-script": "browser",
+                     "/docs/one": "plain_fetch", "/docs/two": "plain_fetch"}
 
 
 def test_links_written_by_scripts_feed_discovery_when_pages_are_rendered(make_deps: Any,
@@ -113,3 +125,25 @@ def test_links_written_by_scripts_feed_discovery_when_pages_are_rendered(make_de
 
     assert {"/app/linked-only-by-script", "/app/three-child"} <= paths(rendered["run_id"])
     assert "/app/linked-only-by-script" not in paths(plain["run_id"])  # the plain shell links nowhere new
+
+
+def test_under_auto_the_walk_renders_a_section_known_to_need_the_browser_and_follows_its_script_links(
+        make_deps: Any, browser_renderer: Any) -> None:
+    deps = make_deps()
+    deps.renderer_override = browser_renderer
+    with render_site() as site:
+        first = crawl(deps, new_request(site.url + "/", site_domain=SITE, render="auto"))  # /app: browser
+        mark = len(site.paths())
+        second = crawl(deps, new_request(site.url + "/app/three", site_domain=SITE, render="auto", max_depth=1))
+        asked = site.paths()[mark:]
+    assert first["status"] == "finished" and second["status"] in ("finished", "partial"), second
+    via = dict(rows(deps, "SELECT d.path, c.discovered_via FROM knowledge.crawl_page_decisions c"
+                          " JOIN knowledge.documents d ON d.id = c.document_id WHERE c.run_id = :r",
+                    r=second["run_id"]))
+    # The walk read /app/three rendered (its section's verdict is browser) and followed what its script wrote.
+    assert via["/app/three-child"] == via["/app/linked-only-by-script"] == "link"
+    # Rendered once in the run: the walk's rendering is the one sample and scrape read.
+    assert asked.count("/app/three") == 1 and asked.count("/api/content?page=%2Fapp%2Fthree") == 1
+    (mode,) = rows(deps, "SELECT s.render_mode::text FROM knowledge.documents d JOIN knowledge.document_snapshots s"
+                         " ON s.id = d.current_snapshot_id WHERE d.site_domain = :s AND d.path = '/app/three'", s=SITE)
+    assert mode[0] == "browser"

@@ -234,7 +234,8 @@ def build() -> dict[str, Any]:
 
 
 def test_the_build_tests_packages_uploads_deploys_and_migrates_in_that_order(build):
-    assert [s["id"] for s in build["steps"]] == ["test", "package", "settings", "upload", "deploy", "migrate"]
+    assert [s["id"] for s in build["steps"]] == ["test", "package", "settings", "upload", "render-tag", "render-image",
+                                                 "deploy", "migrate"]
 
 
 def test_a_build_applies_the_deployments_own_settings_never_empty_access_lists(build, tf):
@@ -488,12 +489,17 @@ def test_the_connection_budget_fits_the_databases_max_connections(tf):
     functions = _functions(tf)
     per_instance = tf["locals"]["db_pool_size"] + tf["locals"]["db_max_overflow"]
     peak = sum(functions[name]["max_instances"] for name in functions) * per_instance
-    total = peak + tf["locals"]["db_migrator"] + tf["locals"]["db_headroom"]
+    # The render service's Fetchers use the database too (robots.txt answers, budget, host turns).
+    render_peak = tf["variable"]["render_max_instances"]["default"] * per_instance
+    total = peak + render_peak + tf["locals"]["db_migrator"] + tf["locals"]["db_headroom"]
     assert total <= tf["variable"]["db_max_connections"]["default"] - tf["locals"]["db_reserved"]
     assert tf["locals"]["db_functions"] == "${keys(local.all_functions)}"
     precondition = tf["resource"]["google_sql_database_instance"]["main"]["lifecycle"][0]["precondition"][0]
     assert precondition["condition"] == "${local.db_connections <= var.db_max_connections - local.db_reserved}"
-    assert tf["locals"]["db_connections"] == "${local.db_peak + local.db_migrator + local.db_headroom}"
+    assert tf["locals"]["db_connections"] == \
+        "${local.db_peak + local.render_db_peak + local.db_migrator + local.db_headroom}"
+    assert tf["locals"]["render_db_peak"] == \
+        "${local.render_enabled ? var.render_max_instances * local.db_per_instance : 0}"
     # The functions' pools are the ones the budget counts.
     env = _function_env(tf, "scrape")
     settings = Settings.from_env(env)
@@ -702,3 +708,76 @@ def test_maps_walk_ends_inside_its_functions_timeout(tf):
     walk = Settings.from_env(_function_env(tf, "map")).map_soft_deadline
     assert 0 < walk <= _functions(tf)["map"]["timeout"] - 120
     assert Settings().map_soft_deadline == 0  # a laptop's walk has no function timeout to fit in
+
+
+def _render_tag_script(build: dict[str, Any]) -> str:
+    """The render-tag step's script as Cloud Build runs it: substitutions made, ``$$`` a literal ``$``."""
+    values = {**build["substitutions"], "PROJECT_ID": "proj", "_REGION": "europe-west1"}
+    text = " ".join(next(s for s in build["steps"] if s["id"] == "render-tag")["args"][1:])
+    text = re.sub(r"(?<!\$)\$\{(\w+)\}", lambda m: str(values[m.group(1)]), text)
+    return text.replace("$$", "$")
+
+
+def _run_render_tag(build: dict[str, Any], tmp_path: Path, *, repository: bool, image: bool) -> Path:
+    """Run the step in a copy of what it hashes, with a gcloud that knows the repository and image or not."""
+    work = tmp_path / "src"
+    shutil.copytree(ROOT / "shared", work / "shared", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (work / "infra" / "render").mkdir(parents=True)
+    shutil.copy(ROOT / "infra" / "render" / "Dockerfile", work / "infra" / "render" / "Dockerfile")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, work / name)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gcloud").write_text("#!/bin/sh\necho \"$@\" >> \"$GCLOUD_LOG\"\ncase \"$2\" in\n"
+                                    f"  repositories) exit {0 if repository else 1};;\n"
+                                    f"  docker) exit {0 if image else 1};;\nesac\n")
+    (bin_dir / "gcloud").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GCLOUD_LOG": str(tmp_path / "gcloud.log")}
+    subprocess.run(["bash", "-c", _render_tag_script(build)], cwd=work, env=env, check=True,
+                   capture_output=True, timeout=60)
+    return work
+
+
+def test_the_build_tags_the_render_image_by_its_inputs_and_builds_it_only_when_new(build, tmp_path):
+    work = _run_render_tag(build, tmp_path / "a", repository=True, image=False)
+    image = json.loads((work / "dist" / "render.tfvars.json").read_text())["render_image"]
+    repository = build["substitutions"]["_RENDER_REPOSITORY"]
+    assert re.fullmatch(rf"europe-west1-docker\.pkg\.dev/proj/{repository}/render:[0-9a-f]{{20}}", image)
+    assert (work / "dist" / "render" / "build").exists()  # a new tag: the next step builds and pushes it
+    # The same inputs name the same tag; an existing tag is not built again.
+    again = _run_render_tag(build, tmp_path / "b", repository=True, image=True)
+    assert json.loads((again / "dist" / "render.tfvars.json").read_text())["render_image"] == image
+    assert not (again / "dist" / "render" / "build").exists()
+    # Any change to what goes into the image is a new tag.
+    changed = tmp_path / "c"
+    shutil.copytree(work, changed, ignore=shutil.ignore_patterns("dist"))
+    (changed / "shared" / "gleaner" / "render" / "browser.py").write_text("# changed\n")
+    subprocess.run(["bash", "-c", _render_tag_script(build)], cwd=changed, check=True, capture_output=True,
+                   env={"PATH": f"{tmp_path / 'a' / 'bin'}:/usr/bin:/bin", "GCLOUD_LOG": str(tmp_path / "log")},
+                   timeout=60)
+    assert json.loads((changed / "dist" / "render.tfvars.json").read_text())["render_image"] != image
+    # The build step pushes exactly that image before the deploy step applies it.
+    render_image = " ".join(next(s for s in build["steps"] if s["id"] == "render-image")["args"])
+    assert "docker build -f infra/render/Dockerfile" in render_image and "docker push" in render_image
+    deploy = " ".join(next(s for s in build["steps"] if s["id"] == "deploy")["args"])
+    assert deploy.index("archives.tfvars.json") < deploy.index("-var-file=../dist/render.tfvars.json")
+
+
+def test_without_the_render_repository_the_build_leaves_the_render_image_as_the_settings_say(build, tmp_path):
+    work = _run_render_tag(build, tmp_path, repository=False, image=False)
+    assert json.loads((work / "dist" / "render.tfvars.json").read_text()) == {}
+    assert not (work / "dist" / "render" / "build").exists()
+
+
+def test_the_render_repository_is_the_one_the_build_pushes_to_and_the_builder_may_write_it(build, tf):
+    repository = tf["resource"]["google_artifact_registry_repository"]["render"]
+    assert repository["repository_id"] == "${var.render_repository}"
+    assert tf["variable"]["render_repository"]["default"] == build["substitutions"]["_RENDER_REPOSITORY"]
+    assert "count" not in repository  # the build needs it before the first image exists
+    writer = tf["resource"]["google_artifact_registry_repository_iam_member"]["render_build"]
+    assert writer["role"] == "roles/artifactregistry.writer"
+    assert writer["member"] == "serviceAccount:${google_service_account.builder.email}"
+    assert {a["action"] for a in repository["cleanup_policies"]} == {"KEEP", "DELETE"}
+    # The builder deploys the render service itself (no function's service agent does it for it).
+    assert {"run.services.create", "run.services.update", "run.services.delete"} <= \
+        set(tf["locals"]["deployer_permissions"])

@@ -5,6 +5,7 @@
     modes.py    when to render: never | auto | always, and which of two extractions is better (pure)
     gate.py     what one rendered page may ask for: per-page caps, refused methods and kinds (pure)
     browser.py  one warm headless Chromium per process; every request it makes answered by the Fetcher
+    contexts.py a browser context per site (tenant and origin): no page sees another site's storage
     sampling.py the sampler's question: is this section better read rendered (auto)?
     scraping.py scrape's hook: which pages of a batch the browser reads, their render_mode and facts
 

@@ -10,7 +10,9 @@ navigation (it is not asked for twice); every further request goes through :clas
 and then the Fetcher, and its answer (or refusal) is recorded. The page is read once it has been
 quiet for a moment (no request in flight), after a few scrolls for pages that load more on scroll,
 or when its time budget runs out, whichever comes first. Playwright's errors become a
-:class:`Rendering` with outcome ``failed``; nothing here raises for a page.
+:class:`Rendering` with outcome ``failed``; nothing here raises for a page. Each site (tenant and
+origin) renders in a browser context of its own (:mod:`.contexts`), so no page sees the storage
+another site's pages left.
 
 The Fetcher's answer travels without ``Set-Cookie`` (Gleaner keeps no cookies) and with the
 Fetcher's decoded body. Service workers are blocked, downloads refused, pop-ups closed at once,
@@ -23,13 +25,14 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gleaner import tenancy
 from gleaner.fetch import loop
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.render.contexts import SiteContexts, SiteKey
 from gleaner.render.gate import Limits, PageAllowance, Refused, SubRequest
 from gleaner.render.modes import RenderOutcome
 
@@ -119,11 +122,10 @@ class BrowserRenderer:
         self.limits = limits or Limits()
         self.user_agent = user_agent
         self._concurrency = concurrency
-        self._lock = threading.Lock()
-        self._started: asyncio.Future[BrowserContext] | None = None  # created on the fetch loop
+        self._started: asyncio.Future[Browser] | None = None  # created on the fetch loop
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
-        self._idle: list[Page] = []
+        self._sites = SiteContexts(self._new_context, self._new_page)
         self._work: dict[Page, _PageWork] = {}
         self._slots: asyncio.Semaphore | None = None
 
@@ -143,12 +145,14 @@ class BrowserRenderer:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._concurrency)
         async with self._slots:
+            # The site whose storage the page may see: its origin, for the tenant the render acts for.
+            key = SiteKey.of(document.final_url or document.url, tenancy.current().site_domain)
             try:
-                context = await self._context()
+                await self._browser_started()
+                page = await self._sites.page(key)
             except Exception as exc:
                 log.warning("the browser could not start: %s", exc)
                 return Rendering(RenderOutcome.FAILED, None, (), _ms(started), f"browser did not start: {exc}"[:300])
-            page = self._idle.pop() if self._idle else await self._new_page(context)
             started = time.monotonic()  # the page's budget starts once the browser is there, not at its launch
             work = _PageWork(document, fetcher, limits)
             self._work[page] = work
@@ -157,12 +161,12 @@ class BrowserRenderer:
             for task in work.tasks:
                 task.cancel()
             del self._work[page]
-            await self._put_back(page, healthy=outcome is RenderOutcome.RENDERED)
+            self._sites.put_back(key, await self._put_back(page, healthy=outcome is RenderOutcome.RENDERED))
         return Rendering(outcome, html, tuple(work.allowance.log), _ms(started), reason)
 
     async def bare_page(self) -> Page:
         """A page in a context of its own with no interception at all (to show the browser has no network)."""
-        await self._context()
+        await self._browser_started()
         assert self._browser is not None
         context = await self._browser.new_context()
         return await context.new_page()
@@ -288,7 +292,7 @@ class BrowserRenderer:
 
     # -- the browser ---------------------------------------------------------------------------------
 
-    async def _context(self) -> BrowserContext:
+    async def _browser_started(self) -> Browser:
         if self._started is None:
             self._started = asyncio.get_running_loop().create_future()
             try:
@@ -300,19 +304,23 @@ class BrowserRenderer:
                 raise
         return await asyncio.shield(self._started)
 
-    async def _launch(self) -> BrowserContext:
+    async def _launch(self) -> Browser:
         from playwright.async_api import async_playwright
 
         self._playwright = await async_playwright().start()
         self._browser = await self._playwright.chromium.launch(
             executable_path=self.executable, headless=True, args=[*CONTAINER_ARGS, *NO_NETWORK_ARGS])
-        context = await self._browser.new_context(service_workers="block", accept_downloads=False, permissions=[],
-                                                  user_agent=self.user_agent, java_script_enabled=True,
-                                                  bypass_csp=False)
+        log.info("browser started: %s", self.executable)
+        return self._browser
+
+    async def _new_context(self) -> BrowserContext:
+        """A site's context: every request routed to the gate and the Fetcher, sockets closed, pop-ups shut."""
+        browser = await self._browser_started()
+        context = await browser.new_context(service_workers="block", accept_downloads=False, permissions=[],
+                                            user_agent=self.user_agent, java_script_enabled=True, bypass_csp=False)
         await context.route("**/*", self._route)
         await context.route_web_socket("**/*", _close_socket)  # a pop-up's sockets (our pages record theirs)
         context.on("page", self._close_if_popup)
-        log.info("browser started: %s", self.executable)
         return context
 
     async def _new_page(self, context: BrowserContext) -> Page:
@@ -338,16 +346,16 @@ class BrowserRenderer:
         _background.add(task := asyncio.ensure_future(close()))
         task.add_done_callback(_background.discard)
 
-    async def _put_back(self, page: Page, *, healthy: bool) -> None:
-        """Keep a page that ended well for the next render; close one that did not (a script may still spin)."""
+    async def _put_back(self, page: Page, *, healthy: bool) -> Page | None:
+        """A page that ended well, blank for its site's next render; None for one that did not (closed: a
+        script may still spin)."""
         from playwright.async_api import Error as PlaywrightError
 
         try:
             if healthy:
                 async with asyncio.timeout(READ_SECONDS):
                     await page.goto("about:blank")
-                    self._idle.append(page)
-                    return
+                    return page
         except (TimeoutError, PlaywrightError):
             pass
         try:
@@ -355,9 +363,10 @@ class BrowserRenderer:
                 await page.close(run_before_unload=False)
         except (TimeoutError, PlaywrightError) as exc:
             log.warning("a rendered page did not close: %s", _first_line(exc))
+        return None
 
     async def _close(self) -> None:
-        self._idle.clear()
+        await self._sites.close()
         if self._browser is not None:
             await self._browser.close()
         if self._playwright is not None:

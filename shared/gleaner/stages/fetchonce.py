@@ -49,6 +49,8 @@ class Prefetched:
     redirects: tuple[int, ...] = ()  # the statuses of the redirects followed (a permanent move supersedes)
     non_public_address: bool = False  # FetchResult's flags: refused by Gleaner's policy, not by the site
     url_refused: bool = False
+    rendered_key: str | None = None  # the page's rendered DOM, when the stage read it with the browser too
+    rendering: dict[str, Any] | None = None  # that rendering's fetch facts (render/kept.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, "", ())}

@@ -31,14 +31,15 @@ from gleaner.decide.port import PageFacts, Verdict
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
 from gleaner.discover.sitemaps import SitemapStream
-from gleaner.errors import BlobConflict, GleanerError, InvalidInput, PermanentError
+from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, CrawlRequested
 from gleaner.operator.lastmod import parsed_lastmods
 from gleaner.render.discovery import ReadLinks, merged, rendered_links
-from gleaner.stages.fetchonce import PAGE_KINDS, kept
+from gleaner.stages.fetchonce import PAGE_KINDS
+from gleaner.stages.walkkeep import MapFailed, WalkKeeper
 from gleaner.store.blobs import map_key
 from gleaner.store.prefetch import KnownLinks
 from gleaner.tenancy import site_for
@@ -64,10 +65,6 @@ MAX_FEEDS = 50
 # one sitemap is read on once the run is full: enough to say "at least this many", bounded in memory.
 MAX_BEYOND_COUNTED = 100_000
 SITEMAP_READ_PAST_LIMIT = 10_000
-
-
-class MapFailed(PermanentError):
-    """The whole run cannot proceed (robots unknown, start URL unreachable and nothing else found)."""
 
 
 @dataclass
@@ -183,7 +180,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                              stop_at=time.monotonic() + settings.map_soft_deadline if settings.map_soft_deadline
                              else None,
                              read_links=rendered_links(deps, fetcher, run_id, site, message.render,
-                                                       settings.max_links_per_page))
+                                                       settings.max_links_per_page, keeper))
         except MapFailed as exc:
             meta.set_run_status(run_id, "failed", error=str(exc))
             raise
@@ -230,50 +227,6 @@ def _walkable(deps: Deps, url: str, exclude: tuple[str, ...]) -> bool:
     pagination pages are crawler traps, and a site owner does not expect them fetched."""
     facts = PageFacts(url=url, path=path_of(url))
     return deps.decider.decide(facts, exclude).decision != Verdict.EXCLUDE
-
-
-class WalkKeeper:
-    """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
-
-    ``known`` gives, for pages about to be walked, the links their body held when last read and the
-    validators to ask with; ``keep`` stores each answer for scrape (``answers``, by canonical URL, which
-    the run's ledger rows are inserted with); ``read`` notes the links of a body read now, which ``save``
-    writes once the run's documents exist.
-    """
-
-    def __init__(self, deps: Deps, site: str, run_id: str,
-                 erased: Callable[[str], str | None] = lambda _url: None) -> None:
-        self._deps, self._site, self._run_id, self._erased = deps, site, run_id, erased
-        self.answers: dict[str, dict[str, object]] = {}
-        self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
-
-    def known(self, urls: list[str]) -> dict[str, KnownLinks]:
-        return self._deps.metadata.known_links(self._site, urls)
-
-    def keep(self, canonical: str, result: FetchResult, ask: KnownLinks | None = None) -> None:
-        if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
-            # A 304 need not repeat the validators: the page is still the one they name, and sample
-            # matches them against its previous sample's (stages/sample.py).
-            result = replace(result, etag=result.etag or ask.etag,
-                             last_modified=result.last_modified or ask.last_modified)
-        try:
-            answer = kept(self._deps.blobs, self._site, self._run_id, url_hash(canonical), result, "map")
-        except GleanerError as exc:
-            # The store cannot take a body, so it will not take the pages either: end the run now (as for
-            # the map JSON below) rather than walk the site again on every retry of the map.
-            raise MapFailed(f"blob store failed: {exc}") from exc
-        if answer is not None:
-            self.answers[canonical] = answer.to_dict()
-
-    def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
-        if etag or last_modified:
-            self._links.append((canonical, etag, last_modified, page.links, page.feeds))
-
-    def save(self) -> None:
-        # Links to erased pages are not remembered: the URL is kept nowhere.
-        links = [(u, et, lm, tuple(x for x in ln if self._erased(x) is None), fd)
-                 for u, et, lm, ln, fd in self._links]
-        self._deps.metadata.save_links(self._site, self._run_id, links)
 
 
 def discover(fetcher: Fetcher, start_url: str, *, limit: int, max_depth: int, include: tuple[str, ...],
@@ -367,7 +320,7 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     through links (section indexes, pages the sitemap forgot) are walked. Unwalkable pages (login, cart,
     search, tag, pagination, excluded paths) are recorded but not fetched, and so are pages the operator
     skipped (``skipped``), the start page included. ``read_links`` adds links a page's rendered DOM holds
-    (render = always: gleaner.render.discovery).
+    (where its rendering is known: gleaner.render.discovery).
 
     With a ``keeper`` (the map stage), every answer is kept for scrape (fetched once per run), and a page
     whose links are known from an earlier run is asked conditionally: a 304 follows the known links.

@@ -12,13 +12,16 @@ globs) and hard-links its sample blob into this run's samples, so nothing is
 extracted again. All decisions are written in one statement. Excludes are materialised as
 documents.scrape_policy='skip'. Include pages are cut into batches of at most
 100 (fewer for a host whose delay or Crawl-delay is long: stages/batching.py) and
-enqueued as scrape tasks named run id + batch number.
+enqueued as scrape tasks named run id + batch number. A sample read by the browser (render = auto |
+always) keeps its rendering for scrape (render/kept.py), and the links its rendered DOM holds join
+the run before the decisions are written (render/found.py): pages of a section already sampled take
+its verdict, a new section is sampled in turn.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import chain, islice
@@ -32,8 +35,10 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
+from gleaner.render.found import add_rendered_links
+from gleaner.render.kept import keep_rendering, kept_rendering
 from gleaner.render.modes import RenderMode, mode_for, parse_render_mode
-from gleaner.render.sampling import render_sample
+from gleaner.render.sampling import RenderedSample, render_sample
 from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
@@ -71,29 +76,47 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     pages = meta.sample_pages(run_id)
     decisions: dict[str, Decision] = {}  # pages decided one by one: the operator's, URL rules', the samples
     sections: OrderedDict[str, list[SamplePage]] = OrderedDict()
-    for page in pages:
+    pending: deque[str] = deque()  # sections to sample, in order
+
+    def classify(page: SamplePage) -> None:
         if page.operator_decision is not None:  # `gleaner review decide`: outranks rules and the decider
             decisions[page.document_id] = Decision(page.document_id, page.operator_decision, "operator",
                                                    f"operator review: {page.operator_decision}", 1.0,
                                                    {"content_kind": "reviewed", "evidence": []})
-            continue
+            return
         if page.skipped_by_operator:
             decisions[page.document_id] = Decision(page.document_id, Verdict.EXCLUDE, "operator",
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
                                                    {"content_kind": "skipped", "evidence": []})
-            continue
+            return
         verdict = deps.decider.decide(PageFacts(url=page.canonical_url, path=page.path), exclude)
         if verdict.decision == Verdict.EXCLUDE:
             decisions[page.document_id] = _decision(page.document_id, verdict)
-        else:
-            sections.setdefault(section_of(page.path), []).append(page)
+            return
+        section = section_of(page.path)
+        if section not in sections:
+            pending.append(section)
+        sections.setdefault(section, []).append(page)
+
+    for page in pages:
+        classify(page)
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
     with deps.new_fetcher(run_id=run_id) as fetcher:
-        for section, members in sections.items():
+        while pending:
+            section = pending.popleft()
+            members = sections[section]
             outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers,
                                       mode_for(members[0].path, render, rules))
+            if outcome.sample is not None and outcome.rendered is not None:
+                # Links only the rendered sample shows join the run: decided with the rest below.
+                found = set(add_rendered_links(deps, run_id, message.site_domain,
+                                               [(outcome.sample, *outcome.rendered)]))
+                added = [p for p in meta.sample_pages(run_id) if p.canonical_url in found] if found else []
+                pages.extend(added)
+                for page in added:
+                    classify(page)
             sample, verdict = outcome.sample, outcome.verdict
             if sample is None:
                 by_section[section] = _decision("", verdict, outcome.uri, outcome.error)
@@ -222,6 +245,7 @@ class SampleOutcome:
     error: str | None = None
     seen: dict[str, Any] | None = None
     render: str | None = None  # "browser" when the section is read rendered (render/sampling.py)
+    rendered: tuple[bytes, str] | None = None  # the sample's rendered DOM and its URL (render/found.py)
 
 
 def _candidates(deps: Deps, fetcher: Fetcher, run_id: str, members: list[SamplePage],
@@ -283,6 +307,20 @@ def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult
         answers[sample.document_id] = answer.to_dict()
 
 
+def _keep_rendered(deps: Deps, message: CrawlMapped, sample: RunPage, rendered: RenderedSample,
+                   answers: dict[str, dict[str, Any]]) -> None:
+    """Keep the sample's rendering beside its kept answer (this stage's, or map's walk's), so scrape reads it
+    instead of rendering the page again."""
+    answer = answers.get(sample.document_id) or sample.prefetched
+    if rendered.rendering is None or not answer:
+        return  # read from a rendering kept earlier in the run (or no answer to keep it with)
+    try:
+        answers[sample.document_id] = keep_rendering(deps.blobs, message.site_domain, message.run_id,
+                                                     sample.url_hash, answer, rendered.rendering)
+    except GleanerError as exc:
+        log.warning("run %s: rendering of %s not kept for scrape: %s", message.run_id, sample.path, exc)
+
+
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[SamplePage],
                     exclude: tuple[str, ...], prev: PreviousSample | None,
                     answers: dict[str, dict[str, Any]], render: RenderMode = RenderMode.NEVER) -> SampleOutcome:
@@ -331,10 +369,12 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             extracted = deps.extract_pool.call(extract_body, result.body or b"", result.charset,
                                                result.final_url or sample.fetch_url).result()
             content_md, main_text_chars, title = extracted.content_md, extracted.main_text_chars, extracted.title
-            rendered = render_sample(deps, fetcher, render, result, main_text_chars)
+            rendered = render_sample(deps, fetcher, render, result, main_text_chars, run_id=message.run_id,
+                                     kept=kept_rendering(deps.blobs, sample.prefetched))
             if rendered is not None:  # the browser read clearly more: the section is read rendered
                 read = rendered.extracted
                 content_md, main_text_chars, title = read.content_md, read.main_text_chars, read.title
+                _keep_rendered(deps, message, sample, rendered, answers)
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
                           main_text_chars=main_text_chars, title=title)
@@ -353,7 +393,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
                 "decided_in_run": message.run_id}
         read_by = str(rendered.verdict) if rendered is not None else None
         return SampleOutcome(sample, deps.decider.decide(facts, exclude), stored, "; ".join(errors) or None, seen,
-                             read_by)
+                             read_by, (rendered.html, result.final_url or sample.fetch_url) if rendered else None)
     if refused is not None and refusals == allowed:
         sample, result = refused
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,

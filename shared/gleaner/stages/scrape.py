@@ -42,6 +42,7 @@ from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.render.found import add_rendered_links, decide_found
 from gleaner.render.scraping import RenderPlan
 from gleaner.runstate import RunStatus
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
@@ -97,9 +98,11 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         if ended is not None:
             log.error("run %s ends %s: the blob store failed (%s)", message.run_id, ended, batch.store_failures[0])
     left = [doc for doc in batch.pages if doc not in batch.answered]
-    if left:
-        # The soft deadline passed before these could start: a new task (its own name) takes them on.
-        deps.bus.enqueue(replace(message, document_ids=tuple(left), part=message.part + 1))
+    found = _found_by_rendering(deps, message, batch)
+    if left or found:
+        # The soft deadline passed before these could start, or rendered pages linked to pages new to the run:
+        # a new task (its own name) takes them on.
+        deps.bus.enqueue(replace(message, document_ids=tuple(left + found), part=message.part + 1))
     counts = batch.counts
     log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
              message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),
@@ -110,7 +113,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                        pages=tuple(batch.handed))
     if batch.handed:
         deps.bus.publish(out, ordering_key=message.site_domain)
-    elif not left:
+    elif not left and not found:
         finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
@@ -138,7 +141,7 @@ class BatchScrape:
         self.kept = [p for p in self.pages.values() if replayable(p.prefetched, p.current_hash is not None)]
         # Which pages the browser reads (render = auto|always): a kept answer is the plain document.
         self.render = RenderPlan(deps, message.run_id, message.site_domain, self.pages.values())
-        self.kept = [p for p in self.kept if p.document_id not in self.render.browser_ids]
+        self.kept = [p for p in self.kept if self.render.replayable(p)]
         kept_ids = {p.document_id for p in self.kept}
         self.requests = [self.render.request(_request(p)) for p in self.pages.values() if p.document_id not in kept_ids]
         self.missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
@@ -240,6 +243,19 @@ class BatchScrape:
         """Step 4: record settled pages when enough are in hand (all of them when ``block``)."""
         if self.records and (block or _write_due(self.records)):
             _write(self.deps, self.message.run_id, self.records, self.counts)
+
+
+def _found_by_rendering(deps: Deps, message: ScrapeBatch, batch: BatchScrape) -> list[str]:
+    """Pages new to the run that this batch's rendered pages link to, decided and put in this batch (render/found.py).
+
+    Only handed pages' links: those pages wait for their snapshot, so the run cannot finish before the
+    pages they found are in its ledger."""
+    handed = {page.document_id for page in batch.handed}
+    sources = [(batch.pages[doc], html, url) for doc, (html, url) in batch.render.html.items() if doc in handed]
+    if not sources:
+        return []
+    urls = add_rendered_links(deps, message.run_id, message.site_domain, sources)
+    return decide_found(deps, message.run_id, message.site_domain, urls, message.batch_no) if urls else []
 
 
 def _request(page: RunPage) -> FetchRequest:

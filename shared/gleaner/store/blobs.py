@@ -75,6 +75,12 @@ def run_body_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/bodies/{page_id}"
 
 
+def run_rendered_key(site: str, run_id: str, page_id: str) -> str:
+    """A page's rendered DOM, kept beside its fetched body (and discarded with it) so scrape does not render
+    a page map's walk or sample's sample already rendered."""
+    return f"{run_prefix(site, run_id)}/bodies/{page_id}.rendered.html"
+
+
 def is_run_artefact(key: str) -> bool:
     """Run-scoped artefacts (domains/{site}/runs/…) may expire; snapshots never do."""
     parts = key.split("/")

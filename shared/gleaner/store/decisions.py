@@ -72,9 +72,11 @@ def record_decisions(engine: Engine, run_id: str, decisions: Iterable[Decision],
 
     Each page's scrape batch (``batches``: document id -> batch number; a page not in it: not scraped; no
     mapping: batches untouched) is written with its decision, one update of the ledger row where there were
-    two. Only while the run is still being sampled: a redelivery that re-decides a run already scraping
-    leaves the enqueued batches as they are
-    (``RunStore.start_scrape`` sets back any a racing delivery wrote). ``prefetched`` (document id -> what
+    two. With ``batches`` (sample's write) nothing is written once the run has left sampling: a redelivery
+    that re-decided a run already scraping (one pushed again while its first delivery was still sampling,
+    a slow render past the ack deadline) would otherwise replace the decisions scrape acts on with its own,
+    which may differ (a render that timed out this time) and match none of the enqueued batches
+    (``RunStore.start_scrape`` sets back any batches a racing delivery wrote). ``prefetched`` (document id -> what
     the section sample fetched, kept for scrape) goes on the same write, where the row holds no answer yet.
 
     Rule decisions are re-made every run; only rule-made skips are lifted by a later include, and a
@@ -104,22 +106,28 @@ def _record_decisions(conn: Connection, run_id: str, decisions: Sequence[Decisio
             "   AS t(d uuid, dec text, src text, why text, conf float8, meta jsonb, uri text, err text, b int,"
             "   pf jsonb)),"
             " sampling AS (SELECT EXISTS (SELECT 1 FROM knowledge.crawl_runs"
-            "   WHERE id = :r AND status IN ('mapped', 'sampling')) AND CAST(:numbered AS boolean) AS open),"
+            "   WHERE id = :r AND status IN ('mapped', 'sampling')) AS open),"
+            # Sample's write (numbered) lands only while the run is sampled; another caller's always.
+            " writing AS (SELECT (sampling.open OR NOT CAST(:numbered AS boolean)) AS ok,"
+            "   (sampling.open AND CAST(:numbered AS boolean)) AS numbering FROM sampling),"
             " ledger AS (UPDATE knowledge.crawl_page_decisions c"
             "   SET decision = CAST(t.dec AS knowledge.page_decision),"
             "   decision_source = CAST(t.src AS knowledge.decision_source), decision_reason = t.why,"
             "   decision_confidence = t.conf, decision_metadata = t.meta,"
             "   sample_uri = COALESCE(t.uri, c.sample_uri), sample_error = t.err,"
             "   sampled_at = CASE WHEN t.uri IS NOT NULL OR t.err IS NOT NULL THEN now() ELSE c.sampled_at END,"
-            "   batch_no = CASE WHEN sampling.open THEN t.b ELSE c.batch_no END,"
-            "   prefetched = COALESCE(c.prefetched, CASE WHEN c.fetch_outcome IS NULL THEN t.pf END)"
-            "   FROM t, sampling WHERE c.run_id = :r AND c.document_id = t.d RETURNING 1)"
+            "   batch_no = CASE WHEN writing.numbering THEN t.b ELSE c.batch_no END,"
+            # The sample's rendering, kept beside map's answer, replaces that answer (render/kept.py).
+            "   prefetched = CASE WHEN c.fetch_outcome IS NULL AND (t.pf ->> 'rendered_key') IS NOT NULL"
+            "     AND (c.prefetched ->> 'rendered_key') IS NULL THEN t.pf"
+            "     ELSE COALESCE(c.prefetched, CASE WHEN c.fetch_outcome IS NULL THEN t.pf END) END"
+            "   FROM t, writing WHERE c.run_id = :r AND c.document_id = t.d AND writing.ok RETURNING 1)"
             " UPDATE knowledge.documents d"
             " SET scrape_policy = CAST(CASE WHEN t.dec = 'exclude' THEN 'skip' ELSE 'scrape' END"
             "   AS knowledge.scrape_policy),"
             " skip_reason = CASE WHEN t.dec = 'exclude' THEN :rp || t.why END,"
             " skip_by_decider = (t.dec = 'exclude'), updated_at = now()"
-            " FROM t WHERE d.id = t.d AND ("
+            " FROM t, writing WHERE d.id = t.d AND writing.ok AND ("
             "   (t.dec = 'exclude' AND (d.scrape_policy = 'scrape' OR d.skip_by_decider)"
             "     AND NOT (d.scrape_policy = 'skip' AND d.skip_reason = :rp || t.why))"
             "   OR (t.dec = 'include' AND d.scrape_policy = 'skip' AND d.skip_by_decider))"
