@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from gleaner.changes.events import ChangeEvent, EventType
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from gleaner.store.subscriptions import SubscriptionStore
 
 
+class SubscriptionStatus(StrEnum):
+    """``gleaner notify disable|enable``: a disabled subscription gets no deliveries and its pending ones
+    are cancelled (as for a removed one); enabled again, it receives what happens from then on."""
+
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
 @dataclass(frozen=True, slots=True)
 class Subscription:
     id: str
@@ -31,6 +40,7 @@ class Subscription:
     types: tuple[str, ...]
     secret: str
     created_at: str
+    status: str = "active"  # SubscriptionStatus: a disabled one receives nothing until it is enabled
 
     def receives(self, event: ChangeEvent) -> bool:
         """Whether the event is one of its site and types, from its creation on."""
@@ -44,7 +54,7 @@ class Subscription:
     def public(self) -> dict[str, Any]:
         """What `notify list` shows: everything but the secret."""
         return {"id": self.id, "url": self.url, "site": self.site_domain, "types": list(self.types),
-                "created_at": self.created_at}
+                "created_at": self.created_at, "status": self.status}
 
 
 def checked_target(url: str, allow: tuple[IPNetwork, ...]) -> tuple[CheckedUrl, str]:

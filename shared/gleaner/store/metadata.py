@@ -33,6 +33,7 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``review.py``: pages waiting for the operator, and the operator's decision (``ReviewStore``);
 - ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``); ``composites.py``: a
   composite's lifecycle moves and their history (``CompositeStore``, over ``RoutingStore``);
+- ``replay.py``: a past run's stored inputs and a replay's own run (``ReplayStore``);
 - ``sites.py``: the sites registry (``SiteStore``); ``schedule.py``: claiming due sites (``ScheduleStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
@@ -53,6 +54,7 @@ from gleaner.store.lastmod import LastmodStore
 from gleaner.store.prefetch import PrefetchStore
 from gleaner.store.reads import ReadStore
 from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
+from gleaner.store.replay import ReplayStore
 from gleaner.store.review import ReviewStore
 from gleaner.store.rules import RuleStore
 from gleaner.store.runcontrol import RunControlStore
@@ -67,5 +69,5 @@ __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
                     LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
-                    SubscriptionStore, DeliveryStore):
+                    SubscriptionStore, DeliveryStore, ReplayStore):
     """The metadata repository over one engine: every method of the classes it is made of."""
