@@ -24,6 +24,8 @@ from gleaner.backoffice import api
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
 from gleaner.cli import main
+from gleaner.cli.operating import drain_local
+from gleaner.operator.routing import create_composite
 from gleaner.runner import crawl, new_request
 from gleaner.store.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Answer, Kept, call
@@ -44,11 +46,14 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("GET", "/v1/runs/{run}/urls", None),
     ("POST", "/v1/runs/{run}/cancel", {}),
     ("POST", "/v1/runs/{run}/resume", {}),
+    ("POST", "/v1/runs/{run}/replay", {}),
     ("GET", "/v1/documents/{doc}", None),
+    ("POST", "/v1/documents/{doc}/rescrape", {}),
     ("GET", "/v1/documents/{doc}/versions/1", None),
     ("GET", "/v1/documents/{doc}/diff", None),
     ("GET", "/v1/changes", None),
     ("GET", "/v1/notify/subscriptions", None),
+    ("POST", "/v1/notify/subscriptions/{subscription}", {"status": "active"}),
     ("GET", "/v1/notify/deliveries", None),
     ("POST", "/v1/notify/deliveries/{delivery}/retry", {}),
     ("GET", "/v1/sites/{site}/rules", None),
@@ -58,6 +63,9 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("POST", "/v1/sites/{site}/review", {"url": "{url}/about", "decision": "exclude"}),
     ("GET", "/v1/sites/{site}/conflicts", None),
     ("POST", "/v1/sites/{site}/conflicts/{conflict}", {"status": "resolved"}),
+    ("GET", "/v1/sites/{site}/composites", None),
+    ("GET", "/v1/composites/{composite}", None),
+    ("POST", "/v1/composites/{composite}", {"status": "in_validation"}),
     ("GET", "/v1/quality", None),
     ("GET", "/v1/openapi.json", None),
     # Search's tenancy (a site token ranks its own site's chunks only) is tests/integration/test_retrieval.py's;
@@ -81,6 +89,7 @@ class Ids:
     subscription: str
     token: str
     url: str
+    composite: str
 
     def fill(self, text: str) -> str:
         return text.format(**{k: v for k, v in vars(self).items()})
@@ -110,9 +119,11 @@ def _tenant(kept: Kept, app: BackofficeApp, site: str, run: str, subscription: s
     with tenancy.scope(site):  # the same URL is a document of both tenants
         doc = kept.deps.metadata.document_by_url(kept.site.url + CHANGED)
     assert doc is not None
+    composite = create_composite(kept.deps, site, "Install", [kept.site.url + CHANGED])
+    drain_local(kept.deps)
     return Ids(site=site, run=run, doc=str(doc["id"]), delivery=failed[0]["id"] if failed else str(uuid.uuid4()),
                rule=rule, conflict=conflicts[0]["id"] if conflicts else str(uuid.uuid4()), subscription=subscription,
-               token=token, url=kept.site.url)
+               token=token, url=kept.site.url, composite=composite.id)
 
 
 @pytest.fixture
@@ -170,7 +181,8 @@ def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
     demo = tenants.demo
     expected = {"/v1/runs/{run}/cancel": 409, "/v1/runs/{run}/resume": 409, "/v1/quality": 403,  # a finished run
                 # Adding sites is the operator's; the site is not registered, so there is nothing to crawl.
-                ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404, "/v1/search": 400}
+                ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404, "/v1/search": 400,
+                "/v1/documents/{doc}/rescrape": 202, "/v1/runs/{run}/replay": 202}  # runs of its own pages
     for method, template, body in ENDPOINTS:
         method, path, filled = demo.request(method, template, body)
         answer = tenants.ask(method, path, demo.token, filled)
@@ -224,6 +236,8 @@ BAD_INPUTS: list[tuple[str, str, Any, dict[str, str]]] = [
     ("GET", "/v1/sites/{site}/conflicts", None, {"status": "closed"}),
     ("POST", "/v1/sites/{site}/conflicts/{conflict}", {"status": "fixed"}, {}),
     ("GET", "/v1/quality", None, {"kind": "spam"}),
+    ("POST", "/v1/composites/{composite}", {"status": "shipped"}, {}),
+    ("POST", "/v1/notify/subscriptions/{subscription}", {"status": "paused"}, {}),
     ("GET", "/v1/quality", None, {"since": "last week"}),
 ]
 

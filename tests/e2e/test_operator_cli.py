@@ -39,6 +39,16 @@ def test_a_site_added_with_a_skip_rule_is_crawled_by_tick_without_the_skipped_pa
     assert json.loads(ok(cli_env, "review", "list", "demo.test", "--json").stdout) == []
     assert [c["status"] for c in json.loads(ok(cli_env, "composite", "list", "demo.test", "--json").stdout)] == [
         "generated"]
+    illegal = gleaner(cli_env, "composite", "move", composite["id"], "prod")
+    assert illegal.returncode == 3 and "cannot go to prod" in illegal.stderr and "in_validation" in illegal.stderr
+    ok(cli_env, "composite", "move", composite["id"], "in_validation")
+    moved = json.loads(ok(cli_env, "composite", "move", composite["id"], "validated", "--note", "read it",
+                          "--json").stdout)
+    assert moved["status"] == "validated" and moved["validated_by"].startswith("cli")
+    history = json.loads(ok(cli_env, "composite", "history", composite["id"], "--json").stdout)
+    assert [(h["from_status"], h["to_status"]) for h in history] == [
+        (None, "generated"), ("generated", "in_validation"), ("in_validation", "validated")]
+    assert history[-1]["note"] == "read it"
     ok(cli_env, "rules", "remove", rule["id"])
     ok(cli_env, "sites", "remove", "demo.test")
     assert json.loads(ok(cli_env, "sites", "list", "--json").stdout) == []

@@ -125,3 +125,37 @@ def test_a_removed_subscription_gets_nothing_by_retry_deliver_or_a_later_crawl(m
         hook.deadline = 0
         hook.thread.join(timeout=5)
         hook.server.server_close()
+
+
+def test_a_disabled_subscription_loses_its_pending_deliveries_and_gets_nothing_until_enabled(make_deps, env,
+                                                                                              receiver):
+    deps = make_deps(notify_retry_seconds=0.1)
+    sub_id, _ = subscribe(env, receiver.url, "--types", "document.new,document.changed")
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=120) as site:
+        pages.update(demo_pages(site.url))
+        assert crawl(deps, new_request(site.url + "/", site_domain=SITE))["notifications_pending"] == 13
+        assert gleaner(env, "notify", "disable", sub_id).exit_code == 0
+        log = json.loads(gleaner(env, "notify", "deliveries", sub_id, "--json").stdout)
+        assert [d["state"] for d in log] == ["cancelled"] * 13
+        [listed] = json.loads(gleaner(env, "notify", "list", "--json").stdout)
+        assert listed["status"] == "disabled"
+        refused = gleaner(env, "notify", "retry", log[0]["id"])
+        assert refused.exit_code == 1 and "disabled" in refused.stderr
+        with pytest.raises(HttpError) as answer:
+            post_retry(deps, ApiRequest(method="POST", path=""), log[0]["id"])
+        assert answer.value.status == 409
+        assert "nothing due" in gleaner(env, "deliver").stdout
+        changed = demo_pages(site.url, changed=("/pricing",))
+        pages["/pricing"] = changed["/pricing"]
+        pages["/pricing"].modified += 60
+        assert crawl(deps, new_request(site.url + "/", site_domain=SITE))["notifications_pending"] == 0
+
+        assert gleaner(env, "notify", "enable", sub_id).exit_code == 0
+        changed = demo_pages(site.url, changed=("/about",))
+        pages["/about"] = changed["/about"]
+        pages["/about"].modified += 60
+        assert crawl(deps, new_request(site.url + "/", site_domain=SITE))["notifications_pending"] == 1
+        assert "1 delivered" in gleaner(env, "deliver").stdout
+    assert [r["body"]["data"]["url"] for r in receiver.received] == [site.url + "/about"]
+    assert gleaner(env, "notify", "disable", "no-such-id").exit_code != 0

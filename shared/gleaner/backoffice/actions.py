@@ -1,4 +1,5 @@
-"""The back office's pages that run Gleaner: add and edit a site, crawl it now, the runs index, search.
+"""The back office's pages that run Gleaner: add and edit a site, crawl it now, the runs index, search,
+rescrape one page, a site's composites and their moves, disabling and enabling a subscription.
 
 Each form posts back to its own page; a wrong field re-renders the form with what the operator typed
 and the error beside that field (never a bare 400 page). After an action the page it lands on says
@@ -7,10 +8,11 @@ what happened (``?done=``: a fixed message, never text from the URL).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gleaner.app import Deps
-from gleaner.backoffice import api, operate
+from gleaner.backoffice import api, compositesapi, notifyapi, operate
 from gleaner.backoffice.api import ApiRequest, HttpError
 from gleaner.backoffice.pages import Page, PageRequest, render
 from gleaner.backoffice.siteform import FIELDS, RENDER_MODES, check_site, form_values
@@ -28,6 +30,14 @@ NOTICES = {
     "retried": "Delivery attempted again; its state below is the outcome.",
     "rule-added": "Rule added and applied to the pages it matches.",
     "rule-removed": "Rule removed; what it skipped or blocked is back to normal.",
+    "rescrape-started": "Rescrape started: a run of this one page (robots.txt and the site's politeness apply); "
+                        "this page follows it until it ends.",
+    "replay-started": "Replay started: a new run of the pages that run fetched, read from the store (nothing is "
+                      "fetched); this page follows it until it ends.",
+    "composite-moved": "Composite moved; its history below records who moved it and when.",
+    "subscription-disabled": "Subscription disabled: its pending deliveries were cancelled and nothing is sent "
+                             "to it until it is enabled.",
+    "subscription-enabled": "Subscription enabled: the changes from now on are delivered to it.",
 }
 
 
@@ -97,3 +107,45 @@ def search_page(deps: Deps, req: PageRequest) -> Page:
         elif code != 200:
             error = str(found.get("error", f"search answered {code}"))
     return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error)
+
+
+def _post(req: PageRequest, **fields: str | None) -> ApiRequest:
+    """The API command a form stands for (empty fields left out)."""
+    return ApiRequest("POST", "", {}, json.dumps({k: v for k, v in fields.items() if v}).encode(), req.access)
+
+
+def rescrape(deps: Deps, req: PageRequest, document_id: str) -> Page:
+    _, answer = operate.post_rescrape(deps, _post(req), document_id)
+    return Page(303, location=f"/ui/runs/{answer['run_id']}?done=rescrape-started")
+
+
+def composites_page(deps: Deps, req: PageRequest, site: str, *, refused: str | None = None) -> Page:
+    listing = compositesapi.get_composites(deps, ApiRequest("GET", "", access=req.access), site)
+    history = {c["id"]: compositesapi.get_composite(deps, ApiRequest("GET", "", access=req.access), c["id"])["history"]
+               for c in listing["composites"]}
+    return render("composites.html", 409 if refused else 200, site=listing["site_domain"],
+                  composites=listing["composites"], history=history, refused=refused)
+
+
+def move_composite(deps: Deps, req: PageRequest, composite_id: str) -> Page:
+    """One move; an illegal one (a second click, a stale page) re-renders the list saying why."""
+    found = compositesapi.get_composite(deps, ApiRequest("GET", "", access=req.access), composite_id)["composite"]
+    try:
+        compositesapi.post_composite(deps, _post(req, status=req.form.get("status"), note=req.form.get("note")),
+                                     composite_id)
+    except HttpError as exc:
+        if exc.status not in (400, 409):
+            raise
+        return composites_page(deps, req, found["site_domain"], refused=f"Not moved: {exc.message}")
+    return Page(303, location=f"/ui/sites/{found['site_domain']}/composites?done=composite-moved")
+
+
+def subscription_status(deps: Deps, req: PageRequest, subscription_id: str) -> Page:
+    status = req.form.get("status", "")
+    notifyapi.post_subscription(deps, _post(req, status=status), subscription_id)
+    return Page(303, location=f"/ui/changes?done=subscription-{'enabled' if status == 'active' else 'disabled'}")
+
+
+def replay_run(deps: Deps, req: PageRequest, run_id: str) -> Page:
+    _, answer = api.post_replay(deps, _post(req), run_id)
+    return Page(303, location=f"/ui/runs/{answer['run_id']}?done=replay-started")

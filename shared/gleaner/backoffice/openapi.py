@@ -21,6 +21,8 @@ from gleaner import __version__
 _DOC_LINE = re.compile(r"^\s+(?:(GET|POST|PUT|PATCH|DELETE) )?(/v1/\S+?)(?:\?(\S+))?(?:\s{2,}(.*))?$")
 _PARAM = re.compile(r"\{([a-z_]+)\}")
 _INTEGER_QUERY = frozenset({"limit", "offset", "from", "to", "start", "end"})
+# Handlers that answer 202: work accepted and going on in the background.
+_ACCEPTED = frozenset({"post_resume", "post_site_run", "post_rescrape", "post_replay"})
 _ERRORS = {"400": "bad input", "401": "missing or wrong bearer token",
            "403": "an operator-only route asked with a site token",
            "404": "unknown object, or another tenant's (the same answer)", "409": "not possible in the current state"}
@@ -71,7 +73,7 @@ def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[.
                                     for p in _PARAM.findall(path)]
     params += [{"name": q, "in": "query", "required": False,
                 "schema": {"type": "integer" if q in _INTEGER_QUERY else "string"}} for q in (doc.query if doc else ())]
-    ok = "202" if name == "post_resume" else "200"
+    ok = "202" if name in _ACCEPTED else "200"
     answer = {"description": "the answer", "content": {"application/json": {"schema": {"type": "object"}}}}
     if _streams(handler):
         answer = {"description": "JSON Lines, one object per line, sent while they are made",

@@ -3,6 +3,12 @@
     POST /v1/sites                 {"url", "site_domain"?, "every"?, "include"?, "exclude"?, "limit"?,
                                     "max_depth"?, "delay"?, "concurrency"?, "render"?} -> 201/200 the site
     POST /v1/sites/{site}/runs     202 {"run_id"}: a crawl of the registered site starts now
+    POST /v1/documents/{doc}/rescrape  202 {"run_id"}: a run of that one URL starts now
+
+A rescrape is a run of its own (``mode=manual``, ``triggered_by=backoffice``) whose map stage
+starts and stops at the page (limit 1, depth 0): robots.txt is read first, the site's politeness,
+budget and render mode hold, the page's rules hold (a skipped page is refused here: gate 1 means it
+is never fetched), and its outcome is the run's, on the run page like any other.
 
 A crawl started here runs on a background thread over the in-process bus (the answer does not wait
 for it; the run page follows it); on the cloud bus the request is published, as a tick does.
@@ -70,9 +76,14 @@ def crawl_request_for(site: operator_sites.Site) -> CrawlRequested:
 
 def start_crawl(deps: Deps, site: operator_sites.Site) -> str:
     """Start a crawl of the site now; its run id."""
-    request = crawl_request_for(site)
+    return start_request(deps, crawl_request_for(site))
+
+
+def start_request(deps: Deps, request: CrawlRequested) -> str:
+    """Start the crawl ``request`` asks for now; its run id (once the run exists, locally)."""
+    site = request.site_domain or ""
     if deps.local_bus is None:
-        deps.bus.publish(request, ordering_key=site.site_domain)
+        deps.bus.publish(request, ordering_key=site)
         return request.run_id
 
     def drive() -> None:
@@ -81,7 +92,7 @@ def start_crawl(deps: Deps, site: operator_sites.Site) -> str:
         try:
             crawl(deps, request)
         except Exception:  # the run records how it ended; the server must go on
-            log.exception("crawl of %s started from the back office failed", site.site_domain)
+            log.exception("crawl of %s started from the back office failed", site)
 
     threading.Thread(target=drive, name=f"gleaner-crawl-{request.run_id[:8]}", daemon=True).start()
     # The map stage creates the run first thing: answer once it exists, so its page is there to follow.
@@ -97,3 +108,25 @@ def post_site_run(deps: Deps, req: ApiRequest, site: str) -> Answer:
     if found is None:
         raise HttpError(404, f"no registered site {site[:200]}: add it first (POST /v1/sites)")
     return 202, {"run_id": start_crawl(deps, found), "site_domain": found.site_domain}
+
+
+def post_rescrape(deps: Deps, req: ApiRequest, document_id: str) -> Answer:
+    """A run of this one page now (the ADR's "single URL" rescrape)."""
+    from gleaner.backoffice.api import check_uuid
+
+    doc = deps.browse.document(check_uuid(document_id, "document"))
+    if doc is None:
+        raise HttpError(404, f"no document {document_id[:60]}")
+    if doc["status"] == "erased":
+        raise HttpError(409, "this page was erased: its content is refused if it comes back")
+    if doc["scrape_policy"] == "skip":
+        raise HttpError(409, "this page is skipped (gate 1: never fetched): lift its skip rule or review "
+                             "decision first")
+    registered = operator_sites.find_site(deps, doc["site_domain"])
+    request = CrawlRequested(
+        request_id=str(uuid.uuid4()), target_url=doc["url"], site_domain=doc["site_domain"], limit=1, max_depth=0,
+        mode="manual", triggered_by="backoffice",
+        max_requests=registered.run_max_requests if registered else None,
+        max_bytes=registered.run_max_bytes if registered else None,
+        max_seconds=registered.run_max_seconds if registered else None)
+    return 202, {"run_id": start_request(deps, request), "site_domain": doc["site_domain"], "url": doc["url"]}

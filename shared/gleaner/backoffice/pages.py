@@ -225,6 +225,11 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/changes/?": {"GET": changes_page},
     "/ui/deliveries/{delivery}/retry": {"POST": retry_delivery},
     "/ui/quality/?": {"GET": quality_page},
+    "/ui/documents/{document}/rescrape": {"POST": actions.rescrape},
+    "/ui/runs/{run}/replay": {"POST": actions.replay_run},
+    "/ui/sites/{site}/composites/?": {"GET": actions.composites_page},
+    "/ui/composites/{composite}/move": {"POST": actions.move_composite},
+    "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
 }
 PAGES = api.compile_routes(_PAGES)
 

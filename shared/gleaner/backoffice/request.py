@@ -54,6 +54,11 @@ class Access:
     def is_operator(self) -> bool:
         return self.site_domain is None
 
+    @property
+    def actor(self) -> str:
+        """Who did it, as a history records it: the credential (Gleaner's callers are not users)."""
+        return "operator" if self.site_domain is None else f"site token for {self.site_domain}"
+
 
 OPERATOR = Access()
 

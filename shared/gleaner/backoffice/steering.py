@@ -1,4 +1,4 @@
-"""Steering a site over ``/v1/``: its rules, its review queue, its conflicts, and its runs (cancel, resume).
+"""Steering a site over ``/v1/``: its rules, its review queue and its conflicts (runs: ``runsapi.py``).
 
 Every handler reads and writes in the caller's tenant scope (``wsgi.py``), so a site token steers its
 own site only; another site's objects answer 404. The quality log is the operator's alone.
@@ -7,14 +7,10 @@ own site only; another site's objects answer 404. The quality log is the operato
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
-from gleaner import runcontrol
 from gleaner.app import Deps
-from gleaner.backoffice.api import find_run
 from gleaner.backoffice.request import (
-    Answer,
     ApiRequest,
     HttpError,
     check_site,
@@ -86,41 +82,6 @@ def post_conflict(deps: Deps, req: ApiRequest, site: str, conflict_id: str) -> d
         raise HttpError(404, f"no conflict {conflict_id} on {site}")
     deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status))
     return {"conflict_id": conflict_id, "status": status}
-
-
-def post_cancel(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
-    """Cancel a run; cancelling a cancelled run again is no error (the click may come twice)."""
-    summary = find_run(deps, run_id)
-    moved, status = runcontrol.cancel(deps.metadata, summary["run_id"])
-    if not moved and status != "cancelled":
-        raise HttpError(409, f"run {summary['run_id']} already ended {status}; nothing to cancel")
-    return {"run_id": summary["run_id"], "status": str(status), "cancelled": moved}
-
-
-def post_resume(deps: Deps, req: ApiRequest, run_id: str) -> Answer:
-    """Take the run over now (so a refusal is this answer's) and drive it to its end on a background
-    thread: the request answers 202 at once and the run page follows the run."""
-    from gleaner.runner import claim_resume, drive_resumed
-
-    summary = find_run(deps, run_id)
-    if deps.local_bus is None:
-        raise HttpError(409, "resuming drives the run on this machine's in-process bus; here the stages run "
-                             "on the cloud bus: use `gleaner runs resume RUN_ID` where GLEANER_BUS is unset")
-    try:
-        run = claim_resume(deps, summary["run_id"])
-    except runcontrol.RunNotResumable as exc:
-        raise HttpError(409, str(exc)) from None
-    except runcontrol.RunNotFound:
-        raise HttpError(404, f"no run {run_id}") from None
-
-    def drive() -> None:
-        try:
-            drive_resumed(deps, run)
-        except Exception:  # the run itself records how it ended; the server must go on
-            log.exception("resuming run %s failed", run.run_id)
-
-    threading.Thread(target=drive, name=f"gleaner-resume-{run.run_id[:8]}", daemon=True).start()
-    return 202, {"run_id": run.run_id, "status": str(run.status), "resumed": True}
 
 
 def get_quality(deps: Deps, req: ApiRequest) -> dict[str, Any]:

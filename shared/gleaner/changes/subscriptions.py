@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from gleaner.changes import channels
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
     from gleaner.store.subscriptions import SubscriptionStore
 
 
+class SubscriptionStatus(StrEnum):
+    """``gleaner notify disable|enable``: a disabled subscription gets no deliveries and its pending ones
+    are cancelled (as for a removed one); enabled again, it receives what happens from then on."""
+
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
 @dataclass(frozen=True, slots=True)
 class Subscription:
     id: str
@@ -44,6 +53,7 @@ class Subscription:
     secret: str
     created_at: str
     digest_seconds: int | None = None  # one message per period instead of one per event
+    status: str = "active"  # SubscriptionStatus: a disabled one receives nothing until it is enabled
 
     def receives(self, event: ChangeEvent) -> bool:
         """Whether the event is one of its site and types, from its creation on."""
@@ -57,7 +67,7 @@ class Subscription:
     def public(self) -> dict[str, Any]:
         """What every listing shows (CLI, API, back office): the URL masked, never the secret."""
         return {"id": self.id, "url": channels.masked(self.url), "site": self.site_domain, "types": list(self.types),
-                "digest": digest_label(self.digest_seconds), "created_at": self.created_at}
+                "digest": digest_label(self.digest_seconds), "created_at": self.created_at, "status": self.status}
 
 
 # ``--digest`` periods: one message per UTC hour or day.

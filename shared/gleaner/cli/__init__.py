@@ -11,6 +11,7 @@ import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed 
 from gleaner.cli import (  # noqa: F401
     agents,
     changes,
+    composites,
     crawl,
     database,
     info,

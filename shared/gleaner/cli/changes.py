@@ -89,10 +89,11 @@ def notify_add(url: str, site: str | None, types: str | None, digest: str | None
 def notify_list(as_json: bool) -> None:
     """Subscriptions, their URLs masked (never their secrets)."""
     with open_deps(load_settings()) as deps:
-        subs = [s.public() for s in deps.metadata.active_subscriptions()]
+        subs = [s.public() for s in deps.metadata.listed_subscriptions()]
     echo_listing(subs, as_json,
                  lambda s: (f"{s['id']}  {s['url']}  site={s['site'] or '*'}  types={','.join(s['types']) or '*'}"
-                            + (f"  digest={s['digest']}" if s["digest"] else "")),
+                            + (f"  digest={s['digest']}" if s["digest"] else "")
+                            + ("  (disabled)" if s["status"] == "disabled" else "")),
                  "no subscriptions: try `gleaner notify add URL`")
 
 
@@ -107,11 +108,37 @@ def notify_remove(subscription_id: str) -> None:
     click.echo(f"removed {subscription_id}", err=True)
 
 
+@notify.command("disable")
+@click.argument("subscription_id")
+@guard
+def notify_disable(subscription_id: str) -> None:
+    """Stop delivering to a subscription for now: its pending deliveries are cancelled, it is kept."""
+    _set_status(subscription_id, "disabled")
+
+
+@notify.command("enable")
+@click.argument("subscription_id")
+@guard
+def notify_enable(subscription_id: str) -> None:
+    """Deliver to a disabled subscription again, from the events that happen from now on."""
+    _set_status(subscription_id, "active")
+
+
+def _set_status(subscription_id: str, status: str) -> None:
+    from gleaner.changes.subscriptions import SubscriptionStatus
+
+    with open_deps(load_settings()) as deps:
+        changed = deps.metadata.set_subscription_status(subscription_id, SubscriptionStatus(status))
+    if changed is None:
+        fail(f"no subscription {subscription_id} (see `gleaner notify list`)")
+    click.echo(f"{subscription_id}: {'enabled' if status == 'active' else 'disabled'}", err=True)
+
+
 @notify.command("retry")
 @click.argument("delivery_id")
 @guard
 def notify_retry(delivery_id: str) -> None:
-    """Attempt a pending or failed delivery now (refused when its subscription was removed)."""
+    """Attempt a pending or failed delivery now (refused when its subscription was removed or disabled)."""
     from gleaner.changes import delivery
     from gleaner.store.deliveries import Requeue
 
@@ -121,6 +148,8 @@ def notify_retry(delivery_id: str) -> None:
         requeued = deps.metadata.requeue_delivery(delivery_id)
         if requeued is Requeue.SUBSCRIPTION_REMOVED:
             fail(f"delivery {delivery_id}: its subscription was removed, so nothing is sent to it any more")
+        if requeued is Requeue.SUBSCRIPTION_DISABLED:
+            fail(f"delivery {delivery_id}: its subscription is disabled (`gleaner notify enable` it first)")
         if requeued is not Requeue.REQUEUED:
             fail(f"no pending or failed delivery {delivery_id} (see `gleaner notify deliveries`)")
         result = delivery.attempt(deps, delivery_id, due_only=False)

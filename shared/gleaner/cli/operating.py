@@ -1,4 +1,4 @@
-"""Running Gleaner continuously: ``sites``, ``rules``, ``tick``, ``watch``, ``review`` and ``composite``.
+"""Running Gleaner continuously: ``sites``, ``rules``, ``tick``, ``watch`` and ``review``.
 
 Each command is a thin layer over :mod:`gleaner.operator` (the same functions the HTTP API calls).
 With the in-process bus, work the operation queued (a tick's crawls, an unblocked page's ingest, a
@@ -323,41 +323,3 @@ def review_decide(url: str, decision: str, site_domain: str | None, reason: str 
     with open_deps(load_settings()) as deps:
         decided = decide(deps, url, decision, site_domain=site_domain, reason=reason)
     _show(decided, as_json, f"{decided.url}: {decided.decision} (operator)")
-
-
-# -- composites ----------------------------------------------------------------------------------
-
-
-@main.group("composite")
-def composite_group() -> None:
-    """Composite documents: several pages folded into one routed unit."""
-
-
-@composite_group.command("create")
-@click.argument("site")
-@click.argument("title")
-@click.option("--from", "urls", multiple=True, required=True, help="A source page's URL (repeatable).")
-@click.option("--kind", help="A label (pricing, competitors, feature_map, ...).")
-@click.option("--json", "as_json", is_flag=True)
-@guard
-def composite_create(site: str, title: str, urls: tuple[str, ...], kind: str | None, as_json: bool) -> None:
-    """Fold the --from pages' current versions into a composite routed to rag (its sources lose theirs)."""
-    from gleaner.operator.routing import create_composite
-
-    with open_deps(load_settings()) as deps:
-        composite = create_composite(deps, site, title, urls, kind=kind)
-        drain_local(deps)
-    _show(composite, as_json, f"composite {composite.id}: {composite.title} from {len(composite.sources)} pages")
-
-
-@composite_group.command("list")
-@click.argument("site")
-@click.option("--json", "as_json", is_flag=True)
-@guard
-def composite_list(site: str, as_json: bool) -> None:
-    """SITE's composites with their status (stale: a source changed since it was made)."""
-    from gleaner.operator.routing import list_composites
-
-    with open_deps(load_settings()) as deps:
-        composites = list_composites(deps, site)
-    echo_listing(composites, as_json, lambda c: f"{c.id}  {c.status:<10} {c.title}  ({len(c.sources)} sources)")

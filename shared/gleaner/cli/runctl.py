@@ -1,7 +1,7 @@
-"""Run control on the command line: ``gleaner runs cancel|resume RUN_ID`` and ``gleaner sweep``.
+"""Run control on the command line: ``gleaner runs cancel|resume|replay RUN_ID`` and ``gleaner sweep``.
 
 ``runs`` stays the listing command of cli/reading.py (``gleaner runs [RUN_ID] [--json]``); this
-module wraps it in a group whose subcommands are ``cancel`` and ``resume``, and anything else
+module wraps it in a group whose subcommands are ``cancel``, ``resume`` and ``replay``, and anything else
 (a run id, an option, nothing) goes to the listing as before.
 """
 
@@ -28,12 +28,13 @@ from gleaner.runstate import RunStatus
 
 
 class RunsGroup(click.Group):
-    """``runs cancel|resume RUN_ID``; every other ``runs ...`` goes to the listing command."""
+    """``runs cancel|resume|replay RUN_ID``; every other ``runs ...`` goes to the listing command."""
 
     def __init__(self, listing: click.Command, **kwargs: Any) -> None:
         super().__init__(invoke_without_command=False, **kwargs)
         self.listing = listing
-        self.help = f"{listing.help or ''}\n\nAlso: `gleaner runs cancel RUN_ID`, `gleaner runs resume RUN_ID`."
+        self.help = (f"{listing.help or ''}\n\nAlso: `gleaner runs cancel RUN_ID`, `gleaner runs resume RUN_ID`, "
+                     "`gleaner runs replay RUN_ID`.")
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args[:1] == ["--help"] or (args and args[0] in self.commands):
@@ -58,6 +59,7 @@ def _install() -> RunsGroup:
     group.add_command(listing, "list")
     group.add_command(cancel_cmd)
     group.add_command(resume_cmd)
+    group.add_command(replay_cmd)
     main.add_command(group, "runs")
     return group
 
@@ -96,6 +98,30 @@ def resume_cmd(run_id: str, as_json: bool) -> None:
         summary = resume(deps, run_id, progress.on_message)
     print_summary(summary, as_json)
     exit_for_run(summary)
+
+
+@click.command("replay")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@guard
+def replay_cmd(run_id: str, as_json: bool) -> None:
+    """Re-run snapshot and ingest for a past run's pages from what is stored, as a new run (nothing fetched)."""
+    from gleaner.stages.replay import replay
+
+    if not is_uuid(run_id):
+        fail(f"no run {run_id}")
+    with open_deps(load_settings()) as deps:
+        done = replay(deps, run_id)
+        summary = deps.metadata.run_summary(done["run_id"]) or {}
+    if as_json:
+        click.echo(json.dumps({**summary, "replay_of": done["replay_of"], "replayed": done["replayed"],
+                               "left_out": done["left_out"]}, default=str))
+        return
+    snaps = summary.get("snapshots") or {}
+    click.echo(f"run {done['run_id']} replayed {done['replayed']} pages of run {run_id}: {summary.get('status')}, "
+               f"{snaps.get('changed', 0)} changed, {snaps.get('unchanged', 0)} unchanged")
+    for page in done["left_out"]:
+        click.echo(f"left out {page['url']}: {page['reason']}")
 
 
 @main.command("sweep")

@@ -49,6 +49,10 @@ class Composite(Plain):
     status: str
     snapshot_id: str | None
     sources: tuple[dict[str, Any], ...]
+    kind: str | None = None
+    validated_by: str | None = None  # the credential that validated it (operator/composites.py)
+    validated_at: str | None = None
+    updated_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,7 @@ class CompositeSource:
 
 
 def create_composite(deps: Deps, site: str, title: str, urls: Sequence[str], *, kind: str | None = None,
-                     ) -> Composite:
+                     actor: str = "gleaner") -> Composite:
     """Fold the documents at ``urls`` (each with a current version, none blocked) into a new composite."""
     site = site_key(site)
     title = title.strip()
@@ -96,9 +100,9 @@ def create_composite(deps: Deps, site: str, title: str, urls: Sequence[str], *, 
     content_hash = hashlib.sha1(content).hexdigest()
     key = snapshot_content_key(site, composite_id, content_hash)
     deps.blobs.put(key, content)  # a fresh composite id: nothing can be there yet
-    snapshot_id = deps.metadata.save_composite(composite_id, site, title, kind, content_hash, key, sources)
+    snapshot_id = deps.metadata.save_composite(composite_id, site, title, kind, content_hash, key, sources, actor)
     deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=site, snapshot_ids=(snapshot_id,)), ordering_key=site)
-    return Composite(composite_id, site, title, "generated", snapshot_id, tuple(sources))
+    return Composite(composite_id, site, title, "generated", snapshot_id, tuple(sources), kind)
 
 
 def list_composites(deps: Deps, site: str) -> list[Composite]:

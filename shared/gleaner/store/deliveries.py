@@ -25,7 +25,7 @@ class DeliveryState(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"  # for good: the last attempt failed
-    CANCELLED = "cancelled"  # its subscription was removed
+    CANCELLED = "cancelled"  # its subscription was removed or disabled
 
 
 class Requeue(StrEnum):
@@ -35,6 +35,7 @@ class Requeue(StrEnum):
     NOT_FOUND = "not-found"
     NOT_RETRYABLE = "not-retryable"  # delivered or cancelled
     SUBSCRIPTION_REMOVED = "subscription-removed"
+    SUBSCRIPTION_DISABLED = "subscription-disabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,7 @@ class DeliveryStore(SqlStore):
                 " next_attempt_at = now() + make_interval(secs => :lease)"
                 " FROM knowledge.notify_subscriptions s"
                 " WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id AND d.state = 'pending'"
-                " AND s.removed_at IS NULL"
+                " AND s.removed_at IS NULL AND s.status = 'active'"
                 " AND (NOT :due OR d.next_attempt_at <= now())"
                 " RETURNING d.attempts, d.body, d.event_id, s.url, s.secret, d.digest_from, d.digest_until"),
                 {"i": delivery_id, "lease": lease_seconds, "due": due_only},
@@ -194,27 +195,31 @@ class DeliveryStore(SqlStore):
         return due, float(wait) if wait is not None else None
 
     def requeue_delivery(self, delivery_id: str) -> Requeue:
-        """Make a pending or failed delivery due now (an operator's retry), unless its subscription is gone."""
+        """Make a pending or failed delivery due now (an operator's retry), unless its subscription is gone or
+        disabled."""
         row = self._first(
-            "SELECT d.state, s.removed_at IS NOT NULL FROM knowledge.notify_deliveries d"
+            "SELECT d.state, s.removed_at IS NOT NULL, s.status::text FROM knowledge.notify_deliveries d"
             " JOIN knowledge.notify_subscriptions s ON s.id = d.subscription_id WHERE d.id = CAST(:i AS uuid)",
             {"i": delivery_id})
         if row is None:
             return Requeue.NOT_FOUND
         if row[1]:
             return Requeue.SUBSCRIPTION_REMOVED
+        if row[2] != "active":
+            return Requeue.SUBSCRIPTION_DISABLED
         done = self._write_first(
             "UPDATE knowledge.notify_deliveries d SET state = 'pending', next_attempt_at = now()"
             " FROM knowledge.notify_subscriptions s WHERE d.id = CAST(:i AS uuid) AND s.id = d.subscription_id"
-            " AND s.removed_at IS NULL AND d.state IN ('pending', 'failed') RETURNING d.id", {"i": delivery_id},
+            " AND s.removed_at IS NULL AND s.status = 'active' AND d.state IN ('pending', 'failed') RETURNING d.id",
+            {"i": delivery_id},
         )
         return Requeue.REQUEUED if done is not None else Requeue.NOT_RETRYABLE
 
     def pending_delivery_count(self) -> int:
-        """Deliveries still to be sent (to subscriptions that still exist)."""
+        """Deliveries still to be sent (to subscriptions that still exist and are not disabled)."""
         row = self._first("SELECT count(*) FROM knowledge.notify_deliveries d"
                           " JOIN knowledge.notify_subscriptions s ON s.id = d.subscription_id"
-                          " WHERE d.state = 'pending' AND s.removed_at IS NULL", {})
+                          " WHERE d.state = 'pending' AND s.removed_at IS NULL AND s.status = 'active'", {})
         return int(row[0]) if row else 0
 
     def unscheduled_deliveries(self) -> list[tuple[str, datetime | None]]:

@@ -31,7 +31,9 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``lastmod.py``: sitemap lastmods on the ledger (``LastmodStore``);
 - ``rules.py``: the operator's skip / block rules and their materialisation (``RuleStore``);
 - ``review.py``: pages waiting for the operator, and the operator's decision (``ReviewStore``);
-- ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``);
+- ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``); ``composites.py``: a
+  composite's lifecycle moves and their history (``CompositeStore``, over ``RoutingStore``);
+- ``replay.py``: a past run's stored inputs and a replay's own run (``ReplayStore``);
 - ``sites.py``: the sites registry (``SiteStore``); ``schedule.py``: claiming due sites (``ScheduleStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
@@ -43,6 +45,7 @@ those statements carry out (which rule gates a page, when a site is due) are pur
 
 from __future__ import annotations
 
+from gleaner.store.composites import CompositeStore
 from gleaner.store.counters import CounterStore
 from gleaner.store.deliveries import DeliveryStore
 from gleaner.store.events import EventStore
@@ -51,8 +54,8 @@ from gleaner.store.lastmod import LastmodStore
 from gleaner.store.prefetch import PrefetchStore
 from gleaner.store.reads import ReadStore
 from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
+from gleaner.store.replay import ReplayStore
 from gleaner.store.review import ReviewStore
-from gleaner.store.routing import RoutingStore
 from gleaner.store.rules import RuleStore
 from gleaner.store.runcontrol import RunControlStore
 from gleaner.store.runs import RunStore
@@ -65,6 +68,6 @@ __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput
 
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
-                    LastmodStore, RuleStore, ReviewStore, RoutingStore, SiteStore, ScheduleStore, EventStore,
-                    SubscriptionStore, DeliveryStore):
+                    LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
+                    SubscriptionStore, DeliveryStore, ReplayStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

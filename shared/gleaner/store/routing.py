@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.operator.composites import GLEANER_ACTOR
 from gleaner.operator.routing import GENERATOR, Composite, CompositeSource
 from gleaner.store.sqlstore import SqlStore, json_value
 
@@ -37,16 +38,25 @@ class RoutingStore(SqlStore):
         if not snapshot_ids:
             return 0
         with self._tx() as conn:
+            # Each move to stale is recorded in the composite's history (operator/composites.py) with its
+            # status before; a superseded composite stays superseded.
             conn.execute(
                 sa.text(
-                    "UPDATE knowledge.composite_documents c SET status = 'stale', updated_at = now()"
-                    " FROM knowledge.composite_document_sources cs"
-                    " JOIN knowledge.documents d ON d.id = cs.document_id"
-                    " JOIN knowledge.document_snapshots n ON n.document_id = d.id"
-                    " WHERE cs.composite_document_id = c.id AND n.id = ANY(CAST(:ids AS uuid[]))"
-                    " AND d.current_snapshot_id IS DISTINCT FROM cs.source_snapshot_id AND c.status <> 'stale'"
+                    "WITH moving AS (SELECT DISTINCT c.id, c.site_domain, c.status"
+                    "   FROM knowledge.composite_documents c"
+                    "   JOIN knowledge.composite_document_sources cs ON cs.composite_document_id = c.id"
+                    "   JOIN knowledge.documents d ON d.id = cs.document_id"
+                    "   JOIN knowledge.document_snapshots n ON n.document_id = d.id"
+                    "   WHERE n.id = ANY(CAST(:ids AS uuid[]))"
+                    "   AND d.current_snapshot_id IS DISTINCT FROM cs.source_snapshot_id"
+                    "   AND c.status NOT IN ('stale', 'superseded')),"
+                    " moved AS (UPDATE knowledge.composite_documents c SET status = 'stale', updated_at = now()"
+                    "   FROM moving m WHERE c.id = m.id RETURNING c.id)"
+                    " INSERT INTO knowledge.composite_transitions"
+                    " (composite_document_id, site_domain, from_status, to_status, actor)"
+                    " SELECT m.id, m.site_domain, m.status, 'stale', :actor FROM moving m JOIN moved USING (id)"
                 ),
-                {"ids": list(snapshot_ids)},
+                {"ids": list(snapshot_ids), "actor": GLEANER_ACTOR},
             )
             created = conn.execute(
                 sa.text(
@@ -86,7 +96,7 @@ class RoutingStore(SqlStore):
                 for r in rows}
 
     def save_composite(self, composite_id: str, site: str, title: str, kind: str | None, content_hash: str,
-                       content_key: str, sources: Sequence[dict[str, Any]]) -> str:
+                       content_key: str, sources: Sequence[dict[str, Any]], actor: str = "gleaner") -> str:
         """The composite, its one version, its pinned sources and its ``rag`` routing; the sources lose theirs.
 
         Returns the composite's snapshot id."""
@@ -95,6 +105,12 @@ class RoutingStore(SqlStore):
                 sa.text("INSERT INTO knowledge.composite_documents (id, site_domain, title, composite_kind, status)"
                         " VALUES (:i, :s, :t, :k, 'generated')"),
                 {"i": composite_id, "s": site, "t": title, "k": kind},
+            )
+            conn.execute(
+                sa.text("INSERT INTO knowledge.composite_transitions"
+                        " (composite_document_id, site_domain, from_status, to_status, actor)"
+                        " VALUES (:i, :s, NULL, 'generated', :a)"),
+                {"i": composite_id, "s": site, "a": actor},
             )
             snapshot_id = str(conn.execute(
                 sa.text("INSERT INTO knowledge.document_snapshots (composite_document_id, version, content_hash,"
@@ -124,18 +140,23 @@ class RoutingStore(SqlStore):
             )
         return snapshot_id
 
-    def composites(self, site: str) -> list[Composite]:
+    def composites(self, site: str | None = None, composite_id: str | None = None) -> list[Composite]:
+        """A site's undeleted composites, oldest first (or the one with ``composite_id``)."""
         rows = self._all(
             "SELECT c.id, c.site_domain, c.title, c.status::text, c.current_snapshot_id,"
             " COALESCE(json_agg(json_build_object('document_id', cs.document_id, 'url', d.canonical_url,"
             "   'snapshot_id', cs.source_snapshot_id, 'version', ps.version, 'current_version', cur.version)"
-            "   ORDER BY d.canonical_url) FILTER (WHERE cs.document_id IS NOT NULL), '[]')"
+            "   ORDER BY d.canonical_url) FILTER (WHERE cs.document_id IS NOT NULL), '[]'),"
+            " c.composite_kind, c.validated_by, c.validated_at, c.updated_at"
             " FROM knowledge.composite_documents c"
             " LEFT JOIN knowledge.composite_document_sources cs ON cs.composite_document_id = c.id"
             " LEFT JOIN knowledge.documents d ON d.id = cs.document_id"
             " LEFT JOIN knowledge.document_snapshots ps ON ps.id = cs.source_snapshot_id"
             " LEFT JOIN knowledge.document_snapshots cur ON cur.id = d.current_snapshot_id"
-            " WHERE c.site_domain = :s AND NOT c.is_deleted GROUP BY c.id ORDER BY c.created_at",
-            {"s": site},
+            " WHERE (CAST(:s AS text) IS NULL OR c.site_domain = :s)"
+            " AND (CAST(:i AS text) IS NULL OR CAST(c.id AS text) = :i) AND NOT c.is_deleted"
+            " GROUP BY c.id ORDER BY c.created_at, c.id",
+            {"s": site, "i": composite_id},
         )
-        return [Composite(str(r[0]), r[1], r[2], r[3], str(r[4]) if r[4] else None, tuple(r[5])) for r in rows]
+        return [Composite(str(r[0]), r[1], r[2], r[3], str(r[4]) if r[4] else None, tuple(r[5]), r[6], r[7],
+                          r[8].isoformat() if r[8] else None, r[9].isoformat() if r[9] else None) for r in rows]

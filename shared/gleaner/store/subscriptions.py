@@ -1,7 +1,8 @@
 """Subscriptions (webhooks and channels) in PostgreSQL (``knowledge.notify_subscriptions``).
 
 The target's address policy and the secret are :mod:`gleaner.changes.subscriptions`'s; this stores
-what it decided. Removing a subscription keeps its delivery log and cancels what is still pending.
+what it decided. Removing or disabling a subscription keeps its delivery log and cancels what is still
+pending; only an active one is given new deliveries or attempts.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from gleaner.changes.subscriptions import Subscription
+from gleaner.changes.subscriptions import Subscription, SubscriptionStatus
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore
 
-_COLUMNS = "id, url, site_domain, types, secret, created_at, digest_seconds"
+_COLUMNS = "id, url, site_domain, types, secret, created_at, digest_seconds, status::text"
 
 
 class SubscriptionStore(SqlStore):
@@ -33,9 +34,31 @@ class SubscriptionStore(SqlStore):
         return record_from_row(Subscription, row) if row else None
 
     def active_subscriptions(self) -> list[Subscription]:
+        """The subscriptions new events are delivered to: neither removed nor disabled."""
+        rows = self._all(f"SELECT {_COLUMNS} FROM knowledge.notify_subscriptions"
+                         " WHERE removed_at IS NULL AND status = 'active' ORDER BY created_at")
+        return [record_from_row(Subscription, r) for r in rows]
+
+    def listed_subscriptions(self) -> list[Subscription]:
+        """Every subscription not removed, disabled ones too (what `notify list` and the back office show)."""
         rows = self._all(f"SELECT {_COLUMNS} FROM knowledge.notify_subscriptions"
                          " WHERE removed_at IS NULL ORDER BY created_at")
         return [record_from_row(Subscription, r) for r in rows]
+
+    def set_subscription_status(self, subscription_id: str, status: SubscriptionStatus) -> Subscription | None:
+        """Disable or enable it; disabling cancels its pending deliveries. None if there is no such subscription."""
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.text("UPDATE knowledge.notify_subscriptions"
+                        " SET status = CAST(:st AS knowledge.subscription_status),"
+                        " status_changed_at = CASE WHEN status::text = :st THEN status_changed_at ELSE now() END"
+                        f" WHERE CAST(id AS text) = :i AND removed_at IS NULL RETURNING {_COLUMNS}"),
+                {"i": subscription_id, "st": str(status)},
+            ).first()
+            if row is not None and status is SubscriptionStatus.DISABLED:
+                conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET state = 'cancelled'"
+                                     " WHERE subscription_id = :i AND state = 'pending'"), {"i": row[0]})
+        return record_from_row(Subscription, row) if row is not None else None
 
     def remove_subscription(self, subscription_id: str) -> bool:
         """Stop delivering to it (its delivery log is kept); False if there is no such subscription."""
