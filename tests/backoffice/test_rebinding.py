@@ -188,6 +188,7 @@ def log_in_through_the_page(driver: Any, url: str) -> None:
 def test_a_login_over_plain_http_at_a_non_loopback_name_takes_and_logs_out(make_deps: Any, tmp_path: Path):
     """Issue 30 #4: the cookie was always Secure, which a browser drops over plain HTTP off loopback."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     deps = make_deps(webhook_secret=SECRET, allowed_hosts=("backoffice.test",))
     with WebhookServer(deps, port=0) as server:
@@ -198,7 +199,7 @@ def test_a_login_over_plain_http_at_a_non_loopback_name_takes_and_logs_out(make_
             assert driver.current_url == f"http://backoffice.test:{port}/ui/"
             driver.save_screenshot(str(tmp_path / "logged-in-over-http.png"))
             driver.find_element(By.CSS_SELECTOR, "form.logout button").click()
-            assert driver.current_url.endswith("/ui/login")
+            WebDriverWait(driver, 20).until(lambda d: d.current_url.endswith("/ui/login"))
             driver.get(f"http://backoffice.test:{port}/ui/")
             assert driver.current_url.endswith("/ui/login")  # the session ended
         finally:
