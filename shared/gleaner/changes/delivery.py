@@ -8,8 +8,9 @@ and records the attempt. A 2xx delivers; anything else (a redirect too: targets 
 is retried after ``notify_retry_seconds * 2**(attempt-1)`` until ``notify_max_attempts``.
 
 Who attempts: locally the run before it returns (:func:`deliver_due` with a wait) and
-``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler (:func:`run_task`, on the
-ingest function's ``/notify/deliver``) makes one attempt and lets Cloud Tasks back off.
+``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler
+(:func:`gleaner.taskentry.run_delivery_task`, the notify function) makes one attempt and lets
+Cloud Tasks back off.
 
 The queue, the leases and the log are :mod:`gleaner.store.deliveries`' (``deps.metadata``); the log
 is read with ``deps.metadata.delivery_log()``.
