@@ -266,8 +266,10 @@ class Stack:
     urls: dict[tuple[str, str], str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     render_url: str | None = None
-    # Where each stage's main.py is found (the instance-seconds bench points it at timing wrappers).
+    # Where each stage's main.py and the gleaner package are found (the instance-seconds bench points
+    # them at timing wrappers and at another checkout's code).
     functions_dir: Path = FUNCTIONS_DIR
+    shared_dir: Path = ROOT / "shared"
     # Requests each stage's process serves at once (functions-framework's THREADS; 4 unless named).
     threads: Mapping[str, int] = field(default_factory=dict)
 
@@ -300,11 +302,11 @@ class Stack:
     def start_functions(self, only: Iterable[tuple[str, str]] | None = None) -> Stack:
         wanted = set(only) if only is not None else None
         base = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT / "shared"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            [str(self.shared_dir), *filter(None, [os.environ.get("PYTHONPATH")])])}
         base.pop("GLEANER_TEST_DATABASE_URL", None)
         started = []
-        entries_wanted = [(stage, entry) for stage, entries in entry_points().items() for entry in entries
-                          if wanted is None or (stage, entry) in wanted]
+        entries_wanted = [(stage, entry) for stage, entries in entry_points(self.functions_dir).items()
+                          for entry in entries if wanted is None or (stage, entry) in wanted]
         ports = list(free_ports(len(entries_wanted) + 1))  # one each, and the render service's
         own = dict(zip(entries_wanted, ports[1:], strict=True))
         if ("notify", "on_http") in own and "GLEANER_NOTIFY_TASK_URL" not in base:

@@ -7,8 +7,10 @@ the site's concurrency); a task that finds them all taken is handed back to the 
 when the first holder expects to be done (Cloud Tasks ``schedule_time``), and answers at once::
 
     slot free            -> run the batch, give the slot back when it ends (whatever happened)
-    every slot taken     -> a new task for the same batch (its own name) at the holder's expected end;
-                            answer 200: Cloud Tasks counts no failed attempt, no instance waits
+    every slot taken     -> a new task for the same batch (its own name) at its turn: the holder's
+                            expected end, behind the batches already sent away (a batch back at its
+                            turn that finds the holder late waits for the holder only); answer 200:
+                            Cloud Tasks counts no failed attempt, no instance waits
     database unreachable -> RetryableError: the task is delivered again
 
 On by the same switch as the turns shared across processes (``GLEANER_SHARED_POLITENESS``): both
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 LEASE_MARGIN_SECONDS = 60.0
 # A waiting batch comes back no sooner than this: a holder past its expected end is still working,
 # and looking every instant would be the database polling this replaces.
-MIN_DEFER_SECONDS = 2.0
+MIN_DEFER_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +44,12 @@ class Deferred:
     task_name: str
 
 
-def expected_seconds(pages: int, spacing: float, fetch_timeout: float, soft_deadline: float) -> float:
-    """How long a batch of ``pages`` should hold its slot: one start per ``spacing``, plus one
-    response, never past the soft deadline at which it hands the rest on."""
-    return min(pages * spacing + min(fetch_timeout, 5.0), soft_deadline + fetch_timeout)
+def expected_seconds(pages: int, spacing: float, soft_deadline: float) -> float:
+    """How long a batch of ``pages`` should hold its slot: one start per ``spacing`` (the next batch's
+    first request waits one spacing after this one's last anyway), never past the soft deadline at
+    which it hands the rest on. Waiters come back then: sooner would find the slot still held, and
+    every second later is a second the site is not crawled."""
+    return min(pages * spacing, soft_deadline)
 
 
 def politeness(deps: Deps, site: str) -> tuple[float, int]:
@@ -62,9 +66,11 @@ def take(deps: Deps, batch: ScrapeBatch) -> SiteLease | Deferred | None:
         return None
     spacing, concurrency = politeness(deps, batch.site_domain)
     s = deps.settings
-    expected = expected_seconds(len(batch.document_ids), spacing, s.fetch_timeout, s.scrape_soft_deadline)
+    expected = expected_seconds(len(batch.document_ids), spacing, s.scrape_soft_deadline)
+    # A batch already sent away once came back at its turn: it does not go behind the others again.
     got = SiteLeases(deps.engine).take(batch.site_domain, slots=concurrency, expected=expected,
-                                       lease=expected + s.fetch_timeout + LEASE_MARGIN_SECONDS)
+                                       lease=expected + 2 * s.fetch_timeout + LEASE_MARGIN_SECONDS,
+                                       queue=batch.deferrals == 0)
     if isinstance(got, SiteLease):
         return got
     wait = max(MIN_DEFER_SECONDS, got)

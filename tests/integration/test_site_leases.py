@@ -27,13 +27,16 @@ def _engine(database_url: str) -> sa.engine.Engine:
     return db.create_engine(Settings(database_url=database_url))
 
 
-def test_a_sites_batches_beyond_its_concurrency_learn_when_the_holder_expects_to_be_done(database_url):
+def test_a_sites_batches_beyond_its_concurrency_are_given_their_turns_one_after_another(database_url):
     engine = _engine(database_url)
     leases = SiteLeases(engine)
     first = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
     assert isinstance(first, SiteLease)
     wait = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
-    assert isinstance(wait, float) and 38.0 < wait <= 40.0
+    assert isinstance(wait, float) and 35.0 < wait <= 40.0
+    # The next one sent away waits behind it, rather than both coming back to find one slot.
+    behind = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
+    assert isinstance(behind, float) and 75.0 < behind <= 80.0
     # Another site is not held up by the big one; a site allowing two at once takes a second slot.
     assert isinstance(leases.take("small.test", slots=1, expected=5.0, lease=10.0), SiteLease)
     assert isinstance(leases.take("wide.test", slots=2, expected=5.0, lease=10.0), SiteLease)
@@ -111,4 +114,15 @@ def test_a_task_whose_site_is_busy_answers_at_once_and_goes_back_to_the_queue(ma
     (again, seconds), = bus.deferred
     assert again.deferrals == 1 and again.document_ids == batch.document_ids
     assert 20.0 < seconds <= 30.0  # when the holder expects to be done, not a blind retry
+    engine.dispose()
+
+
+def test_a_batch_back_at_its_turn_to_find_the_holder_late_waits_for_the_holder_not_the_queue(database_url):
+    engine = _engine(database_url)
+    leases = SiteLeases(engine)
+    assert isinstance(leases.take("late.test", slots=1, expected=5.0, lease=60.0), SiteLease)
+    for _ in range(3):  # three batches sent away queue up behind the holder
+        assert isinstance(leases.take("late.test", slots=1, expected=5.0, lease=60.0), float)
+    back = leases.take("late.test", slots=1, expected=5.0, lease=60.0, queue=False)
+    assert isinstance(back, float) and back <= 5.0
     engine.dispose()

@@ -1,14 +1,18 @@
 """Scrape batches of one site running at once, capped in PostgreSQL (``knowledge.site_leases``).
 
-A site's politeness lets one request start per delay however many of its batches are dispatched,
-so a batch beyond the site's concurrency would hold a function instance only to wait for turns
-another batch is taking. Each slot is a row; a scrape task takes a free one for its batch
-(:meth:`SiteLeases.take`) or learns when the holder expects to be done, and gives it back when the
-batch ends (:meth:`SiteLeases.give_back`). Each is one short transaction, serialised per site by a
-transaction-scoped advisory lock (the count is a property of all the site's slots). A holder that
-dies lets go when ``lease_until`` passes. Times are the database's clock, the one every instance shares.
+A site's politeness lets one request start per delay however many of its batches are dispatched, so
+a batch beyond the site's concurrency would hold a function instance only to wait for turns another
+batch is taking. Each slot is a row; a scrape task takes a free one for its batch
+(:meth:`SiteLeases.take`) or is given a time to come back, and gives it back when the batch ends
+(:meth:`SiteLeases.give_back`). The times queue up: the first batch sent away comes back when the
+holder expects to be done, the next when that one should be, and so on (``queued_until``), so ten
+waiting batches come back one after another rather than ten at once with nine sent away again. Each
+is one short transaction, serialised per site by a transaction-scoped advisory lock (the count is a
+property of all the site's slots). A holder that dies lets go when ``lease_until`` passes. Times are
+the database's clock, the one every instance shares.
 
-Errors: a database failure is a :class:`~gleaner.errors.RetryableError` (the task is delivered again).
+Errors: a database failure is a :class:`~gleaner.errors.RetryableError` (the task is delivered
+again).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ class SiteLeases:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def take(self, site: str, *, slots: int, expected: float, lease: float) -> SiteLease | float:
+    def take(self, site: str, *, slots: int, expected: float, lease: float, queue: bool = True) -> SiteLease | float:
         """A slot for a batch expected to take ``expected`` seconds (held at most ``lease``), or the
-        seconds until the first holder expects to be done (never negative)."""
+        seconds until its turn: the holder's expected end, behind the batches already waiting when
+        ``queue`` (a batch coming back at its turn to find the holder late waits for the holder only)."""
         holder = str(uuid.uuid4())
         try:
             with self.engine.begin() as conn:
@@ -53,12 +58,20 @@ class SiteLeases:
                     " ON CONFLICT DO NOTHING"), {"s": site, "k": slots})
                 rows = conn.execute(sa.text(
                     "SELECT slot, holder IS NOT NULL AND lease_until > clock_timestamp(),"
+                    " GREATEST(0, EXTRACT(EPOCH FROM GREATEST(expected_at, queued_until) - clock_timestamp())),"
                     " GREATEST(0, EXTRACT(EPOCH FROM expected_at - clock_timestamp()))"
                     " FROM knowledge.site_leases WHERE site = :s AND slot < :k ORDER BY slot"),
                     {"s": site, "k": slots}).all()
                 free = [int(r[0]) for r in rows if not r[1]]
+                if not free and not queue:
+                    return min(float(r[3]) for r in rows)
                 if not free:
-                    return min(float(r[2]) for r in rows)
+                    wait, slot = min((float(r[2]), int(r[0])) for r in rows)
+                    conn.execute(sa.text(  # the next batch sent away waits behind this one
+                        "UPDATE knowledge.site_leases SET queued_until = clock_timestamp()"
+                        " + make_interval(secs => :until) WHERE site = :s AND slot = :n"),
+                        {"until": wait + expected, "s": site, "n": slot})
+                    return wait
                 conn.execute(sa.text(
                     "UPDATE knowledge.site_leases SET holder = CAST(:u AS uuid),"
                     " expected_at = clock_timestamp() + make_interval(secs => :expected),"

@@ -9,8 +9,10 @@ ten batches of one site in ten instances all wait for the same turn (knowledge.h
 billed for it. One row per (site, slot), as many slots as the site's concurrency; a scrape task
 takes a slot for its batch (gleaner.store.siteleases) or is handed back to the queue until the
 holder is expected to be done. ``expected_at`` is when the holder should finish (its pages times
-the site's spacing), the time a waiting batch comes back; ``lease_until`` is when a holder that
-died lets go. Not tenant-scoped: politeness belongs to the server, whoever crawls it.
+the site's spacing); ``queued_until`` is when the batches already sent away to wait for this slot
+should be done, so the next one waits behind them rather than all coming back at once;
+``lease_until`` is when a holder that died lets go. Not tenant-scoped: politeness belongs to the
+server, whoever crawls it.
 """
 
 from alembic import op
@@ -29,6 +31,7 @@ def upgrade() -> None:
             slot integer NOT NULL CHECK (slot >= 0),
             holder uuid,
             expected_at timestamptz,
+            queued_until timestamptz,
             lease_until timestamptz,
             PRIMARY KEY (site, slot)
         )
