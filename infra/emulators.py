@@ -164,7 +164,7 @@ class PushRoute:
 
 def push_routes() -> list[PushRoute]:
     """Every push subscription the deployment needs, derived from the stages' topics."""
-    from gleaner.messages import ScrapeBatch
+    from gleaner.messages import DeliveryTask, ScrapeBatch
     from gleaner.stages import STAGES
 
     routes = []
@@ -173,6 +173,10 @@ def push_routes() -> list[PushRoute]:
             routes.append(PushRoute(f"{topic}-{stage}", topic, stage, "on_http", unwrapped=True))
         else:
             routes.append(PushRoute(f"{topic}-{stage}", topic, stage, "on_event"))
+    # Webhook deliveries stand in for the notify queue the same way; a failed attempt comes back with
+    # the subscription's backoff (no dead letter: the delivery's own attempts decide when it fails).
+    routes.append(PushRoute(f"{DeliveryTask.topic}-notify", DeliveryTask.topic, "notify", "on_http", unwrapped=True,
+                            dead_letter=False))
     stage, entry = DEAD_LETTER_HANDLER
     routes.append(PushRoute(f"{DEAD_LETTER_TOPIC}-{stage}", DEAD_LETTER_TOPIC, stage, entry, dead_letter=False))
     return routes
@@ -180,10 +184,11 @@ def push_routes() -> list[PushRoute]:
 
 def topics() -> list[str]:
     from gleaner.changes.events import TOPIC as CHANGES_TOPIC
-    from gleaner.messages import TOPICS, DeliveryTask
+    from gleaner.messages import TOPICS
 
-    # Webhook deliveries are Cloud Tasks only; change events have a topic of their own (no push route).
-    return sorted({*TOPICS, DEAD_LETTER_TOPIC, CHANGES_TOPIC} - {DeliveryTask.topic})
+    # Change events have a topic of their own (no push route); scrape batches and webhook deliveries
+    # have one here only, standing in for their Cloud Tasks queues.
+    return sorted({*TOPICS, DEAD_LETTER_TOPIC, CHANGES_TOPIC})
 
 
 def declare(project: str, emulator_host: str, urls: Mapping[tuple[str, str], str], *,
@@ -261,6 +266,12 @@ class Stack:
     urls: dict[tuple[str, str], str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     render_url: str | None = None
+    # Where each stage's main.py and the gleaner package are found (the instance-seconds bench points
+    # them at timing wrappers and at another checkout's code).
+    functions_dir: Path = FUNCTIONS_DIR
+    shared_dir: Path = ROOT / "shared"
+    # Requests each stage's process serves at once (functions-framework's THREADS; 4 unless named).
+    threads: Mapping[str, int] = field(default_factory=dict)
 
     def start_emulators(self) -> Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -291,16 +302,21 @@ class Stack:
     def start_functions(self, only: Iterable[tuple[str, str]] | None = None) -> Stack:
         wanted = set(only) if only is not None else None
         base = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT / "shared"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            [str(self.shared_dir), *filter(None, [os.environ.get("PYTHONPATH")])])}
         base.pop("GLEANER_TEST_DATABASE_URL", None)
         started = []
-        entries_wanted = [(stage, entry) for stage, entries in entry_points().items() for entry in entries
-                          if wanted is None or (stage, entry) in wanted]
-        ports = iter(free_ports(len(entries_wanted) + 1))  # one each, and the render service's
+        entries_wanted = [(stage, entry) for stage, entries in entry_points(self.functions_dir).items()
+                          for entry in entries if wanted is None or (stage, entry) in wanted]
+        ports = list(free_ports(len(entries_wanted) + 1))  # one each, and the render service's
+        own = dict(zip(entries_wanted, ports[1:], strict=True))
+        if ("notify", "on_http") in own and "GLEANER_NOTIFY_TASK_URL" not in base:
+            # Deliveries go to the notify function (through its topic, standing in for the notify queue).
+            base["GLEANER_NOTIFY_TASK_URL"] = self.env["GLEANER_NOTIFY_TASK_URL"] = \
+                f"http://127.0.0.1:{own[('notify', 'on_http')]}/"
         if wanted is None and "GLEANER_RENDER_URL" not in base:
             # The render service (Cloud Run in the cloud, docs/rendering.md) beside the functions; sample and
             # scrape call it for pages read by a browser. Its Chromium starts only when a page needs it.
-            port = next(ports)
+            port = ports[0]
             argv = [sys.executable, "-m", "functions_framework", "--source", str(RENDER_SERVICE), "--target",
                     "on_http", "--host", "127.0.0.1", "--port", str(port)]
             proc = Process("render.on_http", argv, port, self.workdir / "fn-render-on_http.log",
@@ -309,12 +325,13 @@ class Stack:
             started.append(proc)
             self.render_url = base["GLEANER_RENDER_URL"] = f"http://127.0.0.1:{port}/"
         for stage, entry in entries_wanted:
-            port = next(ports)
-            argv = [sys.executable, "-m", "functions_framework", "--source", str(FUNCTIONS_DIR / stage / "main.py"),
-                    "--target", entry, "--host", "127.0.0.1", "--port", str(port)]
+            port = own[(stage, entry)]
+            source = self.functions_dir / stage / "main.py"
+            argv = [sys.executable, "-m", "functions_framework", "--source", str(source), "--target", entry,
+                    "--host", "127.0.0.1", "--port", str(port)]
             # Several threads per function: deliveries overlap like concurrent instances would.
             proc = Process(f"{stage}.{entry}", argv, port, self.workdir / f"fn-{stage}-{entry}.log",
-                           env={**base, "THREADS": "4"}).launch()
+                           env={**base, "THREADS": str(self.threads.get(stage, 4))}).launch()
             self.processes.append(proc)
             started.append(proc)
             self.urls[(stage, entry)] = f"http://127.0.0.1:{port}/"

@@ -10,7 +10,7 @@ variable "notify_max_attempts" {
 locals {
   # Functions that record change events and publish them from the outbox after their commit.
   announces = ["map", "scrape", "snapshot", "ingest"]
-  # Functions that schedule delivery tasks (they know the scrape function's URL, the tasks' target):
+  # Functions that schedule delivery tasks (they know the notify function's URL, the tasks' target):
   # every one that flushes the outbox (tests/unit/test_deploy_config.py reads the code's call sites).
   schedules_deliveries = ["map", "scrape", "snapshot", "ingest"]
 }
@@ -29,7 +29,7 @@ resource "google_pubsub_topic_iam_member" "announce" {
   member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
-# One task per delivery, named after it, POSTed to the scrape function's /notify/deliver, which makes
+# One task per delivery, named after it, POSTed to the notify function (functions/notify), which makes
 # one attempt and answers 503 on failure: Cloud Tasks backs off (first retry within seconds) and the
 # handler marks the delivery failed on the last attempt.
 resource "google_cloud_tasks_queue" "notify" {
@@ -38,7 +38,9 @@ resource "google_cloud_tasks_queue" "notify" {
 
   rate_limits {
     max_dispatches_per_second = 50
-    max_concurrent_dispatches = 20
+    # No more at once than the notify function serves (max_instances x concurrency, functions.tf):
+    # a dispatch beyond it meets a 429 and spends one of the delivery's attempts.
+    max_concurrent_dispatches = 16
   }
 
   retry_config {
@@ -59,7 +61,7 @@ resource "google_cloud_tasks_queue_iam_member" "schedules_deliveries" {
   member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
-# Delivery tasks present the tasks identity (which may invoke scrape) with an OIDC token.
+# Delivery tasks present the tasks identity (which may invoke notify) with an OIDC token.
 resource "google_service_account_iam_member" "acts_as_tasks_invoker_for_deliveries" {
   for_each           = toset(local.schedules_deliveries)
   service_account_id = google_service_account.tasks_invoker.name

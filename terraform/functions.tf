@@ -11,23 +11,33 @@
 # an identity token that reached it (GLEANER_HTTP_AUTH=iam, gleaner/callers.py).
 
 locals {
+  # concurrency: requests one instance serves at once (Cloud Run's max_instance_request_concurrency; above 1
+  # it needs a whole vCPU). Billing is for instance time while it serves at least one request, so
+  # requests that mostly wait (scrape: a site's delay between its pages; notify: a receiver's answer)
+  # share an instance and their waits are paid once (docs/deployment.md, "What a page costs").
   http_functions = {
     # Crawl requests, tick and sweep from Cloud Scheduler, the console and the CLI; GET ?run_id= status.
-    "map-http" = { stage = "map", entry_point = "on_http", external = true, timeout = 60, max_instances = 2 }
-    # The Cloud Tasks target: one scrape batch per request, up to the task dispatch deadline.
-    "scrape" = { stage = "scrape", entry_point = "on_http", external = false, timeout = 1800, max_instances = 10 }
+    "map-http" = { stage = "map", entry_point = "on_http", external = true, timeout = 60, max_instances = 2, concurrency = 1 }
+    # The Cloud Tasks target: one scrape batch per request, up to the task dispatch deadline. Batches of
+    # different sites share an instance; batches of one site beyond its concurrency wait in the queue
+    # (knowledge.site_leases), not in an instance.
+    "scrape" = { stage = "scrape", entry_point = "on_http", external = false, timeout = 1800, max_instances = 5, concurrency = 8 }
+    # The notify queue's target: one webhook delivery attempt per request. Its own instance, so a crawl
+    # that fills scrape's can never make deliveries meet 429s and spend their attempts; one instance
+    # serves as many attempts as the queue dispatches at once (changes.tf), inside the connection budget.
+    "notify" = { stage = "notify", entry_point = "on_http", external = false, timeout = 60, max_instances = 1, concurrency = 16 }
     # The feed-poller webhook (articles and the walk nudge); bearer-checked by the code behind IAM.
-    "ingest-webhook" = { stage = "ingest", entry_point = "on_http", external = true, timeout = 300, max_instances = 2 }
+    "ingest-webhook" = { stage = "ingest", entry_point = "on_http", external = true, timeout = 300, max_instances = 2, concurrency = 1 }
     # The back office (/v1/, /ui/): not a stage; its own invokers (backoffice.tf), then bearer or site token.
-    "backoffice" = { stage = "backoffice", entry_point = "on_http", external = true, timeout = 60, max_instances = 2 }
+    "backoffice" = { stage = "backoffice", entry_point = "on_http", external = true, timeout = 60, max_instances = 2, concurrency = 1 }
   }
   event_functions = {
     # A tick that starts many sites queues their walks here: more instances, so the queued ones do
     # not spend their push attempts on 429s (docs/deployment.md, "Batches longer than their deadline").
-    "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 4 }
-    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540, max_instances = 3 }
-    "snapshot" = { stage = "snapshot", entry_point = "on_event", timeout = 540, max_instances = 4 }
-    "ingest"   = { stage = "ingest", entry_point = "on_event", timeout = 540, max_instances = 4 }
+    "map"      = { stage = "map", entry_point = "on_event", timeout = 540, max_instances = 4, concurrency = 1 }
+    "sample"   = { stage = "sample", entry_point = "on_event", timeout = 540, max_instances = 3, concurrency = 1 }
+    "snapshot" = { stage = "snapshot", entry_point = "on_event", timeout = 540, max_instances = 4, concurrency = 1 }
+    "ingest"   = { stage = "ingest", entry_point = "on_event", timeout = 540, max_instances = 4, concurrency = 1 }
   }
   all_functions = merge(local.http_functions, local.event_functions)
   # Functions that read the bearer secret (callers that are not Google identities use it).
@@ -38,11 +48,18 @@ locals {
   # -- the Cloud SQL connection budget (docs/deployment.md, "Connections") ----------------------
   # One request at a time per instance, but a request uses up to pool + overflow connections (the
   # scrape's fetch loop claims host turns while the stage writes outcomes).
-  db_pool_size     = 2
-  db_max_overflow  = 1
-  db_per_instance  = local.db_pool_size + local.db_max_overflow
-  db_instances     = sum([for name in local.db_functions : local.all_functions[name].max_instances])
-  db_peak          = local.db_instances * local.db_per_instance
+  db_pool_size    = 2
+  db_max_overflow = 1
+  db_per_instance = local.db_pool_size + local.db_max_overflow
+  # An instance serving several requests at once shares one bigger pool between them: a request
+  # holds a connection only for a short transaction, never across a fetch.
+  db_concurrent_pool_size    = 4
+  db_concurrent_max_overflow = 2
+  db_concurrent              = [for name, f in local.all_functions : name if f.concurrency > 1]
+  db_instance_connections = { for name, f in local.all_functions : name => (
+    contains(local.db_concurrent, name) ? local.db_concurrent_pool_size + local.db_concurrent_max_overflow : local.db_per_instance
+  ) }
+  db_peak          = sum([for name in local.db_functions : local.all_functions[name].max_instances * local.db_instance_connections[name]])
   db_reserved      = 3 # superuser_reserved_connections on Cloud SQL
   db_migrator      = 1 # the build's migrate step
   db_headroom      = 6 # an operator's psql, gcloud sql connect, the Cloud SQL console
@@ -87,10 +104,20 @@ locals {
   # Where those tasks go and who they claim to be. The scrape service's deterministic Cloud Run URL, not its `uri` attribute: scrape
   # needs its own address, and a function cannot reference its own attributes.
   scrape_url = "https://gleaner-scrape-${data.google_project.this.number}.${var.region}.run.app"
+  # The notify function's URL, for the same reason (deliveries are created by the stages, and by scrape).
+  notify_url = "https://gleaner-notify-${data.google_project.this.number}.${var.region}.run.app"
   tasks_env = {
     GLEANER_SCRAPE_URL            = local.scrape_url
+    GLEANER_NOTIFY_TASK_URL       = local.notify_url
     GLEANER_TASKS_SERVICE_ACCOUNT = google_service_account.tasks_invoker.email
   }
+  # What a function serving several requests at once needs: functions-framework's threads (one per
+  # request it serves; its default is four per vCPU) and the shared pool counted above.
+  concurrent_env = { for name in local.db_concurrent : name => {
+    THREADS                 = tostring(local.all_functions[name].concurrency)
+    GLEANER_DB_POOL_SIZE    = tostring(local.db_concurrent_pool_size)
+    GLEANER_DB_MAX_OVERFLOW = tostring(local.db_concurrent_max_overflow)
+  } }
 }
 
 resource "google_cloudfunctions2_function" "http" {
@@ -116,11 +143,11 @@ resource "google_cloudfunctions2_function" "http" {
     available_cpu                    = "1"
     timeout_seconds                  = each.value.timeout
     max_instance_count               = each.value.max_instances
-    max_instance_request_concurrency = 1
+    max_instance_request_concurrency = each.value.concurrency
     service_account_email            = google_service_account.fn[each.key].email
     # IAM guards every function; "external" ones are reachable from outside Google's network.
     ingress_settings = each.value.external ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), lookup(local.concurrent_env, each.key, {}), {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 
@@ -170,7 +197,7 @@ resource "google_cloudfunctions2_function" "event" {
     available_cpu                    = "1"
     timeout_seconds                  = each.value.timeout
     max_instance_count               = each.value.max_instances
-    max_instance_request_concurrency = 1
+    max_instance_request_concurrency = each.value.concurrency
     service_account_email            = google_service_account.fn[each.key].email
     # Pub/Sub push counts as internal traffic for Cloud Run ingress.
     ingress_settings = "ALLOW_INTERNAL_ONLY"
@@ -194,6 +221,13 @@ resource "google_cloudfunctions2_function" "event" {
 resource "google_cloud_run_service_iam_member" "tasks_to_scrape" {
   location = var.region
   service  = google_cloudfunctions2_function.http["scrape"].name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.tasks_invoker.email}"
+}
+
+resource "google_cloud_run_service_iam_member" "tasks_to_notify" {
+  location = var.region
+  service  = google_cloudfunctions2_function.http["notify"].name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.tasks_invoker.email}"
 }

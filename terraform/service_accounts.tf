@@ -12,6 +12,7 @@ locals {
     "ingest"         = ["snapshots-written"] # landing feed articles versions their bodies
     "ingest-webhook" = ["articles-accepted"]
     "backoffice"     = [] # reads and steers; its change events leave through the stages' outbox flush
+    "notify"         = [] # delivers webhooks; records attempts in the database only
   }
   # Bucket access: create-only writes need objects.create (never overwrite or delete), reads need get.
   writes_blobs = ["map", "sample", "scrape", "snapshot", "ingest"]

@@ -6,9 +6,10 @@ resource "google_cloud_tasks_queue" "scrape" {
 
   rate_limits {
     max_dispatches_per_second = var.scrape_max_dispatches_per_second
-    # No more batches at once than scrape instances: a dispatch beyond them is answered 429 and
-    # spends an attempt. Politeness per host is kept by knowledge.host_slots whatever this is.
-    max_concurrent_dispatches = local.http_functions["scrape"].max_instances
+    # No more batches at once than the scrape instances serve: a dispatch beyond them is answered 429
+    # and spends an attempt. Politeness per host is kept by knowledge.host_slots whatever this is, and
+    # a site's batches beyond its concurrency go back to the queue (knowledge.site_leases).
+    max_concurrent_dispatches = local.http_functions["scrape"].max_instances * local.http_functions["scrape"].concurrency
   }
 
   # The scrape function reads X-CloudTasks-TaskRetryCount: on the last attempt it records the

@@ -18,8 +18,8 @@ variable "archives" {
   description = "Object name in source_bucket of each functions/<dir>'s archive (infra/package_functions.py writes them as functions/<dir>-<content hash>.zip and prints this map): an unchanged one keeps its name, so its function is not redeployed."
   type        = map(string)
   validation {
-    condition     = alltrue([for dir in ["map", "sample", "scrape", "snapshot", "ingest", "backoffice"] : contains(keys(var.archives), dir)])
-    error_message = "archives needs an object for every function directory: map, sample, scrape, snapshot, ingest, backoffice."
+    condition     = alltrue([for dir in ["map", "sample", "scrape", "snapshot", "ingest", "backoffice", "notify"] : contains(keys(var.archives), dir)])
+    error_message = "archives needs an object for every function directory: map, sample, scrape, snapshot, ingest, backoffice, notify."
   }
 }
 

@@ -1,10 +1,12 @@
-"""scrape: the Cloud Tasks target. POST / carries one encoded ScrapeBatch (at most 100 URLs);
-POST /notify/deliver one DeliveryTask of the notify queue (one webhook delivery attempt)."""
+"""scrape: the Cloud Tasks target. POST / carries one encoded ScrapeBatch (at most 100 URLs). Several
+batches of different sites share an instance (terraform: its request concurrency); webhook deliveries
+have their own function (functions/notify), and those queued for /notify/deliver before it existed
+are still served here."""
 
 import flask
 import functions_framework
 
-from gleaner import entry
+from gleaner import entry, taskentry
 from gleaner.messages import ScrapeBatch
 
 entry.setup_logging()
@@ -12,6 +14,6 @@ entry.setup_logging()
 
 @functions_framework.http
 def on_http(request: flask.Request) -> entry.HttpResponse:
-    if request.path.rstrip("/") == entry.DELIVERY_PATH:
-        return entry.run_delivery_task(request)
-    return entry.run_task(request, ScrapeBatch)
+    if request.path.rstrip("/") == taskentry.DELIVERY_PATH:
+        return taskentry.run_delivery_task(request)
+    return taskentry.run_task(request, ScrapeBatch)

@@ -8,8 +8,7 @@ one function here, so envelope parsing and error mapping exist once::
     HTTP crawl request (map)     CrawlRequested       400 bad input             503 (caller retries)
     HTTP {"tick": true} (map)    due sites' crawls    -                         503 (Scheduler retries)
     HTTP {"sweep": true} (map)   idle runs settled    -                         503 (Scheduler retries)
-    Cloud Tasks HTTP (scrape)    ScrapeBatch          400 bad input, 200 acked  503 (Cloud Tasks retries);
-                                                                                 last attempt: record, 200
+    Cloud Tasks HTTP             scrape batches and webhook deliveries: :mod:`gleaner.taskentry`
     HTTP /v1/, /ui/ (backoffice) the back office      400/403/404/409           500 (the operator retries)
 
 A message arriving from the dead-letter topic (it carries Pub/Sub's
@@ -30,21 +29,18 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any
 
 from gleaner.app import Deps, process_deps
 from gleaner.errors import ConfigError, InvalidInput, PermanentError, RetryableError
-from gleaner.messages import CrawlRequested, Message, ScrapeBatch, decode
+from gleaner.messages import CrawlRequested, Message, decode
 from gleaner.web import BodyRefused, read_body
 
 log = logging.getLogger("gleaner.entry")
 
-M = TypeVar("M", bound=Message)
 HttpResponse = tuple[str, int, dict[str, str]]
 
 DEAD_LETTER_ATTRIBUTE = "CloudPubSubDeadLetterSourceSubscription"
-# Cloud Tasks tells the handler how many times this task was retried before (0 on the first try).
-TASK_RETRY_HEADER = "X-CloudTasks-TaskRetryCount"
 
 
 def setup_logging(env: Mapping[str, str] | None = None) -> None:
@@ -363,65 +359,6 @@ def _drain_if_local(deps: Deps) -> None:
         bus.drain()
 
 
-def run_task(request: Any, expect: type[M] = ScrapeBatch, deps: Deps | None = None) -> HttpResponse:  # type: ignore[assignment]
-    """scrape's on_http: the Cloud Tasks target (body = one encoded ScrapeBatch).
-
-    Cloud Tasks retries every non-2xx answer, so a permanent failure of a well-formed task answers
-    200; on the queue's last attempt the failure is recorded on the batch's URLs and answered 200.
-    """
-    from gleaner import logs
-
-    with logs.delivery(_stage_of(expect), request.headers):
-        return _run_task(request, expect, deps)
-
-
-def _run_task(request: Any, expect: type[M], deps: Deps | None) -> HttpResponse:
-    from gleaner import logs
-
-    deps = deps if deps is not None else process_deps()
-    message = _task_message(request, expect, deps)
-    if isinstance(message, tuple):
-        return message
-    logs.label(run_id=getattr(message, "run_id", None), site_domain=getattr(message, "site_domain", None))
-    attempt = _task_attempt(request.headers)
-    try:
-        outcome = _dispatch(message, deps)
-    except Exception as exc:
-        if attempt is not None and attempt >= deps.settings.max_delivery_attempts:
-            from gleaner.deadletters import record_failure
-
-            record_failure(message, deps, f"gave up after {attempt} task attempts: {exc}")
-            log.error("gave up on task %s after %s attempts: %s", getattr(message, "task_name", "?"), attempt, exc,
-                      extra={"fields": {"event": logs.Event.TASK_GAVE_UP.value}})
-            return _json_response({"outcome": "gave-up", "reason": str(exc)}, 200)
-        log.warning("task %s will be retried (attempt %s): %s", getattr(message, "task_name", "?"), attempt, exc)
-        return _json_response({"error": "transient failure; retry", "reason": str(exc)}, 503)
-    return _json_response({"outcome": outcome}, 200)
-
-
-def _task_message(request: Any, expect: type[M], deps: Deps) -> M | HttpResponse:
-    """The task's message, or the answer to a task that carries none (405, 413, 400)."""
-    if request.method != "POST":
-        return _json_response({"error": "use POST"}, 405)
-    try:
-        body = _read_body(request, deps.settings.webhook_max_bytes)
-        message = decode(body, expect)
-    except BodyRefused as exc:
-        return _json_response({"error": "task body too large" if exc.status == 413 else exc.message}, exc.status)
-    except InvalidInput as exc:
-        log.error("rejecting malformed task: %s", exc)
-        return _json_response({"error": str(exc)}, 400)
-    assert isinstance(message, expect)
-    return message
-
-
-def _task_attempt(headers: Mapping[str, str]) -> int | None:
-    raw = headers.get(TASK_RETRY_HEADER)
-    if raw is None or not raw.strip().isdigit():
-        return None
-    return int(raw) + 1
-
-
 def run_webhook(request: Any, deps: Deps | None = None) -> HttpResponse:
     """ingest's on_http: the feed-poller webhook and reference retrieval (:mod:`gleaner.references.webhook`)."""
     from gleaner import logs
@@ -465,29 +402,3 @@ def run_backoffice(request: Any, deps: Deps | None = None) -> Any:
 
     with logs.delivery("backoffice", request.headers):
         return answer(request, deps if deps is not None else process_deps())
-
-
-# Webhook deliveries (Cloud Tasks on the notify queue) arrive on scrape's on_http at this path: scrape is
-# the private Cloud Tasks target already (only the tasks identity may invoke it).
-DELIVERY_PATH = "/notify/deliver"
-
-
-def run_delivery_task(request: Any, deps: Deps | None = None) -> HttpResponse:
-    """One webhook delivery attempt (body = one encoded DeliveryTask); Cloud Tasks backs off and retries.
-
-    200 when delivered, when there is nothing left to do (delivered before, cancelled) and on the
-    queue's last attempt (the delivery is then marked failed); 503 when the receiver failed and the
-    task should come back; 400 for a malformed task.
-    """
-    from gleaner.changes.delivery import AttemptResult, attempt
-    from gleaner.messages import DeliveryTask
-
-    deps = deps if deps is not None else process_deps()
-    message = _task_message(request, DeliveryTask, deps)
-    if isinstance(message, tuple):
-        return message
-    tried = _task_attempt(request.headers)
-    last = tried is not None and tried >= deps.settings.notify_max_attempts
-    result = attempt(deps, message.delivery_id, due_only=False, last=last)
-    status = 503 if result is AttemptResult.RETRY else 200
-    return _json_response({"outcome": str(result)}, status)

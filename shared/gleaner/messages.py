@@ -147,7 +147,9 @@ class ScrapeBatch(Message):
     """One Cloud Tasks task: at most 100 document ids of one run, named run id + batch number.
 
     ``part`` counts continuations: a batch that reached its soft deadline hands the URLs it did not
-    start to part + 1 of the same batch, under its own deterministic name.
+    start to part + 1 of the same batch, under its own deterministic name. ``deferrals`` counts the
+    times the batch was handed back to the queue because its site's batches were all taken
+    (:mod:`gleaner.siteleases`): each is a new task under its own name, so none is scheduled twice.
     """
 
     topic: ClassVar[str] = "scrape"
@@ -156,13 +158,15 @@ class ScrapeBatch(Message):
     batch_no: int
     document_ids: tuple[str, ...] = ()
     part: int = 0
+    deferrals: int = 0
 
     def __post_init__(self) -> None:
         validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
 
     @property
     def task_name(self) -> str:
-        return f"{self.run_id}-{self.batch_no}" + (f"-p{self.part}" if self.part else "")
+        return (f"{self.run_id}-{self.batch_no}" + (f"-p{self.part}" if self.part else "")
+                + (f"-d{self.deferrals}" if self.deferrals else ""))
 
 
 @dataclass(frozen=True, slots=True)

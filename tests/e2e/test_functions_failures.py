@@ -6,7 +6,7 @@ from pathlib import Path
 
 from werkzeug.test import EnvironBuilder
 
-from gleaner import entry
+from gleaner import entry, taskentry
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.demo import demo_pages
@@ -53,11 +53,11 @@ def test_a_scrape_task_that_keeps_failing_records_its_urls_on_the_last_attempt(t
         broken = Deps(test_settings(tmp_path / "x", database_url), bus_override=LocalBus(),
                       fetcher_factory=no_fetcher)
         assert isinstance(batch, ScrapeBatch)
-        body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
+        body, status, _ = taskentry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
         assert status == 503  # Cloud Tasks retries
         assert deps.metadata.run_summary(request.run_id)["status"] == "scraping"
         last = broken.settings.max_delivery_attempts
-        body, status, _ = entry.run_task(_task(batch, retries=last - 1), ScrapeBatch, broken)  # the last attempt
+        body, status, _ = taskentry.run_task(_task(batch, retries=last - 1), ScrapeBatch, broken)  # the last attempt
         assert status == 200 and '"gave-up"' in body
     summary = deps.metadata.run_summary(request.run_id)
     breakdown = deps.metadata.outcome_breakdown(request.run_id)
@@ -80,10 +80,10 @@ def test_a_blob_store_that_cannot_write_settles_the_batch_at_once_and_the_site_i
                       bus_override=LocalBus())
         assert isinstance(batch, ScrapeBatch)
         before = len(site.log)
-        _body, status, _ = entry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
+        _body, status, _ = taskentry.run_task(_task(batch, retries=0), ScrapeBatch, broken)
         assert status == 200  # settled: fetching again cannot fix the store
         fetched = len(site.log) - before
-        _body, status, _ = entry.run_task(_task(batch, retries=1), ScrapeBatch, broken)  # delivered again anyway
+        _body, status, _ = taskentry.run_task(_task(batch, retries=1), ScrapeBatch, broken)  # delivered again anyway
         assert status == 200 and len(site.log) - before == fetched
     summary = deps.metadata.run_summary(request.run_id)
     breakdown = deps.metadata.outcome_breakdown(request.run_id)

@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.test import EnvironBuilder
 
-from gleaner import entry
+from gleaner import entry, taskentry
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.demo import demo_pages
@@ -46,6 +46,9 @@ class QueueBus:
     def enqueue_delivery(self, delivery_id: str, not_before: Any = None) -> bool:
         return False
 
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        return self.enqueue(batch)
+
     def enqueue(self, batch: ScrapeBatch) -> bool:
         with self.lock:
             if batch.task_name in self.names:
@@ -60,7 +63,7 @@ def deliver(message: Message, deps: Deps, attempt: int = 1) -> Any:
     if isinstance(message, ScrapeBatch):
         request = EnvironBuilder(method="POST", data=encode(message),
                                  headers={"X-CloudTasks-TaskRetryCount": str(attempt - 1)}).get_request()
-        body, status, _ = entry.run_task(request, ScrapeBatch, deps)
+        body, status, _ = taskentry.run_task(request, ScrapeBatch, deps)
         assert status == 200, body
         return body
     return entry.run_event(cloud_event(encode(message)), type(message), deps)

@@ -98,3 +98,12 @@ def test_without_cloud_tasks_deliveries_stay_in_the_database_queue(recorder):
     bus.settings = bus.settings.with_(tasks_backend="cloudtasks", scrape_url=None)
     assert bus.enqueue_delivery("0d9c4f1e-0000-4000-8000-000000000043") is False
     assert recorder.requests == []
+
+
+def test_with_a_notify_function_deliveries_go_to_it_not_to_the_scrape_function(recorder):
+    bus = tasks_bus(recorder)
+    bus.settings = bus.settings.with_(notify_queue="gleaner-notify", notify_task_url="https://notify-abc.a.run.app/")
+    assert bus.enqueue_delivery("0d9c4f1e-0000-4000-8000-000000000044") is True
+    http: dict[str, Any] = recorder.requests[0][1]["task"]["httpRequest"]
+    assert http["url"] == "https://notify-abc.a.run.app/"
+    assert http["oidcToken"]["audience"] == "https://notify-abc.a.run.app"

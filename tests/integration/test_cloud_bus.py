@@ -205,3 +205,20 @@ def test_a_published_message_reaches_its_topic_as_it_was_sent(bus_and_inbox):
     message = CrawlMapped(run_id="6f1c0e1e-0000-4000-8000-0000000000aa", site_domain="example.com")
     bus.publish(message, ordering_key="example.com")
     assert inbox(1) == [message]
+
+
+def test_a_deferred_batch_is_a_new_named_task_scheduled_for_later(tasks_recorder):
+    import time
+    from dataclasses import replace
+
+    bus = tasks_bus(tasks_recorder)
+    later = replace(BATCH, deferrals=2)
+    before = time.time()
+    assert bus.defer(later, 30.0) is True
+    assert bus.defer(later, 30.0) is False  # a redelivered task defers its batch once
+    task = tasks_recorder.requests[0][1]["task"]
+    assert task["name"].endswith(f"/tasks/{BATCH.run_id}-3-d2")
+    from datetime import datetime
+
+    at = datetime.fromisoformat(task["scheduleTime"].replace("Z", "+00:00")).timestamp()
+    assert before + 29 <= at <= time.time() + 31

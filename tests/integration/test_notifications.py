@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from standardwebhooks import Webhook, WebhookVerificationError
 from werkzeug.test import EnvironBuilder
 
-from gleaner import entry
+from gleaner import taskentry
 from gleaner.cli import main
 from gleaner.demo import demo_pages
 from gleaner.messages import DeliveryTask, encode
@@ -217,10 +217,10 @@ def test_the_delivery_task_handler_makes_one_attempt_and_asks_cloud_tasks_to_ret
     assert delivery["state"] == "pending" and len(delivery["log"]) == 1  # the run's own attempt
 
     def task(retry_count: int) -> tuple[Any, int]:
-        request = EnvironBuilder(method="POST", path=entry.DELIVERY_PATH,
+        request = EnvironBuilder(method="POST", path=taskentry.DELIVERY_PATH,
                                  data=encode(DeliveryTask(delivery_id=delivery["id"])),
                                  headers={"X-CloudTasks-TaskRetryCount": str(retry_count)}).get_request()
-        body, status, _ = entry.run_delivery_task(request, deps)
+        body, status, _ = taskentry.run_delivery_task(request, deps)
         return json.loads(body), status
 
     assert task(1) == ({"outcome": "retry"}, 503)

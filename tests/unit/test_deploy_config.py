@@ -125,7 +125,8 @@ def test_webhook_deliveries_go_through_the_notify_queue_with_backoff_starting_at
 def test_every_consumed_topic_is_pushed_to_its_stage_function_with_the_same_subscription_name(tf):
     routes = tf["locals"]["push_routes"]
     events = tf["locals"]["event_functions"]
-    expected = {r.topic: r for r in emulators.push_routes() if r.topic in TOPICS and r.topic != ScrapeBatch.topic}
+    expected = {r.topic: r for r in emulators.push_routes()
+                if r.topic in TOPICS and r.topic not in (ScrapeBatch.topic, DeliveryTask.topic)}
     assert set(routes) == set(expected)
     for topic, function in routes.items():
         stage = STAGES[topic][0]
@@ -156,9 +157,9 @@ def test_the_scrape_queue_is_the_one_the_code_enqueues_to_with_rate_limits(tf):
     assert set(queue["rate_limits"][0]) == {"max_dispatches_per_second", "max_concurrent_dispatches"}
     scrape = _functions(tf)["scrape"]
     assert (STAGES[ScrapeBatch.topic][0], "on_http") == (scrape["stage"], scrape["entry_point"])
-    # No more batches dispatched at once than there are scrape instances to take them (else 429s).
+    # No more batches dispatched at once than the scrape instances serve (else 429s).
     assert queue["rate_limits"][0]["max_concurrent_dispatches"] == \
-        '${local.http_functions["scrape"].max_instances}'
+        '${local.http_functions["scrape"].max_instances * local.http_functions["scrape"].concurrency}'
 
 
 def test_every_queue_the_code_names_exists(tf):
@@ -173,8 +174,9 @@ def test_every_entry_point_in_functions_is_deployed_and_every_deployed_one_exist
     in_code = {(stage, entry) for stage, entries in emulators.entry_points().items() for entry in entries}
     deployed = {(f["stage"], f["entry_point"]) for f in _functions(tf).values()}
     assert deployed == in_code
-    # The five pipeline stages, and the back office: a function of its own, but no stage (no topic).
-    assert {stage for stage, _ in in_code} == {"map", "sample", "scrape", "snapshot", "ingest", "backoffice"}
+    # The five pipeline stages, the back office and notify: functions of their own, but no stage.
+    assert {stage for stage, _ in in_code} == {"map", "sample", "scrape", "snapshot", "ingest", "backoffice",
+                                               "notify"}
     assert {stage for stage, _cls, _handler in STAGES.values()} == {"map", "sample", "scrape", "snapshot", "ingest"}
 
 
@@ -366,7 +368,11 @@ def _function_env(tf: dict[str, Any], name: str) -> dict[str, str]:
     """What a deployed function's environment holds, references replaced by stand-in values."""
     env: dict[str, str] = {}
     knows_scrape_url = {*tf["locals"]["enqueues_scrape"], *tf["locals"]["schedules_deliveries"]}
-    extra = tf["locals"]["tasks_env"] if name in knows_scrape_url else {}
+    extra = dict(tf["locals"]["tasks_env"]) if name in knows_scrape_url else {}
+    if _functions(tf)[name]["concurrency"] > 1:  # local.concurrent_env, as its for-expression builds it
+        extra.update(THREADS=str(_functions(tf)[name]["concurrency"]),
+                     GLEANER_DB_POOL_SIZE=str(tf["locals"]["db_concurrent_pool_size"]),
+                     GLEANER_DB_MAX_OVERFLOW=str(tf["locals"]["db_concurrent_max_overflow"]))
     secrets = {"GLEANER_ERASURE_KEY": "00" * 32}  # from Secret Manager (secret_environment_variables)
     for key, raw in {**tf["locals"]["common_env"], **extra, "GLEANER_CLOUDSQL_USER": "${…}", **secrets}.items():
         raw = str(raw)
@@ -387,10 +393,11 @@ def test_every_function_gets_the_settings_the_cloud_path_needs(tf):
         assert settings.shared_politeness and not settings.auto_migrate
         assert settings.max_delivery_attempts == tf["variable"]["max_delivery_attempts"]["default"]
         assert 0 < settings.scrape_soft_deadline < _functions(tf)["scrape"]["timeout"]
-    # sample enqueues batches, scrape the remainder it hands on, others webhook deliveries (to scrape)
+    # sample enqueues batches, scrape the remainder it hands on, others webhook deliveries (to notify)
     for name in {"sample", "scrape", *tf["locals"]["schedules_deliveries"]}:
         settings = Settings.from_env(_function_env(tf, name))
         assert settings.scrape_url and settings.tasks_service_account
+        assert settings.notify_task_url  # local.notify_url (test_deliveries_have_their_own_function…)
         assert settings.notify_max_attempts == tf["variable"]["notify_max_attempts"]["default"]
     assert set(tf["locals"]["enqueues_scrape"]) == {"sample", "scrape"}
 
@@ -488,7 +495,8 @@ def test_tick_and_sweep_are_scheduled_on_map_http(tf):
 def test_the_connection_budget_fits_the_databases_max_connections(tf):
     functions = _functions(tf)
     per_instance = tf["locals"]["db_pool_size"] + tf["locals"]["db_max_overflow"]
-    peak = sum(functions[name]["max_instances"] for name in functions) * per_instance
+    shared = tf["locals"]["db_concurrent_pool_size"] + tf["locals"]["db_concurrent_max_overflow"]
+    peak = sum(f["max_instances"] * (shared if f["concurrency"] > 1 else per_instance) for f in functions.values())
     # The render service's Fetchers use the database too (robots.txt answers, budget, host turns).
     render_peak = tf["variable"]["render_max_instances"]["default"] * per_instance
     total = peak + render_peak + tf["locals"]["db_migrator"] + tf["locals"]["db_headroom"]
@@ -501,10 +509,13 @@ def test_the_connection_budget_fits_the_databases_max_connections(tf):
     assert tf["locals"]["render_db_peak"] == \
         "${local.render_enabled ? var.render_max_instances * local.db_per_instance : 0}"
     # The functions' pools are the ones the budget counts.
-    env = _function_env(tf, "scrape")
-    settings = Settings.from_env(env)
+    settings = Settings.from_env(_function_env(tf, "map"))
     assert (settings.db_pool_size, settings.db_max_overflow) == (tf["locals"]["db_pool_size"],
                                                                  tf["locals"]["db_max_overflow"])
+    settings = Settings.from_env(_function_env(tf, "scrape"))
+    assert (settings.db_pool_size, settings.db_max_overflow) == (tf["locals"]["db_concurrent_pool_size"],
+                                                                 tf["locals"]["db_concurrent_max_overflow"])
+    assert "local.db_instance_connections[name]" in tf["locals"]["db_peak"]
     assert all(f["max_instances"] >= 1 for f in functions.values())
 
 
@@ -670,9 +681,9 @@ def test_every_queue_a_function_enqueues_on_lets_it_create_tasks(tf):
     tasks_targets = {m.group(1) for binding in tf["resource"]["google_cloud_run_service_iam_member"].values()
                      if "tasks_invoker" in binding["member"]
                      for m in re.finditer(r'http\["([a-z-]+)"\]', binding["service"])}
-    assert tasks_targets == {"scrape"}
+    assert tasks_targets == {"scrape", "notify"}
     runners = {name: f["stage"] for name, f in _functions(tf).items()
-               if f["entry_point"] == "on_event" or name in tasks_targets}
+               if f["entry_point"] == "on_event" or name == "scrape"}
     defaults = Settings()
     queues = {q["name"]: key for key, q in tf["resource"]["google_cloud_tasks_queue"].items()}
     grants: dict[str, set[str]] = {}
@@ -781,3 +792,38 @@ def test_the_render_repository_is_the_one_the_build_pushes_to_and_the_builder_ma
     # The builder deploys the render service itself (no function's service agent does it for it).
     assert {"run.services.create", "run.services.update", "run.services.delete"} <= \
         set(tf["locals"]["deployer_permissions"])
+
+
+def test_scrape_serves_several_batches_per_instance_with_a_vcpu_and_threads_for_each(tf):
+    fn = tf["resource"]["google_cloudfunctions2_function"]["http"]["service_config"][0]
+    assert fn["max_instance_request_concurrency"] == "${each.value.concurrency}"
+    assert fn["available_cpu"] == "1"  # a concurrency above 1 needs a whole vCPU (FACTS.md)
+    assert "lookup(local.concurrent_env, each.key, {})" in fn["environment_variables"]
+    scrape, notify = _functions(tf)["scrape"], _functions(tf)["notify"]
+    assert scrape["concurrency"] > 1 and notify["concurrency"] > 1
+    assert set(tf["locals"]["db_concurrent"].split("if")[1:]) and "f.concurrency > 1" in tf["locals"]["db_concurrent"]
+    # functions-framework serves as many requests at once as it has threads (default: 4 per vCPU).
+    assert Settings.from_env(_function_env(tf, "scrape")).db_pool_size == tf["locals"]["db_concurrent_pool_size"]
+    assert _function_env(tf, "scrape")["THREADS"] == str(scrape["concurrency"])
+    # Stages that were written for one request at a time stay there.
+    assert all(f["concurrency"] == 1 for f in tf["locals"]["event_functions"].values())
+
+
+def test_deliveries_have_their_own_function_which_only_the_tasks_identity_invokes(tf):
+    notify = _functions(tf)["notify"]
+    assert (notify["stage"], notify["entry_point"], notify["external"]) == ("notify", "on_http", False)
+    assert ("notify", "on_http") in {(s, e) for s, entries in emulators.entry_points().items() for e in entries}
+    invoker = tf["resource"]["google_cloud_run_service_iam_member"]["tasks_to_notify"]
+    assert invoker["service"] == '${google_cloudfunctions2_function.http["notify"].name}'
+    assert invoker["member"] == "serviceAccount:${google_service_account.tasks_invoker.email}"
+    assert tf["locals"]["notify_url"].startswith("https://gleaner-notify-")
+    assert tf["locals"]["tasks_env"]["GLEANER_NOTIFY_TASK_URL"] == "${local.notify_url}"
+    assert tf["locals"]["publishes"]["notify"] == []
+    # The queue dispatches no more at once than notify serves: a 429 would spend a delivery's attempt.
+    dispatch = tf["resource"]["google_cloud_tasks_queue"]["notify"]["rate_limits"][0]["max_concurrent_dispatches"]
+    assert dispatch <= notify["max_instances"] * notify["concurrency"]
+    # The queue's deliveries reach notify's entry point, never scrape's instances.
+    from gleaner.bus.gcp import notify_task_url
+
+    settings = Settings.from_env(_function_env(tf, "snapshot"))
+    assert notify_task_url(settings) == settings.notify_task_url and not notify_task_url(settings).endswith("/deliver")

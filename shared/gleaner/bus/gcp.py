@@ -12,6 +12,12 @@ and ``enqueue_delivery`` (the notify queue).
   With ``GLEANER_TASKS_BACKEND=pubsub`` (emulator mode: Cloud Tasks has no
   emulator) the batch is published to the ``scrape`` topic instead, whose push
   subscription delivers the same body, unwrapped, to the same ``on_http``.
+- ``defer`` is ``enqueue`` with a Cloud Tasks ``schedule_time``. Pub/Sub has no delayed delivery,
+  so in emulator mode a timer of this process publishes the batch when it is due: not durable,
+  which only the emulator accepts.
+- ``enqueue_delivery`` creates a task on the notify queue for the notify function. In emulator
+  mode, when ``GLEANER_NOTIFY_TASK_URL`` names the notify function, the task is published to the
+  ``notify`` topic, whose push subscription delivers it unwrapped to that function.
 
 Clients are created on first use (never at import), honour
 ``PUBSUB_EMULATOR_HOST`` from the settings, and can be injected (tests point the
@@ -24,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -107,6 +113,22 @@ class GcpBus:
             return True
         return self._create_task(batch)
 
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        if self.settings.tasks_backend == "pubsub":
+            timer = threading.Timer(max(0.0, seconds), self._publish_later, (batch,))
+            timer.daemon = True
+            timer.start()
+            return True
+        at = datetime.now(UTC) + timedelta(seconds=max(0.0, seconds))
+        return self._create_named_task(build_task_request(self.settings, self.queue_path(), batch, at=at),
+                                       batch.task_name)
+
+    def _publish_later(self, batch: ScrapeBatch) -> None:
+        try:
+            self.publish(batch, ordering_key=batch.site_domain)
+        except Exception:  # a timer thread has no caller to tell: say so where the operator looks
+            log.exception("could not publish deferred batch %s", batch.task_name)
+
     def announce(self, event: ChangeEvent) -> None:
         """The event's JSON is the message (not the stages' envelope): downstream consumers read it as is."""
         from google.api_core import exceptions as gexc
@@ -131,10 +153,17 @@ class GcpBus:
 
         In emulator mode (no Cloud Tasks) deliveries stay in the database queue for ``gleaner deliver``.
         """
-        if self.settings.tasks_backend == "pubsub" or notify_task_url(self.settings) is None:
+        task = DeliveryTask(delivery_id=delivery_id)
+        if self.settings.tasks_backend == "pubsub":
+            if not self.settings.notify_task_url:  # no notify function in this emulator stack
+                return False
+            if not_before is not None and not_before > datetime.now(UTC):
+                return False  # Pub/Sub cannot hold a message back: a digest waits in the database queue
+            self.publish(task)
+            return True
+        if notify_task_url(self.settings) is None:
             # The scrape function knows no URL of its own: the next map or snapshot schedules these.
             return False
-        task = DeliveryTask(delivery_id=delivery_id)
         self._create_named_task(build_delivery_request(self.settings, self.notify_queue_path(), task, not_before),
                                 task.task_name)
         return True  # created now or before: scheduled either way
@@ -168,8 +197,9 @@ class GcpBus:
             self._publisher.stop()
 
 
-def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) -> dict[str, Any]:
-    """The CreateTask request: a named HTTP POST of the encoded batch to the scrape function."""
+def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch, *,
+                       at: datetime | None = None) -> dict[str, Any]:
+    """The CreateTask request: a named HTTP POST of the encoded batch to the scrape function (at ``at``)."""
     if not settings.scrape_url:
         raise ConfigError("Cloud Tasks needs GLEANER_SCRAPE_URL (the scrape function's URL)")
     http_request: dict[str, Any] = {
@@ -183,14 +213,14 @@ def build_task_request(settings: Settings, queue_path: str, batch: ScrapeBatch) 
         # service account with an OIDC token whose audience is the function's URL.
         http_request["oidc_token"] = {"service_account_email": settings.tasks_service_account,
                                       "audience": settings.scrape_url}
-    return {
-        "parent": queue_path,
-        "task": {
-            "name": f"{queue_path}/tasks/{batch.task_name}",
-            "http_request": http_request,
-            "dispatch_deadline": {"seconds": TASK_DISPATCH_DEADLINE_SECONDS},
-        },
+    task: dict[str, Any] = {
+        "name": f"{queue_path}/tasks/{batch.task_name}",
+        "http_request": http_request,
+        "dispatch_deadline": {"seconds": TASK_DISPATCH_DEADLINE_SECONDS},
     }
+    if at is not None:
+        task["schedule_time"] = {"seconds": int(at.timestamp()), "nanos": at.microsecond * 1000}
+    return {"parent": queue_path, "task": task}
 
 
 def notify_task_url(settings: Settings) -> str | None:

@@ -109,6 +109,10 @@ class LocalBus:
         self.publish(batch)
         return True
 
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        """At once: the in-process bus runs one process, whose own host table keeps the site's pace."""
+        return self.enqueue(batch)
+
     def announce(self, event: ChangeEvent) -> None:
         """Hand a change event to this process's subscribers of `documents-changed`, at once."""
         from gleaner.changes.events import TOPIC

@@ -8,7 +8,9 @@ Two verbs, matching the two cloud services that implement them:
   schedule a batch twice;
 - ``announce(event)``: a change event on the `documents-changed` topic, the event's
   JSON itself as the message (downstream systems subscribe to it);
-- ``enqueue_delivery(id)``: one named task making a webhook delivery attempt.
+- ``enqueue_delivery(id)``: one named task making a webhook delivery attempt;
+- ``defer(batch, seconds)``: ``enqueue`` no sooner than ``seconds`` from now (a batch whose site's
+  batch slots are all taken goes back to the queue rather than holding an instance).
 
 The in-process implementation (:mod:`gleaner.bus.local`) is what the CLI runs.
 """
@@ -35,6 +37,10 @@ class Bus(Protocol):
 
     def announce(self, event: ChangeEvent) -> None:
         """Publish a change event on `documents-changed`; returns once the publish is durable."""
+        ...
+
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        """Schedule the scrape task ``batch.task_name`` to run in ``seconds``; False if already scheduled."""
         ...
 
     def enqueue_delivery(self, delivery_id: str, not_before: datetime | None = None) -> bool:

@@ -11,8 +11,9 @@ log and retries; its attempt renders the stored body as a readable message
 (:mod:`gleaner.changes.notices`) and sends it through Apprise under the address policy.
 
 Who attempts: locally the run before it returns (:func:`deliver_due` with a wait) and
-``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler (:func:`run_task`, on the
-ingest function's ``/notify/deliver``) makes one attempt and lets Cloud Tasks back off.
+``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler
+(:func:`gleaner.taskentry.run_delivery_task`, the notify function) makes one attempt and lets
+Cloud Tasks back off.
 
 The queue, the leases and the log are :mod:`gleaner.store.deliveries`' (``deps.metadata``); the log
 is read with ``deps.metadata.delivery_log()``.

@@ -24,8 +24,9 @@ from sqlalchemy.engine import Engine
 from gleaner.errors import RetryableError
 from gleaner.fetch.politeness import Turn
 
-# How soon a claimant looks again when every slot is taken (the holders usually finish sooner
-# than their lease, and there is no notification to wait on).
+# How soon a claimant looks again when every slot is taken and the host keeps no delay. With a
+# delay there is no need to look sooner than one spacing: a holder's release pushes the host's next
+# start to at least its release time plus the spacing, so no start can come before now + spacing.
 BUSY_POLL_SECONDS = 0.1
 # The advisory-lock key space of these claims (the second argument of hashtextextended).
 _LOCK_SEED = 0x405715
@@ -38,7 +39,8 @@ class HostSlots:
         self.engine = engine
 
     def claim(self, host: str, *, concurrency: int, spacing: float, lease: float) -> Turn | float:
-        """A turn now, or the seconds to wait before asking again."""
+        """A turn now, or the seconds to wait before asking again: until the host's next start when
+        that is ahead, else (every slot held) one spacing, the earliest a start can follow a release."""
         holder = str(uuid.uuid4())
         try:
             with self.engine.begin() as conn:
@@ -68,7 +70,7 @@ class HostSlots:
                     return wait
                 free = [r[0] for r in rows if not r[2]]
                 if not free:
-                    return BUSY_POLL_SECONDS
+                    return max(spacing, BUSY_POLL_SECONDS)
                 conn.execute(
                     sa.text(
                         "UPDATE knowledge.host_slots SET holder = CAST(:u AS uuid),"

@@ -92,9 +92,11 @@ PARENT_POLICIES: dict[str, tuple[str, str]] = {
 }
 
 # Tables that hold no tenant's data: the schema version, the per-host politeness turns every
-# tenant's crawls share (a host, a slot number and a lease), and the back office's failed logins per
-# peer address (throttling happens before anyone is known, so before any tenant).
-GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.backoffice_login_failures"})
+# tenant's crawls share (a host, a slot number and a lease), the scrape batches a site may run at once
+# (a site key, a slot and a lease: the same politeness, one level up), and the back office's failed
+# logins per peer address (throttling happens before anyone is known, so before any tenant).
+GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.site_leases",
+                           "knowledge.backoffice_login_failures"})
 
 
 def parent_isolation_sql(table: str) -> str:

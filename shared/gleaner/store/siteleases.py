@@ -1,0 +1,94 @@
+"""Scrape batches of one site running at once, capped in PostgreSQL (``knowledge.site_leases``).
+
+A site's politeness lets one request start per delay however many of its batches are dispatched, so
+a batch beyond the site's concurrency would hold a function instance only to wait for turns another
+batch is taking. Each slot is a row; a scrape task takes a free one for its batch
+(:meth:`SiteLeases.take`) or is given a time to come back, and gives it back when the batch ends
+(:meth:`SiteLeases.give_back`). The times queue up: the first batch sent away comes back when the
+holder expects to be done, the next when that one should be, and so on (``queued_until``), so ten
+waiting batches come back one after another rather than ten at once with nine sent away again. Each
+is one short transaction, serialised per site by a transaction-scoped advisory lock (the count is a
+property of all the site's slots). A holder that dies lets go when ``lease_until`` passes. Times are
+the database's clock, the one every instance shares.
+
+Errors: a database failure is a :class:`~gleaner.errors.RetryableError` (the task is delivered
+again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from gleaner.errors import RetryableError
+
+# The advisory-lock key space of these claims (the second argument of hashtextextended).
+_LOCK_SEED = 0x51AE1E
+
+
+@dataclass(frozen=True, slots=True)
+class SiteLease:
+    """A batch's slot on its site; given back with :meth:`SiteLeases.give_back`."""
+
+    site: str
+    slot: int
+    holder: str
+
+
+class SiteLeases:
+    """Per-site batch slots in PostgreSQL."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def take(self, site: str, *, slots: int, expected: float, lease: float, queue: bool = True) -> SiteLease | float:
+        """A slot for a batch expected to take ``expected`` seconds (held at most ``lease``), or the
+        seconds until its turn: the holder's expected end, behind the batches already waiting when
+        ``queue`` (a batch coming back at its turn to find the holder late waits for the holder only)."""
+        holder = str(uuid.uuid4())
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:s, :seed))"),
+                             {"s": site, "seed": _LOCK_SEED})
+                conn.execute(sa.text(
+                    "INSERT INTO knowledge.site_leases (site, slot) SELECT :s, n FROM generate_series(0, :k - 1) AS n"
+                    " ON CONFLICT DO NOTHING"), {"s": site, "k": slots})
+                rows = conn.execute(sa.text(
+                    "SELECT slot, holder IS NOT NULL AND lease_until > clock_timestamp(),"
+                    " GREATEST(0, EXTRACT(EPOCH FROM GREATEST(expected_at, queued_until) - clock_timestamp())),"
+                    " GREATEST(0, EXTRACT(EPOCH FROM expected_at - clock_timestamp()))"
+                    " FROM knowledge.site_leases WHERE site = :s AND slot < :k ORDER BY slot"),
+                    {"s": site, "k": slots}).all()
+                free = [int(r[0]) for r in rows if not r[1]]
+                if not free and not queue:
+                    return min(float(r[3]) for r in rows)
+                if not free:
+                    wait, slot = min((float(r[2]), int(r[0])) for r in rows)
+                    conn.execute(sa.text(  # the next batch sent away waits behind this one
+                        "UPDATE knowledge.site_leases SET queued_until = clock_timestamp()"
+                        " + make_interval(secs => :until) WHERE site = :s AND slot = :n"),
+                        {"until": wait + expected, "s": site, "n": slot})
+                    return wait
+                conn.execute(sa.text(
+                    "UPDATE knowledge.site_leases SET holder = CAST(:u AS uuid),"
+                    " expected_at = clock_timestamp() + make_interval(secs => :expected),"
+                    " lease_until = clock_timestamp() + make_interval(secs => :lease)"
+                    " WHERE site = :s AND slot = :n"),
+                    {"u": holder, "expected": expected, "lease": lease, "s": site, "n": free[0]})
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot take a batch slot on {site}: {exc}") from exc
+        return SiteLease(site, free[0], holder)
+
+    def give_back(self, lease: SiteLease) -> None:
+        """Free the slot (a no-op if its lease ran out and another batch took it)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.text(
+                    "UPDATE knowledge.site_leases SET holder = NULL, expected_at = NULL, lease_until = NULL"
+                    " WHERE site = :s AND slot = :n AND holder = CAST(:u AS uuid)"),
+                    {"s": lease.site, "n": lease.slot, "u": lease.holder})
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot give back the batch slot on {lease.site}: {exc}") from exc

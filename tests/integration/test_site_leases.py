@@ -1,0 +1,128 @@
+"""Batches of one site hold no more instances than its politeness can use (knowledge.site_leases),
+and waiters for a host's shared turn ask the database once per spacing, not ten times a second."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from werkzeug.test import EnvironBuilder
+from werkzeug.wrappers import Request
+
+from gleaner import taskentry
+from gleaner.fetch.politeness import Turn
+from gleaner.messages import ScrapeBatch, encode
+from gleaner.store.hostslots import HostSlots
+from gleaner.store.siteleases import SiteLease, SiteLeases
+
+RUN = "6f1c0e1e-0000-4000-8000-0000000000aa"
+
+
+def _engine(database_url: str) -> sa.engine.Engine:
+    from gleaner.config import Settings
+    from gleaner.store import db
+
+    return db.create_engine(Settings(database_url=database_url))
+
+
+def test_a_sites_batches_beyond_its_concurrency_are_given_their_turns_one_after_another(database_url):
+    engine = _engine(database_url)
+    leases = SiteLeases(engine)
+    first = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
+    assert isinstance(first, SiteLease)
+    wait = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
+    assert isinstance(wait, float) and 35.0 < wait <= 40.0
+    # The next one sent away waits behind it, rather than both coming back to find one slot.
+    behind = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
+    assert isinstance(behind, float) and 75.0 < behind <= 80.0
+    # Another site is not held up by the big one; a site allowing two at once takes a second slot.
+    assert isinstance(leases.take("small.test", slots=1, expected=5.0, lease=10.0), SiteLease)
+    assert isinstance(leases.take("wide.test", slots=2, expected=5.0, lease=10.0), SiteLease)
+    assert isinstance(leases.take("wide.test", slots=2, expected=5.0, lease=10.0), SiteLease)
+    assert isinstance(leases.take("wide.test", slots=2, expected=5.0, lease=10.0), float)
+    leases.give_back(first)
+    again = leases.take("big.test", slots=1, expected=40.0, lease=100.0)
+    assert isinstance(again, SiteLease)
+    leases.give_back(first)  # a slot given back twice does not free the new holder's
+    assert isinstance(leases.take("big.test", slots=1, expected=40.0, lease=100.0), float)
+    engine.dispose()
+
+
+def test_a_holder_that_died_lets_its_sites_slot_go_when_its_lease_runs_out(database_url):
+    engine = _engine(database_url)
+    leases = SiteLeases(engine)
+    assert isinstance(leases.take("gone.test", slots=1, expected=0.05, lease=0.2), SiteLease)
+    assert isinstance(leases.take("gone.test", slots=1, expected=0.05, lease=0.2), float)
+    deadline = time.monotonic() + 10
+    while not isinstance(leases.take("gone.test", slots=1, expected=1.0, lease=5.0), SiteLease):
+        assert time.monotonic() < deadline, "the dead holder's lease never ran out"
+        time.sleep(0.05)
+    engine.dispose()
+
+
+def test_a_waiter_for_a_held_turn_is_told_to_come_back_after_one_spacing_not_a_tenth_of_a_second(database_url):
+    engine = _engine(database_url)
+    slots = HostSlots(engine)
+    held = slots.claim("slow.test", concurrency=1, spacing=0.0, lease=30.0)
+    assert isinstance(held, Turn)
+    # The holder's request is still in flight past the host's next start: no start can come before it
+    # releases, and its release adds the spacing, so asking again sooner cannot help.
+    wait = slots.claim("slow.test", concurrency=1, spacing=1.5, lease=30.0)
+    assert wait == 1.5
+    slots.release(held, pause=1.5)
+    after = slots.claim("slow.test", concurrency=1, spacing=1.5, lease=30.0)
+    assert isinstance(after, float) and 1.0 < after <= 1.5  # the exact time of the next start
+    engine.dispose()
+
+
+class _DeferRecorder:
+    """A bus that records what it is handed (the other verbs are not used by a deferred task)."""
+
+    def __init__(self) -> None:
+        self.deferred: list[tuple[ScrapeBatch, float]] = []
+
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        self.deferred.append((batch, seconds))
+        return True
+
+    def publish(self, message: Any, *, ordering_key: str | None = None) -> None:
+        raise AssertionError("a deferred batch publishes nothing")
+
+
+def _task(batch: ScrapeBatch) -> Any:
+    return Request(EnvironBuilder(method="POST", data=encode(batch), headers={
+        "Content-Type": "application/json", taskentry.TASK_RETRY_HEADER: "0"}).get_environ())
+
+
+def test_a_task_whose_site_is_busy_answers_at_once_and_goes_back_to_the_queue(make_deps, database_url):
+    from gleaner.app import Deps
+
+    deps: Deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1)
+    bus = _DeferRecorder()
+    deps.bus_override = bus  # type: ignore[assignment]
+    engine = _engine(database_url)
+    holder = SiteLeases(engine).take("busy.test", slots=1, expected=30.0, lease=60.0)
+    assert isinstance(holder, SiteLease)
+    batch = ScrapeBatch(run_id=RUN, site_domain="busy.test", batch_no=4, document_ids=("a", "b"))
+    started = time.monotonic()
+    body, status, _ = taskentry.run_task(_task(batch), ScrapeBatch, deps)
+    assert status == 200 and time.monotonic() - started < 5.0
+    answer = json.loads(body)
+    assert answer["outcome"] == "deferred" and answer["task"] == f"{RUN}-4-d1"
+    (again, seconds), = bus.deferred
+    assert again.deferrals == 1 and again.document_ids == batch.document_ids
+    assert 20.0 < seconds <= 30.0  # when the holder expects to be done, not a blind retry
+    engine.dispose()
+
+
+def test_a_batch_back_at_its_turn_to_find_the_holder_late_waits_for_the_holder_not_the_queue(database_url):
+    engine = _engine(database_url)
+    leases = SiteLeases(engine)
+    assert isinstance(leases.take("late.test", slots=1, expected=5.0, lease=60.0), SiteLease)
+    for _ in range(3):  # three batches sent away queue up behind the holder
+        assert isinstance(leases.take("late.test", slots=1, expected=5.0, lease=60.0), float)
+    back = leases.take("late.test", slots=1, expected=5.0, lease=60.0, queue=False)
+    assert isinstance(back, float) and back <= 5.0
+    engine.dispose()
