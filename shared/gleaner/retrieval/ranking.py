@@ -35,6 +35,7 @@ FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
 CANDIDATES = 50  # per list: enough to re-rank well, few enough to score every one exactly
+WORD_CAP = 400  # full-text matches ranked per query: beyond it an arbitrary subset (the index's order)
 PREVIEW_CHARS = 280
 
 _VISIBLE = (
@@ -48,37 +49,43 @@ _VISIBLE = (
 # Scoring: any stemmed word of the query counts (a paraphrase shares few of a page's words).
 _QUERY = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
 _TSQUERY = f"CAST(NULLIF({_QUERY}, '') AS tsquery)"
-# Candidates by words, beside the embedding's: chunks with every word of the query. Ranking every chunk
-# with any one word would rank most of a large index for each query; with vectors the meaning side
-# finds the paraphrases. Without vectors (full text only) any word selects.
+# Candidates by words, beside the embedding's: chunks with every word of the query. With vectors the
+# meaning side finds the paraphrases; without them (full text only) any word selects when too few
+# chunks have every word.
 _ALL_WORDS = "plainto_tsquery('english', :q)"
+
+
+# The caller's visible texts, for the second pass (a small tenant among large ones): this subquery runs
+# under the caller's row-level security, and the candidate functions then look only at those texts.
+_VISIBLE_TEXTS = ("ARRAY(SELECT DISTINCT i.text_hash FROM knowledge.search_index i"
+                  " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
+                  + _VISIBLE[_VISIBLE.index(" WHERE "):] + ")")
 
 
 def _by_meaning(conn: Any, vector: str, model: str, site: str | None, k: int, visible_only: bool
                 ) -> list[tuple[str, int]]:
-    if not visible_only:  # the HNSW index's nearest, whoever holds them: _scored keeps the visible ones
-        conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(k, 40)}"))
-        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c WHERE c.embedding_model = :m"
-               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
-    else:
-        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c" + _VISIBLE +
-               " AND c.embedding_model = :m GROUP BY c.text_hash, c.ordinal, c.embedding"
-               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
+    # The HNSW index's nearest chunks, through knowledge.chunk_vector_candidates (migration 0031): it
+    # reads text_chunks as its owner, so no per-row policy check stands between the index and LIMIT.
+    conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(k, 40)}"))
+    hashes = _VISIBLE_TEXTS if visible_only else "CAST(NULL AS text[])"
+    sql = ("SELECT text_hash, ordinal FROM knowledge.chunk_vector_candidates("
+           f"CAST(:v AS public.vector), :m, :k, {hashes})")
     return [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"v": vector, "m": model, "k": k, "site": site})]
 
 
-def _by_words(conn: Any, query: str, site: str | None, k: int, every_word: bool, visible_only: bool
+def _by_words(conn: Any, query: str, site: str | None, k: int, any_word: bool, visible_only: bool
               ) -> list[tuple[str, int]]:
-    selector = _ALL_WORDS if every_word else _TSQUERY
-    source = "knowledge.text_chunks c CROSS JOIN (SELECT " + selector + " AS tq) q"
-    if visible_only:
-        sql = (f"SELECT c.text_hash, c.ordinal FROM {source}"
-               + _VISIBLE.replace(" WHERE ", " WHERE c.tsv @@ q.tq AND ", 1)
-               + " GROUP BY c.text_hash, c.ordinal, c.tsv, q.tq")
-    else:  # the GIN index's matches, whoever holds them: _scored keeps the visible ones
-        sql = f"SELECT c.text_hash, c.ordinal FROM {source} WHERE c.tsv @@ q.tq"
-    return [(r[0], r[1]) for r in conn.execute(sa.text(
-        sql + " ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC LIMIT :k"), {"q": query, "site": site, "k": k})]
+    # The GIN index's matches, at most WORD_CAP of them ranked (knowledge.chunk_word_candidates): chunks
+    # with every word first; without vectors, chunks with any word when those are too few.
+    hashes = _VISIBLE_TEXTS if visible_only else "CAST(NULL AS text[])"
+    keys: list[tuple[str, int]] = []
+    for selector in (_ALL_WORDS, _TSQUERY) if any_word else (_ALL_WORDS,):
+        sql = f"SELECT text_hash, ordinal FROM knowledge.chunk_word_candidates({selector}, :k, :cap, {hashes})"
+        keys += [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"q": query, "k": k, "cap": WORD_CAP,
+                                                                   "site": site})]
+        if len(keys) >= k:
+            break
+    return list(dict.fromkeys(keys))
 
 
 def _scored(conn: Any, keys: list[tuple[str, int]], query: str, vector: str | None, site: str | None
@@ -129,7 +136,7 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         # First from the indexes over every tenant's chunks; when too few of those are this caller's
         # (a small tenant among large ones), again over the caller's visible chunks only.
         for visible_only in (False, True):
-            keys = _by_words(conn, query, site_domain, k, vector is not None, visible_only)
+            keys = _by_words(conn, query, site_domain, k, vector is None, visible_only)
             if vector is not None:
                 keys = list(dict.fromkeys(_by_meaning(conn, vector, model, site_domain, k, visible_only) + keys))
             rows = _scored(conn, keys, query, vector, site_domain) if keys else []
