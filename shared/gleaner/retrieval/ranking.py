@@ -35,7 +35,7 @@ FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
 CANDIDATES = 50  # per list: enough to re-rank well, few enough to score every one exactly
-WORD_CAP = 400  # full-text matches ranked per query: beyond it an arbitrary subset (the index's order)
+WORD_CAP = 200  # full-text matches ranked per query: beyond it an arbitrary subset (the index's order)
 PREVIEW_CHARS = 280
 
 _VISIBLE = (
@@ -62,48 +62,43 @@ _VISIBLE_TEXTS = ("ARRAY(SELECT DISTINCT i.text_hash FROM knowledge.search_index
                   + _VISIBLE[_VISIBLE.index(" WHERE "):] + ")")
 
 
-def _by_meaning(conn: Any, vector: str, model: str, site: str | None, k: int, visible_only: bool
-                ) -> list[tuple[str, int]]:
-    # The HNSW index's nearest chunks, through knowledge.chunk_vector_candidates (migration 0031): it
-    # reads text_chunks as its owner, so no per-row policy check stands between the index and LIMIT.
-    conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(k, 40)}"))
-    hashes = _VISIBLE_TEXTS if visible_only else "CAST(NULL AS text[])"
-    sql = ("SELECT text_hash, ordinal FROM knowledge.chunk_vector_candidates("
-           f"CAST(:v AS public.vector), :m, :k, {hashes})")
-    return [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"v": vector, "m": model, "k": k, "site": site})]
+_NO_TEXTS = "CAST(NULL AS text[])"
 
 
-def _by_words(conn: Any, query: str, site: str | None, k: int, any_word: bool, visible_only: bool
-              ) -> list[tuple[str, int]]:
-    # The GIN index's matches, at most WORD_CAP of them ranked (knowledge.chunk_word_candidates): chunks
-    # with every word first; without vectors, chunks with any word when those are too few.
-    hashes = _VISIBLE_TEXTS if visible_only else "CAST(NULL AS text[])"
-    keys: list[tuple[str, int]] = []
-    for selector in (_ALL_WORDS, _TSQUERY) if any_word else (_ALL_WORDS,):
-        sql = f"SELECT text_hash, ordinal FROM knowledge.chunk_word_candidates({selector}, :k, :cap, {hashes})"
-        keys += [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"q": query, "k": k, "cap": WORD_CAP,
-                                                                   "site": site})]
-        if len(keys) >= k:
-            break
-    return list(dict.fromkeys(keys))
+def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
+    """One statement: both candidate lists, each candidate scored if visible, the ``:limit`` best sliced.
 
-
-def _scored(conn: Any, keys: list[tuple[str, int]], query: str, vector: str | None, site: str | None
-            ) -> list[Mapping[str, Any]]:
-    embedding = ("GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
-                 if vector is not None else "CAST(NULL AS float8)")
-    return list(conn.execute(sa.text(
-        "WITH k AS (SELECT * FROM unnest(CAST(:h AS text[]), CAST(:o AS int[])) AS k(text_hash, ordinal))"
-        f" SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id, s.version,"
-        f" c.text_hash, c.chunk_start, c.chunk_end, {embedding} AS embedding_score,"
-        f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score,"
-        " convert_from(substring(convert_to(t.body, 'UTF8') FROM c.chunk_start + 1"
-        "   FOR c.chunk_end - c.chunk_start), 'UTF8') AS chunk"
+    The candidates come from knowledge.chunk_word_candidates and knowledge.chunk_vector_candidates
+    (migration 0031): they read text_chunks as its owner, so no per-row policy check stands between
+    the GIN or HNSW index and its LIMIT, and return keys only; the joins here, under the caller's
+    row-level security, keep what the caller may see. Only the answer's rows read the text bodies.
+    """
+    hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
+    ctes = [f"every AS (SELECT * FROM knowledge.chunk_word_candidates({_ALL_WORDS}, :k, :cap, {hashes}))"]
+    if vectors:
+        ctes.append("more AS (SELECT * FROM knowledge.chunk_vector_candidates("
+                    f"CAST(:v AS public.vector), :m, :k, {hashes}))")
+        embedding = "GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
+        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
+    else:  # full text only: chunks with any word of the query when too few have every word
+        ctes.append(f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"
+                    " WHERE (SELECT count(*) FROM every) < :k)")
+        embedding = "CAST(NULL AS float8)"
+        score = "LEAST(1, fulltext_score)"
+    ctes.append("k AS (SELECT text_hash, ordinal FROM every UNION SELECT text_hash, ordinal FROM more)")
+    ctes.append(
+        "scored AS (SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
+        f" s.version, c.text_hash, c.chunk_start, c.chunk_end, {embedding} AS embedding_score,"
+        f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
         " FROM k JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
-        " JOIN knowledge.canonical_texts t ON t.text_hash = c.text_hash" + _VISIBLE.replace(
-            " WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)),
-        {"h": [h for h, _o in keys], "o": [o for _h, o in keys], "q": query, "v": vector, "site": site}
-    ).mappings())
+        + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
+        + ")")
+    return sa.text(
+        "WITH " + ", ".join(ctes) +
+        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
+        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
+        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, url, chunk_start LIMIT :limit) top"
+        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
 
 
 def _preview(chunk: str) -> str:
@@ -130,16 +125,16 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         embedder = deps.embedder
         model = embedder.model
         vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
-    k = max(CANDIDATES, limit)
+    params = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
+              "cap": WORD_CAP, "limit": limit}
     with deps.engine.begin() as conn:
+        if vector is not None:  # the HNSW scan returns at most ef_search rows
+            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
         rows: list[Mapping[str, Any]] = []
-        # First from the indexes over every tenant's chunks; when too few of those are this caller's
-        # (a small tenant among large ones), again over the caller's visible chunks only.
+        # First over every tenant's chunks; when too few of those are this caller's (a small tenant
+        # among large ones), again over the texts the caller's scope sees.
         for visible_only in (False, True):
-            keys = _by_words(conn, query, site_domain, k, vector is None, visible_only)
-            if vector is not None:
-                keys = list(dict.fromkeys(_by_meaning(conn, vector, model, site_domain, k, visible_only) + keys))
-            rows = _scored(conn, keys, query, vector, site_domain) if keys else []
+            rows = list(conn.execute(_statement(vector is not None, visible_only), params).mappings())
             if len(rows) >= limit:
                 break
     results = []

@@ -14,7 +14,8 @@ neighbour pays the same check. So the candidate step reads text_chunks as the ta
   (GIN), the ``k`` best of them by ``ts_rank_cd``;
 - ``knowledge.chunk_vector_candidates(v, model, k, hashes)``: the HNSW index's ``k`` nearest chunks.
 
-Both return keys only (text hash, ordinal), never text, and search joins them back through
+Both return keys only (text hash, ordinal), never text (``ROWS 50``: search asks for about that many,
+and the planner then joins them by index rather than hashing every indexed document), and search joins them back through
 search_index and documents, whose policies decide what the caller sees (gleaner.retrieval.ranking).
 With ``hashes`` given, only chunks of those texts: the caller passes the texts its own scope sees.
 text_chunks keeps its policy for every other reader, the application role included; only FORCE
@@ -32,7 +33,7 @@ depends_on = None
 WORDS = """
 CREATE OR REPLACE FUNCTION knowledge.chunk_word_candidates(q tsquery, k integer, cap integer, hashes text[])
 RETURNS TABLE (text_hash text, ordinal integer)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 50 SET search_path = pg_catalog, pg_temp AS $fn$
     SELECT m.text_hash, m.ordinal FROM (
         SELECT c.text_hash, c.ordinal, c.tsv FROM knowledge.text_chunks c
         WHERE c.tsv @@ q AND (hashes IS NULL OR c.text_hash = ANY(hashes)) LIMIT cap) m
@@ -50,7 +51,7 @@ BEGIN
         EXECUTE $sql$
 CREATE OR REPLACE FUNCTION knowledge.chunk_vector_candidates(v public.vector, model text, k integer, hashes text[])
 RETURNS TABLE (text_hash text, ordinal integer)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 50 SET search_path = pg_catalog, pg_temp AS $fn$
     SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c
     WHERE c.embedding_model = model AND (hashes IS NULL OR c.text_hash = ANY(hashes))
     ORDER BY c.embedding OPERATOR(public.<=>) v LIMIT k
