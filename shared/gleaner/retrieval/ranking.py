@@ -12,15 +12,15 @@ pgvector ``embedding_score`` is null and ``score`` is the full-text score.
 
 Only documents in ``search_index`` whose indexed snapshot is still their current one, that are
 active, not deleted and have an enabled ``rag`` routing are answered: row-level security on
-``documents`` and ``search_index`` limits that to the caller's tenant scope. The HNSW index holds
-every tenant's chunks, so its nearest neighbours may all belong to others; when too few of them are
-visible, the visible chunks are ranked exactly instead (a small tenant's chunks are few). The same
-holds for the full-text candidates.
+``documents`` and ``search_index`` limits that to the caller's tenant scope. The candidates come
+from two functions of migration 0031 that read ``text_chunks`` as its owner (under the row policy
+the GIN index is unusable) and return keys only; the statement keeps the visible ones. The indexes
+hold every tenant's chunks, so their nearest may all belong to others; when too few are visible,
+the functions are asked again for the caller's visible texts only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -125,12 +125,12 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         embedder = deps.embedder
         model = embedder.model
         vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
-    params = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
+    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
               "cap": WORD_CAP, "limit": limit}
     with deps.engine.begin() as conn:
         if vector is not None:  # the HNSW scan returns at most ef_search rows
             conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
-        rows: list[Mapping[str, Any]] = []
+        rows: list[Any] = []
         # First over every tenant's chunks; when too few of those are this caller's (a small tenant
         # among large ones), again over the texts the caller's scope sees.
         for visible_only in (False, True):
