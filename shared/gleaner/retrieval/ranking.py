@@ -12,15 +12,15 @@ pgvector ``embedding_score`` is null and ``score`` is the full-text score.
 
 Only documents in ``search_index`` whose indexed snapshot is still their current one, that are
 active, not deleted and have an enabled ``rag`` routing are answered: row-level security on
-``documents`` and ``search_index`` limits that to the caller's tenant scope. The HNSW index holds
-every tenant's chunks, so its nearest neighbours may all belong to others; when too few of them are
-visible, the visible chunks are ranked exactly instead (a small tenant's chunks are few). The same
-holds for the full-text candidates.
+``documents`` and ``search_index`` limits that to the caller's tenant scope. The candidates come
+from two functions of migration 0031 that read ``text_chunks`` as its owner (under the row policy
+the GIN index is unusable) and return keys only; the statement keeps the visible ones. The indexes
+hold every tenant's chunks, so their nearest may all belong to others; when too few are visible,
+the functions are asked again for the caller's visible texts only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -35,6 +35,7 @@ FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
 CANDIDATES = 50  # per list: enough to re-rank well, few enough to score every one exactly
+WORD_CAP = 200  # full-text matches ranked per query: beyond it an arbitrary subset (the index's order)
 PREVIEW_CHARS = 280
 
 _VISIBLE = (
@@ -48,55 +49,56 @@ _VISIBLE = (
 # Scoring: any stemmed word of the query counts (a paraphrase shares few of a page's words).
 _QUERY = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
 _TSQUERY = f"CAST(NULLIF({_QUERY}, '') AS tsquery)"
-# Candidates by words, beside the embedding's: chunks with every word of the query. Ranking every chunk
-# with any one word would rank most of a large index for each query; with vectors the meaning side
-# finds the paraphrases. Without vectors (full text only) any word selects.
+# Candidates by words, beside the embedding's: chunks with every word of the query. With vectors the
+# meaning side finds the paraphrases; without them (full text only) any word selects when too few
+# chunks have every word.
 _ALL_WORDS = "plainto_tsquery('english', :q)"
 
 
-def _by_meaning(conn: Any, vector: str, model: str, site: str | None, k: int, visible_only: bool
-                ) -> list[tuple[str, int]]:
-    if not visible_only:  # the HNSW index's nearest, whoever holds them: _scored keeps the visible ones
-        conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(k, 40)}"))
-        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c WHERE c.embedding_model = :m"
-               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
-    else:
-        sql = ("SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c" + _VISIBLE +
-               " AND c.embedding_model = :m GROUP BY c.text_hash, c.ordinal, c.embedding"
-               " ORDER BY c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
-    return [(r[0], r[1]) for r in conn.execute(sa.text(sql), {"v": vector, "m": model, "k": k, "site": site})]
+# The caller's visible texts, for the second pass (a small tenant among large ones): this subquery runs
+# under the caller's row-level security, and the candidate functions then look only at those texts.
+_VISIBLE_TEXTS = ("ARRAY(SELECT DISTINCT i.text_hash FROM knowledge.search_index i"
+                  " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
+                  + _VISIBLE[_VISIBLE.index(" WHERE "):] + ")")
 
 
-def _by_words(conn: Any, query: str, site: str | None, k: int, every_word: bool, visible_only: bool
-              ) -> list[tuple[str, int]]:
-    selector = _ALL_WORDS if every_word else _TSQUERY
-    source = "knowledge.text_chunks c CROSS JOIN (SELECT " + selector + " AS tq) q"
-    if visible_only:
-        sql = (f"SELECT c.text_hash, c.ordinal FROM {source}"
-               + _VISIBLE.replace(" WHERE ", " WHERE c.tsv @@ q.tq AND ", 1)
-               + " GROUP BY c.text_hash, c.ordinal, c.tsv, q.tq")
-    else:  # the GIN index's matches, whoever holds them: _scored keeps the visible ones
-        sql = f"SELECT c.text_hash, c.ordinal FROM {source} WHERE c.tsv @@ q.tq"
-    return [(r[0], r[1]) for r in conn.execute(sa.text(
-        sql + " ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC LIMIT :k"), {"q": query, "site": site, "k": k})]
+_NO_TEXTS = "CAST(NULL AS text[])"
 
 
-def _scored(conn: Any, keys: list[tuple[str, int]], query: str, vector: str | None, site: str | None
-            ) -> list[Mapping[str, Any]]:
-    embedding = ("GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
-                 if vector is not None else "CAST(NULL AS float8)")
-    return list(conn.execute(sa.text(
-        "WITH k AS (SELECT * FROM unnest(CAST(:h AS text[]), CAST(:o AS int[])) AS k(text_hash, ordinal))"
-        f" SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id, s.version,"
-        f" c.text_hash, c.chunk_start, c.chunk_end, {embedding} AS embedding_score,"
-        f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score,"
-        " convert_from(substring(convert_to(t.body, 'UTF8') FROM c.chunk_start + 1"
-        "   FOR c.chunk_end - c.chunk_start), 'UTF8') AS chunk"
+def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
+    """One statement: both candidate lists, each candidate scored if visible, the ``:limit`` best sliced.
+
+    The candidates come from knowledge.chunk_word_candidates and knowledge.chunk_vector_candidates
+    (migration 0031): they read text_chunks as its owner, so no per-row policy check stands between
+    the GIN or HNSW index and its LIMIT, and return keys only; the joins here, under the caller's
+    row-level security, keep what the caller may see. Only the answer's rows read the text bodies.
+    """
+    hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
+    ctes = [f"every AS (SELECT * FROM knowledge.chunk_word_candidates({_ALL_WORDS}, :k, :cap, {hashes}))"]
+    if vectors:
+        ctes.append("more AS (SELECT * FROM knowledge.chunk_vector_candidates("
+                    f"CAST(:v AS public.vector), :m, :k, {hashes}))")
+        embedding = "GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
+        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
+    else:  # full text only: chunks with any word of the query when too few have every word
+        ctes.append(f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"
+                    " WHERE (SELECT count(*) FROM every) < :k)")
+        embedding = "CAST(NULL AS float8)"
+        score = "LEAST(1, fulltext_score)"
+    ctes.append("k AS (SELECT text_hash, ordinal FROM every UNION SELECT text_hash, ordinal FROM more)")
+    ctes.append(
+        "scored AS (SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
+        f" s.version, c.text_hash, c.chunk_start, c.chunk_end, {embedding} AS embedding_score,"
+        f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
         " FROM k JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
-        " JOIN knowledge.canonical_texts t ON t.text_hash = c.text_hash" + _VISIBLE.replace(
-            " WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)),
-        {"h": [h for h, _o in keys], "o": [o for _h, o in keys], "q": query, "v": vector, "site": site}
-    ).mappings())
+        + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
+        + ")")
+    return sa.text(
+        "WITH " + ", ".join(ctes) +
+        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
+        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
+        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, url, chunk_start LIMIT :limit) top"
+        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
 
 
 def _preview(chunk: str) -> str:
@@ -123,16 +125,16 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         embedder = deps.embedder
         model = embedder.model
         vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
-    k = max(CANDIDATES, limit)
+    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
+              "cap": WORD_CAP, "limit": limit}
     with deps.engine.begin() as conn:
-        rows: list[Mapping[str, Any]] = []
-        # First from the indexes over every tenant's chunks; when too few of those are this caller's
-        # (a small tenant among large ones), again over the caller's visible chunks only.
+        if vector is not None:  # the HNSW scan returns at most ef_search rows
+            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
+        rows: list[Any] = []
+        # First over every tenant's chunks; when too few of those are this caller's (a small tenant
+        # among large ones), again over the texts the caller's scope sees.
         for visible_only in (False, True):
-            keys = _by_words(conn, query, site_domain, k, vector is not None, visible_only)
-            if vector is not None:
-                keys = list(dict.fromkeys(_by_meaning(conn, vector, model, site_domain, k, visible_only) + keys))
-            rows = _scored(conn, keys, query, vector, site_domain) if keys else []
+            rows = list(conn.execute(_statement(vector is not None, visible_only), params).mappings())
             if len(rows) >= limit:
                 break
     results = []

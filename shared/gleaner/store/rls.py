@@ -91,6 +91,10 @@ PARENT_POLICIES: dict[str, tuple[str, str]] = {
         "EXISTS (SELECT 1 FROM knowledge.notify_deliveries p WHERE p.id = notify_attempts.delivery_id)", ""),
 }
 
+# Tables under their policy for every reader but their owner (no FORCE): search's candidate functions,
+# owned by the table's owner, read them whole through their indexes and return keys only, which search
+# joins back through tenant-filtered tables (migration 0031: under the policy the GIN index is unusable).
+OWNER_READ_TABLES = frozenset({"knowledge.text_chunks"})
 # Tables that hold no tenant's data: the schema version, the per-host politeness turns every
 # tenant's crawls share (a host, a slot number and a lease), the scrape batches a site may run at once
 # (a site key, a slot and a lease: the same politeness, one level up), and the back office's failed
