@@ -1,7 +1,7 @@
 """Search candidates through the indexes: two functions that read text_chunks past its row policy.
 
 Revision ID: 0031
-Revises: 0028
+Revises: 0030
 Create Date: 2026-12-01
 
 Row-level security on text_chunks (a parent policy through canonical_texts, snapshot_texts,
@@ -26,7 +26,7 @@ role is a superuser (the embedded server) nothing changes: superusers bypass row
 from alembic import op
 
 revision = "0031"
-down_revision = "0028"
+down_revision = "0030"
 branch_labels = None
 depends_on = None
 

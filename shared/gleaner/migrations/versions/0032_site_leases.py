@@ -1,7 +1,7 @@
 """site_leases: how many scrape batches of one site may hold a function instance at once.
 
 Revision ID: 0032
-Revises: 0030
+Revises: 0031
 Create Date: 2026-12-01
 
 A site's politeness lets one request start per delay, however many batches of it are dispatched:
@@ -18,7 +18,7 @@ server, whoever crawls it.
 from alembic import op
 
 revision = "0032"
-down_revision = "0030"
+down_revision = "0031"
 branch_labels = None
 depends_on = None
 
