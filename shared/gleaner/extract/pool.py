@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import suppress
 from typing import Any, TypeVar
 
 from gleaner.extract.orphan import worker_started
@@ -110,6 +111,24 @@ class ExtractPool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+            _stop_forkserver()
+
+
+def _stop_forkserver() -> None:
+    """Stop the forkserver now that its workers are gone, rather than when it sees this process exit.
+
+    It inherited this process's stdout and stderr: until it exits (polling for its parent's end, see
+    extract/orphan.py), whoever reads the command's output (a pipe, a caller's subprocess) waits for
+    it. A pool started later in this process starts a new one. ``_stop`` is the standard library's
+    own way to stop it (its tests use it); a Python without it leaves the forkserver to its watch.
+    """
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is None:
+        return
+    with suppress(OSError):  # already gone
+        stop()
 
 
 def _hand_over(executor: ProcessPoolExecutor, fn: Callable[..., Any], args: tuple[Any, ...],
