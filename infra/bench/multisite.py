@@ -149,6 +149,8 @@ def timeline(trace: dict[str, Any], started: float, sites: list[TestSite], since
         if trace.get(name):
             out[name] = [at(min(b for b, _e in trace[name])), at(max(e for _b, e in trace[name]))]
     out["exit"] = at(trace["exit"])
+    # The first host's first requests: what map and sample ask before scrape's pages.
+    out["first_host_requests"] = [[r.path, at(r.at)] for r in sites[0].log[since[0]:since[0] + 6]]
     return out
 
 
