@@ -50,3 +50,27 @@ def test_closing_the_pool_stops_its_forkserver_and_a_later_pool_starts_another()
         # Gone (and reaped) when close returns: it no longer holds the command's stdout and stderr open.
         assert forkserver._forkserver._forkserver_pid is None
         assert not psutil.pid_exists(server)
+
+
+def test_a_prestarted_forkserver_serves_the_pool_and_one_never_used_is_stopped_at_once():
+    import time
+    from multiprocessing import forkserver
+
+    pool = ExtractPool(workers=2)
+    pool.prestart()
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None and not pool.started  # no worker yet: only the imports go on
+    try:
+        assert pool.submit(items(7)).result(timeout=120)[0].title == "Pool 7"
+        assert forkserver._forkserver._forkserver_pid == server  # the workers came from it
+    finally:
+        pool.close()
+    assert not psutil.pid_exists(server)
+
+    unused = ExtractPool(workers=2)
+    unused.prestart()
+    server = forkserver._forkserver._forkserver_pid
+    began = time.monotonic()
+    unused.close()
+    assert time.monotonic() - began < 2  # not kept waiting for the imports to finish
+    assert forkserver._forkserver._forkserver_pid is None and not psutil.pid_exists(server)

@@ -39,6 +39,7 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
     """``gleaner watch`` on this machine: tick on the schedule, drive every run at once; the runs started."""
     from gleaner.operator.schedule import TickReport, watch
 
+    deps.extract_pool.prestart()  # its imports overlap the first tick's database work and map stage
     woken = threading.Event()
     stop = threading.Event()
     failed: list[BaseException] = []

@@ -228,6 +228,8 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
     """Start every due site's run and drive them all at once in this process (the multi-site engine)."""
     from gleaner.operator.schedule import tick
 
+    if deps.settings.bus != "gcp":  # this process will likely extract: the forkserver imports while the database starts
+        deps.extract_pool.prestart()
     report = tick(deps)
     data = report.to_dict()
     data["runs"] = _drive_started(deps, report)
