@@ -80,6 +80,7 @@ class Engine:
         self._given_up: dict[str, str] = {}
         self._finished: dict[str, Future[dict[str, Any]]] = {}
         self._ended_unknown: set[str] = set()  # runs whose last message was done before add() named them
+        self._serving = False  # serve() keeps no summaries: a watch runs for months
         # Runs are settled here as they end, one at a time, off the draining thread (which goes on dispatching).
         self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gleaner-engine-finish")
         self.interrupted: list[str] = []  # the runs Ctrl-C marked interrupted
@@ -115,6 +116,7 @@ class Engine:
     def serve(self, until: threading.Event) -> None:
         """Drive the runs :meth:`add` hands over, as they come, until ``until`` is set and every run ended
         (``gleaner watch``: its ticks add runs while others are still going)."""
+        self._serving = True
         with self._bounded(self.deps.settings.max_runs or 1):
             self.bus.drain(on_dispatch=self._dispatched, until=until)
         self._finisher.submit(lambda: None).result()  # the last runs' settling done
@@ -144,6 +146,11 @@ class Engine:
                 self.on_run_end(run, summary)
             except Exception:  # a display's failure is no run's
                 log.exception("on_run_end failed for run %s", run.run_id)
+        if self._serving:
+            with self._lock:
+                self._runs.pop(run.run_id, None)
+                self._finished.pop(run.run_id, None)
+                self._ended_unknown.discard(run.run_id)
         return summary
 
     def _result(self, run: RunRef) -> dict[str, Any]:
