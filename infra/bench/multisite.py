@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,31 +92,125 @@ class PeakRss:
         return self.peak
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int, subprocess.CompletedProcess[str]]:
+    """The process's start (monotonic), wall time, peak RSS and outcome."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rss = PeakRss(proc.pid)
     out, err = proc.communicate(timeout=3600)
     wall = time.monotonic() - started
-    return wall, rss.stop(), subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return started, wall, rss.stop(), subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def spacing(sites: list[TestSite], since: list[int]) -> dict[str, Any]:
-    """The span of the crawl and every host's smallest gap between requests, from the servers' logs."""
-    gaps, firsts, lasts = [], [], []
+def spacing(sites: list[TestSite], since: list[int], delay: float, started: float) -> dict[str, Any]:
+    """The crawl's span, every host's gaps between requests (the smallest; the mean above the delay: the
+    engine's own cost per page), and when the first request came after the process started."""
+    gaps, firsts, lasts, over = [], [], [], []
     for site, start in zip(sites, since, strict=True):
         times = [r.at for r in site.log[start:]]
         if not times:
             continue
         firsts.append(times[0])
         lasts.append(times[-1])
-        gaps.append(min((b - a for a, b in pairwise(times)), default=float("inf")))
+        between = [b - a for a, b in pairwise(times)]
+        gaps.append(min(between, default=float("inf")))
+        if between:
+            over.append(statistics.fmean(between) - delay)
     return {"span_seconds": round(max(lasts) - min(firsts), 2), "min_gap_seconds": round(min(gaps), 3),
+            "mean_gap_over_delay_seconds": round(statistics.fmean(over), 3),
+            "worst_host_mean_gap_over_delay_seconds": round(max(over), 3),
+            "first_request_after_start_seconds": round(min(firsts) - started, 2),
+            "last_request_after_start_seconds": round(max(lasts) - started, 2),
             "requests": sum(len(s.log) - n for s, n in zip(sites, since, strict=True))}
 
 
-def run(hosts: int, pages: int, delay: float, python: str) -> dict[str, Any]:
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
+def timeline(trace: dict[str, Any], started: float, sites: list[TestSite], since: list[int]) -> dict[str, Any]:
+    """Where the tick's process time went (multisite_trace.py's moments), seconds after the process start."""
+    def at(t: float) -> float:
+        return round(t - started, 2)
+
+    stages: dict[str, list[float]] = {}
+    for topic, _run, begin, end in trace["stages"]:
+        first_last = stages.setdefault(topic, [begin, end])
+        first_last[0], first_last[1] = min(first_last[0], begin), max(first_last[1], end)
+    first_pages = [next((r.at for r in site.log[n:] if r.path.startswith("/p/")), None)
+                   for site, n in zip(sites, since, strict=True)]
+    first_pages_at = [t for t in first_pages if t is not None]
+    out: dict[str, Any] = {"imports_done": at(trace["imports"])}
+    if trace.get("database"):
+        out["database_ready"] = at(max(end for _begin, end in trace["database"]))
+    if "extract_ready" in trace:
+        out["extract_warm_called"] = at(trace["extract_warm"])
+        out["extract_ready"] = at(trace["extract_ready"])
+    out["stages"] = {topic: [at(a), at(b)] for topic, (a, b) in stages.items()}
+    if first_pages_at:
+        out["first_page_request"] = [at(min(first_pages_at)), at(max(first_pages_at))]
+    for name in ("notify", "summaries", "board_exit", "embed", "close", "database_stop"):
+        if trace.get(name):
+            out[name] = [at(min(b for b, _e in trace[name])), at(max(e for _b, e in trace[name]))]
+    out["exit"] = at(trace["exit"])
+    # The first host's first requests: what map and sample ask before scrape's pages.
+    out["first_host_requests"] = [[r.path, at(r.at)] for r in sites[0].log[since[0]:since[0] + 6]]
+    return out
+
+
+SETUP = """import os, sys
+from gleaner import tenancy
+from gleaner.app import Deps
+from gleaner.config import Settings
+from gleaner.operator.sites import add_site
+deps = Deps(Settings.from_env(os.environ))
+with tenancy.all_tenants():
+    for url in sys.argv[2:]:
+        add_site(deps, url, every="1h", delay=float(sys.argv[1]))
+deps.close()
+"""
+
+
+def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
+            trace: bool) -> dict[str, Any]:
+    """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
+    with tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
+                   GLEANER_EMBED_AFTER_CRAWL="true" if embed else "false",
+                   PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
+        subprocess.run([python, "-c", SETUP, str(delay), *[s.url + "/" for s in sites]], env=env, check=True)
+        since = [len(s.log) for s in sites]
+        command = [python, "-m", "gleaner.cli", "tick", "--json"]
+        if trace:
+            env["MULTISITE_TRACE"] = str(Path(home) / "trace.json")
+            command = [python, str(HERE / "multisite_trace.py"), "tick", "--json"]
+        started, wall, rss, done = timed(command, env)
+        if done.returncode != 0:
+            raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
+        runs = json.loads(done.stdout)["runs"]
+        result = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
+                  "pages": sum(r["fetched"] for r in runs), "statuses": sorted({r["status"] for r in runs}),
+                  **spacing(sites, since, delay, started)}
+        if trace:
+            result["timeline"] = timeline(json.loads(Path(env["MULTISITE_TRACE"]).read_text()), started, sites,
+                                          since)
+        return result
+
+
+def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-multisite-scrapy-") as home:
+        since = [len(s.log) for s in sites]
+        out = Path(home) / "scrapy.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        started, wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
+                                          "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)})
+        if done.returncode != 0:
+            raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
+        return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
+                "pages": json.loads(out.read_text())["pages"], **spacing(sites, since, delay, started)}
+
+
+def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = False, trace: bool = False,
+        baseline: Path | None = None) -> dict[str, Any]:
+    """One N: Gleaner (and the baseline tree's Gleaner, if given), then Scrapy, over the same hosts."""
+    with ExitStack() as stack:
         sites = []
         for n in range(hosts):
             served: dict[str, Page] = {}
@@ -123,46 +218,25 @@ def run(hosts: int, pages: int, delay: float, python: str) -> dict[str, Any]:
                                                 max_requests=100_000))
             served.update(host_pages(n, site.url, pages))
             sites.append(site)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
-        env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
-                   PYTHONPATH=str(REPO / "shared") + os.pathsep + env.get("PYTHONPATH", ""))
-        # What `gleaner sites add URL --every 1h --delay D` does for each host, in one process (as the operator).
-        setup = ("import os, sys\nfrom gleaner import tenancy\nfrom gleaner.app import Deps\n"
-                 "from gleaner.config import Settings\nfrom gleaner.operator.sites import add_site\n"
-                 "deps = Deps(Settings.from_env(os.environ))\n"
-                 "with tenancy.all_tenants():\n"
-                 "    for url in sys.argv[2:]:\n        add_site(deps, url, every='1h', delay=float(sys.argv[1]))\n"
-                 "deps.close()\n")
-        subprocess.run([python, "-c", setup, str(delay), *[s.url + "/" for s in sites]], env=env, check=True)
         results: dict[str, Any] = {"hosts": hosts, "pages_per_host": pages, "delay": delay,
-                                   "floor_seconds": round((pages + 1) * delay, 2)}
-
-        since = [len(s.log) for s in sites]
-        wall, rss, done = timed([python, "-m", "gleaner.cli", "tick", "--json"], env)
-        if done.returncode != 0:
-            raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
-        runs = json.loads(done.stdout)["runs"]
-        results["gleaner"] = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
-                              "pages": sum(r["fetched"] for r in runs),
-                              "statuses": sorted({r["status"] for r in runs}), **spacing(sites, since)}
-
-        since = [len(s.log) for s in sites]
-        out = Path(home) / "scrapy.json"
-        wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
-                                 "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)})
-        if done.returncode != 0:
-            raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
-        scrapy = json.loads(out.read_text())
-        results["scrapy"] = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
-                             "pages": scrapy["pages"], **spacing(sites, since)}
-        g, s = results["gleaner"], results["scrapy"]
+                                   "floor_seconds": round((pages + 1) * delay, 2), "load_before": os.getloadavg()}
+        if baseline is not None:
+            results["baseline"] = gleaner(sites, delay, python, baseline, embed=embed, trace=trace)
+        results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", embed=embed, trace=trace)
+        results["scrapy"] = scrapy(sites, delay, python)
+        g, s, floor = results["gleaner"], results["scrapy"], results["floor_seconds"]
         results["ratios"] = {
             "gleaner_over_scrapy_process": round(g["process_seconds"] / s["process_seconds"], 2),
             "gleaner_over_scrapy_span": round(g["span_seconds"] / s["span_seconds"], 2),
-            "gleaner_span_over_floor": round(g["span_seconds"] / results["floor_seconds"], 2),
-            "gleaner_process_over_floor": round(g["process_seconds"] / results["floor_seconds"], 2),
-            "scrapy_span_over_floor": round(s["span_seconds"] / results["floor_seconds"], 2),
+            "gleaner_span_over_floor": round(g["span_seconds"] / floor, 2),
+            "gleaner_process_over_floor": round(g["process_seconds"] / floor, 2),
+            "scrapy_span_over_floor": round(s["span_seconds"] / floor, 2),
+            "scrapy_process_over_floor": round(s["process_seconds"] / floor, 2),
         }
+        if baseline is not None:
+            b = results["baseline"]
+            results["ratios"]["gleaner_over_baseline_process"] = round(g["process_seconds"] / b["process_seconds"], 2)
+            results["ratios"]["gleaner_over_baseline_span"] = round(g["span_seconds"] / b["span_seconds"], 2)
         return results
 
 
@@ -172,15 +246,22 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=30)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--out", type=Path, help="write the results JSON here")
+    parser.add_argument("--embed", action="store_true",
+                        help="let tick embed its new chunks for search too (Scrapy does nothing like it)")
+    parser.add_argument("--trace", action="store_true", help="add the tick's timeline (multisite_trace.py)")
+    parser.add_argument("--baseline", type=Path, metavar="SHARED",
+                        help="also time the Gleaner of another tree's shared/ (before/after in one command)")
     args = parser.parse_args()
     if max(args.hosts) > 250:
         raise SystemExit("at most 250 hosts (127.0.0.2 .. 127.0.0.251)")
-    report = {"profile": "multi-site", "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
-              "runs": []}
+    report: dict[str, Any] = {"profile": "multi-site", "embed_after_crawl": args.embed,
+                              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}, "runs": []}
     for hosts in args.hosts:
-        result = run(hosts, args.pages, args.delay, sys.executable)
+        result = run(hosts, args.pages, args.delay, sys.executable, embed=args.embed, trace=args.trace,
+                     baseline=args.baseline)
         report["runs"].append(result)
         print(json.dumps(result), flush=True)
+    report["machine"]["load_after"] = os.getloadavg()
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 

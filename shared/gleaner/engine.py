@@ -13,6 +13,10 @@ crawls many domains in one reactor:
 - extraction goes to the one shared process pool (``Deps.extract_pool``);
 - a run's failure stays its own: an unexpected error in one handler gives that message up and
   records it on its run (the bus's ``isolate``), the other runs go on;
+- a run is settled (its summary made, its notifications flushed) as soon as its last message is
+  done, on the engine's finisher thread: the others go on meanwhile, and nothing waits for the slowest;
+- ``gleaner watch`` keeps one engine :meth:`serve` ing: the runs each tick adds start at once, whatever
+  runs are still going;
 - Ctrl-C (or SIGTERM) marks every run still active ``interrupted``; ``gleaner runs resume RUN_ID``
   finishes each.
 
@@ -22,7 +26,9 @@ Every run is recorded with this process as its worker, as ``gleaner crawl`` reco
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +48,7 @@ log = logging.getLogger(__name__)
 THREADS_PER_RUN = SCRAPE_BATCHES_IN_FLIGHT + 1
 
 OnDispatch = Callable[[Message], None] | None
+OnRunEnd = Callable[["RunRef", dict[str, Any]], None] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,37 +70,99 @@ class Engine:
     """Drives several runs to their ends at once; :meth:`crawl` for new requests, :meth:`drive` for
     runs whose requests are already on the bus (a tick publishes them itself)."""
 
-    def __init__(self, deps: Deps, on_dispatch: OnDispatch = None) -> None:
+    def __init__(self, deps: Deps, on_dispatch: OnDispatch = None, on_run_end: OnRunEnd = None) -> None:
         self.deps = deps
         self.bus: LocalBus = local_bus(deps)  # also records this process as the runs' worker
         self.on_dispatch = on_dispatch
-        self._sites: dict[str, str] = {}
+        self.on_run_end = on_run_end
+        self._runs: dict[str, RunRef] = {}
+        self._lock = threading.Lock()
         self._given_up: dict[str, str] = {}
+        self._finished: dict[str, Future[dict[str, Any]]] = {}
+        self._ended_unknown: set[str] = set()  # runs whose last message was done before add() named them
+        self._serving = False  # serve() keeps no summaries: a watch runs for months
+        # Runs are settled here as they end, one at a time, off the draining thread (which goes on dispatching).
+        self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gleaner-engine-finish")
         self.interrupted: list[str] = []  # the runs Ctrl-C marked interrupted
 
     def crawl(self, requests: Sequence[CrawlRequested]) -> list[dict[str, Any]]:
         """Publish one crawl request per site and drive them all; a summary per request, in order."""
         runs = [RunRef.of(request) for request in requests]
+        self.add(runs)
         for request in requests:
             self.bus.publish(request, ordering_key=request.site_domain)
         return self.drive(runs)
 
+    def add(self, runs: Sequence[RunRef]) -> None:
+        """Runs this engine drives (their requests on the bus already, or published next)."""
+        with self._lock:
+            for run in runs:
+                self._runs[run.run_id] = run
+                if run.run_id in self._ended_unknown and run.run_id not in self._finished:
+                    self._finished[run.run_id] = self._finisher.submit(self._finish, run)
+        self._warm(runs)
+
     def drive(self, runs: Sequence[RunRef]) -> list[dict[str, Any]]:
         """Drain the bus until every run ended; a summary per run, in order."""
-        for run in runs:
-            self._sites[run.run_id] = run.site_domain
-        self._warm(runs)
+        self.add(runs)
         with self._bounded(len(runs)):
             try:
-                self.bus.drain(on_dispatch=self.on_dispatch)
+                self.bus.drain(on_dispatch=self._dispatched)
             except KeyboardInterrupt:
                 self.interrupt()
                 raise
+        return [self._result(run) for run in runs]
+
+    def serve(self, until: threading.Event) -> None:
+        """Drive the runs :meth:`add` hands over, as they come, until ``until`` is set and every run ended
+        (``gleaner watch``: its ticks add runs while others are still going)."""
+        self._serving = True
+        with self._bounded(self.deps.settings.max_runs or 1):
+            self.bus.drain(on_dispatch=self._dispatched, until=until)
+        self._finisher.submit(lambda: None).result()  # the last runs' settling done
+
+    def _dispatched(self, message: Message) -> None:
+        if self.on_dispatch is not None:
+            self.on_dispatch(message)
+        run_id = getattr(message, "run_id", None)
+        if not isinstance(run_id, str) or self.bus.active(run_id):
+            return
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:  # a tick publishes its requests before it hands their runs over
+                self._ended_unknown.add(run_id)
+            elif run_id not in self._finished:
+                self._finished[run_id] = self._finisher.submit(self._finish, run)
+
+    def _finish(self, run: RunRef) -> dict[str, Any]:
+        """A run's last message is done: settle it, send what it has to say, make its summary."""
         try:
             notify(self.deps)
-        except GleanerError as exc:  # the runs are done; `gleaner deliver` sends what is left
-            log.warning("could not deliver the runs' notifications: %s", exc)
-        return [self._summary(run) for run in runs]
+        except GleanerError as exc:  # the run is done; `gleaner deliver` sends what is left
+            log.warning("could not deliver the notifications of run %s: %s", run.run_id, exc)
+        summary = self._summary(run)
+        if self.on_run_end is not None:
+            try:
+                self.on_run_end(run, summary)
+            except Exception:  # a display's failure is no run's
+                log.exception("on_run_end failed for run %s", run.run_id)
+        if self._serving:
+            with self._lock:
+                self._runs.pop(run.run_id, None)
+                self._finished.pop(run.run_id, None)
+                self._ended_unknown.discard(run.run_id)
+        return summary
+
+    def _result(self, run: RunRef) -> dict[str, Any]:
+        with self._lock:
+            finished = self._finished.get(run.run_id)
+        if finished is None:  # never dispatched (interrupted before it started)
+            with self._lock:
+                finished = self._finished.setdefault(run.run_id, self._finisher.submit(self._finish, run))
+        return finished.result()
+
+    def close(self) -> None:
+        self._finisher.shutdown(wait=True)
 
     def _warm(self, runs: Sequence[RunRef]) -> None:
         """Start the shared extraction processes now if any site is crawled for the first time (every
@@ -111,7 +180,9 @@ class Engine:
     def interrupt(self) -> list[str]:
         """Mark every run of this engine that is still active ``interrupted``; the ids marked."""
         marked = []
-        for run_id, site in self._sites.items():
+        with self._lock:
+            sites = {run_id: run.site_domain for run_id, run in self._runs.items()}
+        for run_id, site in sites.items():
             with tenancy.scope(site):
                 if settle(self.deps, run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)"):
                     marked.append(run_id)

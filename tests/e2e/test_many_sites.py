@@ -181,3 +181,26 @@ def test_crawl_with_several_urls_prints_one_summary_per_url_in_order(env, hosts,
     summaries = json.loads(result.stdout)
     assert [s["site_domain"] for s in summaries] == ["127.0.0.2", "127.0.0.3"]
     assert [(s["status"], s["fetched"]) for s in summaries] == [("finished", PAGES)] * 2
+
+
+def test_watch_starts_a_site_when_it_falls_due_while_another_sites_run_goes_on(make_deps, hosts):
+    from datetime import UTC, datetime, timedelta
+
+    from gleaner.cli.many import watch_many
+
+    deps = make_deps()
+    slow, later = hosts[0], hosts[1]
+    add_site(deps, slow.url + "/", every="1h", delay=0.6)  # ~10 requests at 0.6 s: still going at +2 s
+    add_site(deps, later.url + "/", every="1h", delay=0.1, now=datetime.now(UTC) + timedelta(seconds=2))
+    started = time.monotonic()
+
+    # Two ticks, at most a minute apart: the second comes when the later site falls due (not when the slow
+    # run ends, nor a minute on).
+    assert watch_many(deps, every=60, rounds=2) == 2
+
+    assert time.monotonic() - started < 120
+    slow_times, later_times = [r.at for r in slow.log], [r.at for r in later.log]
+    assert later_times[0] - started < 2 + 15  # started soon after it fell due (under load, a tick is slow)
+    assert later_times[0] < slow_times[-1]  # while the slow site's run was still fetching
+    runs = deps.metadata.recent_runs(limit=10)
+    assert sorted(r["status"] for r in runs) == ["finished", "finished"]

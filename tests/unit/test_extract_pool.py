@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 
+import psutil
+
 from gleaner.extract.page import extract_pages
 from gleaner.extract.pool import ExtractPool
 
@@ -32,3 +34,43 @@ def test_pages_submitted_while_the_processes_start_are_all_extracted_as_in_proce
         pool.close()
     assert [r[0].content_hash for r in results] == [extract_pages(items(n))[0].content_hash for n in range(6)]
     assert [r[0].title for r in results] == [f"Pool {n}" for n in range(6)]
+
+
+def test_closing_the_pool_stops_its_forkserver_and_a_later_pool_starts_another():
+    from multiprocessing import forkserver
+
+    for n in range(2):
+        pool = ExtractPool(workers=2)
+        try:
+            assert pool.submit(items(n)).result(timeout=120)[0].title == f"Pool {n}"
+            server = forkserver._forkserver._forkserver_pid
+            assert server is not None
+        finally:
+            pool.close()
+        # Gone (and reaped) when close returns: it no longer holds the command's stdout and stderr open.
+        assert forkserver._forkserver._forkserver_pid is None
+        assert not psutil.pid_exists(server)
+
+
+def test_a_prestarted_forkserver_serves_the_pool_and_one_never_used_is_stopped_at_once():
+    import time
+    from multiprocessing import forkserver
+
+    pool = ExtractPool(workers=2)
+    pool.prestart()
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None and not pool.started  # no worker yet: only the imports go on
+    try:
+        assert pool.submit(items(7)).result(timeout=120)[0].title == "Pool 7"
+        assert forkserver._forkserver._forkserver_pid == server  # the workers came from it
+    finally:
+        pool.close()
+    assert not psutil.pid_exists(server)
+
+    unused = ExtractPool(workers=2)
+    unused.prestart()
+    server = forkserver._forkserver._forkserver_pid
+    began = time.monotonic()
+    unused.close()
+    assert time.monotonic() - began < 2  # not kept waiting for the imports to finish
+    assert forkserver._forkserver._forkserver_pid is None and not psutil.pid_exists(server)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gleaner.errors import BlobConflict
+from gleaner.errors import BlobConflict, InvalidInput
+from gleaner.store import localblobs
 from gleaner.store.localblobs import KNOWN_DIRS, LocalBlobStore
 
 
@@ -37,3 +40,29 @@ def test_a_store_writing_a_new_directory_per_page_remembers_a_bounded_number_of_
     shutil.rmtree(tmp_path / "domains/s/document-snapshots/0")  # forgotten, then removed: made again
     store.put("domains/s/document-snapshots/0/h/raw.md", b"y")
     assert store.get("domains/s/document-snapshots/0/h/raw.md") == b"y"
+
+
+def test_listing_a_prefix_finds_its_keys_only_and_reads_only_its_directory(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalBlobStore(tmp_path)
+    keys = ["domains/a/runs/r1/bodies/x", "domains/a/runs/r1/bodies/deep/y", "domains/a/runs/r10/bodies/z",
+            "domains/a/runs/r2/bodies/w", "domains/b/runs/r1/bodies/v", "top"]
+    for key in keys:
+        store.put(key, b"1")
+    assert store.list("domains/a/runs/r1/bodies/") == ["domains/a/runs/r1/bodies/deep/y", "domains/a/runs/r1/bodies/x"]
+    assert store.list("domains/a/runs/r1") == [k for k in sorted(keys) if k.startswith("domains/a/runs/r1")]
+    assert store.list("") == sorted(keys)
+    assert store.list("domains/c/") == []
+    walked: list[str] = []
+    real_walk = localblobs.os.walk
+
+    def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+        for folder, dirs, files in real_walk(top):
+            walked.append(os.path.relpath(folder, tmp_path))
+            yield folder, dirs, files
+
+    monkeypatch.setattr(localblobs.os, "walk", walk)
+    assert store.list("domains/a/runs/r2/") == ["domains/a/runs/r2/bodies/w"]
+    assert walked == ["domains/a/runs/r2", "domains/a/runs/r2/bodies"]  # not every site's blobs
+    with pytest.raises(InvalidInput):
+        store.list("domains/../../etc/")

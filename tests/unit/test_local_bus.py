@@ -139,3 +139,45 @@ def test_an_unexpected_error_in_one_run_gives_up_that_message_and_the_other_runs
 
     assert sorted(done) == ["also-fine", "fine"]
     assert given_up == [("broken", "unexpected error: KeyError: 'a bug'")]
+
+
+def test_a_drain_kept_open_takes_a_message_published_from_outside_at_once_and_ends_when_told() -> None:
+    bus = LocalBus(concurrency=4)
+    release = threading.Event()
+    started: dict[str, float] = {}
+    ended: list[str] = []
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        started[message.run_id] = time.monotonic()
+        release.wait(10)  # a long batch in flight: nothing else ends meanwhile
+
+    def mapped(message: CrawlMapped) -> None:  # type: ignore[override]
+        started[message.run_id] = time.monotonic()
+
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    bus.subscribe(CrawlMapped.topic, mapped)  # type: ignore[arg-type]
+    bus.enqueue(_batch(0))
+    until = threading.Event()
+    drainer = threading.Thread(target=bus.drain, kwargs={"until": until,
+                                                         "on_dispatch": lambda m: ended.append(m.run_id)})
+    drainer.start()
+    try:
+        while "r" not in started:
+            time.sleep(0.01)
+        assert bus.active("r")
+        published = time.monotonic()
+        bus.publish(CrawlMapped(run_id="later", site_domain="t"))  # as a watch's tick does, from its thread
+        while "later" not in started:
+            assert time.monotonic() - published < 5, "the message waited for the batch in flight"
+            time.sleep(0.01)
+        until.set()
+        bus.wake()
+        time.sleep(0.3)
+        assert drainer.is_alive()  # told to end, but a batch is still in flight
+    finally:
+        release.set()
+        until.set()
+        bus.wake()
+        drainer.join(10)
+    assert not drainer.is_alive()
+    assert ended == ["later", "r"] and not bus.active("r")

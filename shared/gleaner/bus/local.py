@@ -88,6 +88,9 @@ class LocalBus:
     # Messages queued or in flight per run id (a run is under way while it has any).
     _load: dict[str, int] = field(default_factory=dict)
     _under_way: set[str] = field(default_factory=set)
+    # The wake-up queue of a drain kept open (``drain(until=...)``): a publish from outside it (a tick)
+    # is taken at once, not when a message in flight next ends.
+    _wake: queue.SimpleQueue[tuple[Message, BaseException | None] | None] | None = None
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         self.handlers.setdefault(topic, []).append(handler)
@@ -100,6 +103,9 @@ class LocalBus:
             run = _run_of(message)
             if run is not None:
                 self._load[run] = self._load.get(run, 0) + 1
+            wake = self._wake
+        if wake is not None:
+            wake.put(None)
 
     def enqueue(self, batch: ScrapeBatch) -> bool:
         with self._lock:
@@ -127,6 +133,17 @@ class LocalBus:
     def pending(self) -> int:
         return len(self._queue)
 
+    def wake(self) -> None:
+        """Have a drain kept open look at its ``until`` again (set it first)."""
+        wake = self._wake
+        if wake is not None:
+            wake.put(None)
+
+    def active(self, run_id: str) -> bool:
+        """Whether the run has a message queued or in flight (once not, it is the run's end here)."""
+        with self._lock:
+            return run_id in self._load
+
     def runs_under_way(self) -> set[str]:
         """The runs with a message in flight now or taken before and work still queued."""
         with self._lock:
@@ -144,9 +161,12 @@ class LocalBus:
                 self._load.pop(run, None)
                 self._under_way.discard(run)
 
-    def drain(self, on_dispatch: Callable[[Message], None] | None = None) -> None:
-        """Dispatch until the queue is empty and nothing is in flight."""
-        if self.concurrency <= 1:
+    def drain(self, on_dispatch: Callable[[Message], None] | None = None,
+              until: threading.Event | None = None) -> None:
+        """Dispatch until the queue is empty and nothing is in flight; with ``until``, wait for more
+        messages (published by another thread) until that event is set (then :meth:`wake`) and nothing
+        is left."""
+        if self.concurrency <= 1 and until is None:
             while True:
                 with self._lock:
                     if not self._queue:
@@ -159,30 +179,40 @@ class LocalBus:
                 if on_dispatch is not None:
                     on_dispatch(message)
         in_flight: list[Message] = []
-        done: queue.SimpleQueue[tuple[Message, BaseException | None]] = queue.SimpleQueue()
+        done: queue.SimpleQueue[tuple[Message, BaseException | None] | None] = queue.SimpleQueue()
 
         def run(message: Message, attempts: int) -> None:
+            error: BaseException | None = None
             try:
                 self._dispatch(message, attempts)
             except BaseException as exc:  # handed to the draining thread, which raises it
-                done.put((message, exc))
-            else:
-                done.put((message, None))
+                error = exc
             finally:
+                # Counted done before the draining thread hears of it: its on_dispatch sees the run's end.
                 self._done_with(message)
+                done.put((message, error))
 
-        while True:
-            for message, attempts in self._take(self.concurrency - len(in_flight), in_flight):
-                in_flight.append(message)
-                threading.Thread(target=run, args=(message, attempts), name="gleaner-bus", daemon=True).start()
-            if not in_flight:
-                return
-            message, error = done.get()
-            in_flight.remove(message)
-            if error is not None:  # _dispatch settles every error itself; anything else is a bug: raise it
-                raise error
-            if on_dispatch is not None:
-                on_dispatch(message)
+        if until is not None:
+            self._wake = done
+        try:
+            while True:
+                for message, attempts in self._take(max(1, self.concurrency) - len(in_flight), in_flight):
+                    in_flight.append(message)
+                    threading.Thread(target=run, args=(message, attempts), name="gleaner-bus", daemon=True).start()
+                if not in_flight and (until is None or (until.is_set() and not self._queue)):
+                    return
+                item = done.get()
+                if item is None:  # woken by a publish, or to look at ``until`` again
+                    continue
+                message, error = item
+                in_flight.remove(message)
+                if error is not None:  # _dispatch settles every error itself; anything else is a bug: raise it
+                    raise error
+                if on_dispatch is not None:
+                    on_dispatch(message)
+        finally:
+            if until is not None:
+                self._wake = None
 
     def _take(self, slots: int, running: Iterable[Message]) -> list[tuple[Message, int]]:
         """Up to slots queued messages, oldest first, skipping a run's topics at their in-flight limit

@@ -137,6 +137,7 @@ def run_crawls(settings: Settings, urls: Sequence[str], as_json: bool, **request
         from gleaner.runner import new_request
 
         _freeze_imported()
+        deps.extract_pool.prestart()  # its imports overlap the database's start and the runs' map stage
         summaries = crawl_many(deps, [new_request(url, **request) for url in urls])
         embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     if as_json:

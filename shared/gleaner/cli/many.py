@@ -3,12 +3,18 @@
 ``gleaner tick``, ``gleaner watch`` and ``gleaner crawl URL URL ...`` come here. Ctrl-C or SIGTERM marks
 every run still active ``interrupted`` (the engine does) and exits 130 with one line per run saying how
 to resume it.
+
+``watch`` keeps one engine serving on a thread of its own while its schedule ticks: a tick's runs
+start at once, whatever runs of earlier ticks are still going, and a run's end wakes the schedule (a
+site left due behind that run starts then, not at the next tick).
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -27,6 +33,72 @@ def crawl_many(deps: Deps, requests: Sequence[CrawlRequested]) -> list[dict[str,
 def drive_many(deps: Deps, runs: Sequence[RunRef]) -> list[dict[str, Any]]:
     """Drive runs whose crawl requests are already on the bus (a tick published them)."""
     return _drive(deps, runs, None)
+
+
+def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
+    """``gleaner watch`` on this machine: tick on the schedule, drive every run at once; the runs started."""
+    from gleaner.operator.schedule import TickReport, watch
+
+    deps.extract_pool.prestart()  # its imports overlap the first tick's database work and map stage
+    woken = threading.Event()
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def ended(run: RunRef, summary: dict[str, Any]) -> None:
+        click.echo(f"{run.site_domain}: run {run.run_id} {summary['status']} (fetched {summary['fetched']})",
+                   err=True)
+        woken.set()
+
+    engine = Engine(deps, on_run_end=ended)
+
+    def serve() -> None:
+        try:
+            engine.serve(stop)
+        except BaseException as exc:  # the schedule stops with it, rather than tick for an engine that is gone
+            failed.append(exc)
+            woken.set()
+
+    def started(report: TickReport) -> None:
+        engine.add([RunRef(s.run_id, s.site_domain, "") for s in report.started])
+
+    def nap(seconds: float) -> None:
+        woken.wait(seconds)
+        woken.clear()
+        if failed:
+            raise failed[0]
+
+    driver = threading.Thread(target=serve, name="gleaner-watch-engine", daemon=True)
+    with _interruptible(engine):
+        driver.start()
+        total = watch(deps, every=every, rounds=rounds, after_tick=started, sleep=nap)
+        stop.set()
+        engine.bus.wake()
+        driver.join()
+        if failed:
+            raise failed[0]
+    engine.close()
+    return total
+
+
+@contextmanager
+def _interruptible(engine: Engine) -> Iterator[None]:
+    """SIGTERM as Ctrl-C; either marks the engine's active runs interrupted and exits 130."""
+    def terminate(_signo: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not engine.interrupted:
+            engine.interrupt()
+        for run_id in engine.interrupted:
+            click.echo(f"gleaner: run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here",
+                       err=True)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        engine.close()
 
 
 def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None) -> list[dict[str, Any]]:
@@ -60,3 +132,4 @@ def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested
         raise SystemExit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+        engine.close()

@@ -228,6 +228,8 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
     """Start every due site's run and drive them all at once in this process (the multi-site engine)."""
     from gleaner.operator.schedule import tick
 
+    if deps.settings.bus != "gcp":  # this process will likely extract: the forkserver imports while the database starts
+        deps.extract_pool.prestart()
     report = tick(deps)
     data = report.to_dict()
     data["runs"] = _drive_started(deps, report)
@@ -269,7 +271,8 @@ def tick_cmd(as_json: bool) -> None:
 
 
 @main.command("watch")
-@click.option("--every", "interval", type=click.FloatRange(min=1), help="Seconds between ticks.")
+@click.option("--every", "interval", type=click.FloatRange(min=1),
+              help="At most this many seconds between ticks (a site falling due sooner starts then).")
 @click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many ticks (default: until Ctrl-C).")
 @guard
 def watch_cmd(interval: float | None, rounds: int | None) -> None:
@@ -278,9 +281,15 @@ def watch_cmd(interval: float | None, rounds: int | None) -> None:
     from gleaner.operator.schedule import watch
 
     settings = load_settings()
+    every = interval or settings.watch_seconds
     with open_deps(settings) as deps, DeliverySender(deps):  # webhooks go out between and during ticks
-        total = watch(deps, every=interval or settings.watch_seconds, rounds=rounds,
-                      after_tick=lambda report: _after_tick(deps, report), sleep=time.sleep)
+        if deps.local_bus is not None:  # this process crawls: one engine drives every run as it comes
+            from gleaner.cli.many import watch_many
+
+            total = watch_many(deps, every, rounds)
+        else:
+            total = watch(deps, every=every, rounds=rounds, after_tick=lambda report: _after_tick(deps, report),
+                          sleep=time.sleep)
     click.echo(f"watch: started {total} runs", err=True)
 
 

@@ -8,15 +8,21 @@ run whose pages all come back unchanged starts none.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import suppress
 from typing import Any, TypeVar
 
 from gleaner.extract.orphan import worker_started
 from gleaner.extract.page import ExtractedPage, extract_pages
 
 Items = list[tuple[bytes, str | None, str, str | None]]
+# What the forkserver imports before it forks a worker: the extractors (trafilatura, lxml, pypdf are
+# costly imports, which extract/ itself defers) and what trafilatura builds on first use (extract/warm.py),
+# done once there instead of in every worker; serverwatch ends it with its parent (extract/orphan.py).
+PRELOAD = ["gleaner.extract.serverwatch", "gleaner.extract.page", "trafilatura", "pypdf", "gleaner.extract.warm"]
 T = TypeVar("T")
 
 
@@ -30,11 +36,29 @@ class ExtractPool:
         # loop never waits for a process start (forkserver imports the extractors first).
         self._queued: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] | None = []
         self._closed = False
+        self._prestarted = False
 
     @property
     def started(self) -> bool:
         """Whether any extraction process was started (a run of unchanged pages starts none)."""
         return self._warming is not None
+
+    def prestart(self) -> None:
+        """Start the forkserver now (its imports run in the background), before anything says a page needs
+        extraction: a command that likely will (a tick, watch, several sites) overlaps those imports
+        with its database's start and its runs' map stage. No worker is forked until :meth:`warm` or a
+        page; a pool closed without one stops the forkserver at once, mid-import if need be."""
+        if self.workers <= 1:
+            return
+        with self._lock:
+            if self._prestarted or self._warming is not None or self._closed:
+                return
+            import multiprocessing
+            from multiprocessing import forkserver
+
+            multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+            forkserver.ensure_running()  # spawns it and returns; the imports go on in that process
+            self._prestarted = True
 
     def warm(self) -> None:
         """Start the worker processes now, in the background, rather than at the first page (once).
@@ -49,15 +73,11 @@ class ExtractPool:
                 return
             import multiprocessing
 
-            # forkserver: workers start from a clean process, not a copy of a threaded one. The server
-            # imports the extractors (trafilatura, lxml, pypdf: costly imports, which extract/ itself
-            # defers) and builds what trafilatura builds on first use (extract/warm.py) once, before it
-            # forks the workers, instead of every worker doing it again (ignored if this process started
-            # one already).
+            # forkserver: workers start from a clean process, not a copy of a threaded one, with PRELOAD
+            # imported once before it forks them (ignored if this process started one already).
             ctx = multiprocessing.get_context("forkserver")
             # Every process of the pool exits when its parent does, however the crawl ends (extract/orphan.py).
-            ctx.set_forkserver_preload(["gleaner.extract.serverwatch", "gleaner.extract.page", "trafilatura",
-                                        "pypdf", "gleaner.extract.warm"])
+            ctx.set_forkserver_preload(PRELOAD)
             executor = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                                             initializer=worker_started)
             # A submit forks a worker and waits for it (and for the forkserver's imports): not on the caller's thread.
@@ -110,6 +130,33 @@ class ExtractPool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self._prestarted or warming is not None:
+            _stop_forkserver()
+
+
+def _stop_forkserver() -> None:
+    """Stop the forkserver now that its workers are gone, rather than when it sees this process exit.
+
+    It inherited this process's stdout and stderr: until it exits (polling for its parent's end, see
+    extract/orphan.py), whoever reads the command's output (a pipe, a caller's subprocess) waits for
+    it. It holds nothing to clean up, so it is killed rather than asked: asked, it would first finish
+    its imports (a prestarted one) and then tear its interpreter down, while this command waits. A
+    pool started later in this process starts a new one (a process has one forkserver: its pool closes
+    at the end). ``_stop`` is the standard library's own way
+    to forget it (its tests use it); a Python without it leaves the forkserver to its watch.
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if stop is None:
+        return
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is not None:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    with suppress(OSError):  # already gone
+        stop()
 
 
 def _hand_over(executor: ProcessPoolExecutor, fn: Callable[..., Any], args: tuple[Any, ...],

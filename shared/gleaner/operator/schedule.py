@@ -157,14 +157,27 @@ def _upkeep(deps: Deps) -> None:
 
 def watch(deps: Deps, *, every: float, rounds: int | None = None, after_tick: Callable[[TickReport], None],
           sleep: Callable[[float], None], clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> int:
-    """Tick every ``every`` seconds (``rounds`` times, or until interrupted); returns the runs started."""
+    """Tick (``rounds`` times, or until interrupted), each time as soon as the next site falls due and at
+    least every ``every`` seconds; returns the runs started. ``sleep`` may return early (``gleaner watch``
+    wakes it when a run ends, so a site left due behind its previous run starts then)."""
     total = 0
     done = 0
     while rounds is None or done < rounds:
-        report = tick(deps, clock())
+        now = clock()
+        report = tick(deps, now)
         after_tick(report)
         total += len(report.started)
         done += 1
         if rounds is None or done < rounds:
-            sleep(every)
+            sleep(seconds_to_next_tick(deps, now, every))
     return total
+
+
+@across_tenants  # every tenant's sites are on the one schedule
+def seconds_to_next_tick(deps: Deps, now: datetime, every: float) -> float:
+    """Until the next site falls due, at most ``every``. A site due already is one left due behind its
+    running previous run: its run's end wakes the watch, so it does not tick again at once for it."""
+    due = deps.metadata.next_due_at()
+    if due is None or due <= now:
+        return every
+    return min(every, (due - now).total_seconds())

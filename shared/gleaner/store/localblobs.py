@@ -149,13 +149,21 @@ class LocalBlobStore:
         return os.path.isfile(self._file(key))
 
     def list(self, prefix: str) -> list[str]:
-        base = self.root
-        if not base.exists():
+        """Keys under ``prefix``, sorted. Only the prefix's own directory is walked (a run's few files, not
+        every blob of every site: settling each run of a multi-site tick walked the whole store)."""
+        directory = prefix.rpartition("/")[0]
+        if directory.startswith("/") or ".." in directory.split("/") or "\x00" in directory:
+            raise InvalidInput(f"invalid blob prefix {prefix!r}")
+        start = os.path.join(self._root, directory) if directory else self._root
+        if not os.path.isdir(start):
             return []
         keys = []
-        for path in base.rglob("*"):
-            if path.is_file() and not path.name.startswith(".tmp-"):
-                key = path.relative_to(base).as_posix()
+        for folder, _dirs, files in os.walk(start):
+            relative = os.path.relpath(folder, self._root).replace(os.sep, "/")
+            for name in files:
+                if name.startswith(".tmp-"):
+                    continue
+                key = name if relative == "." else f"{relative}/{name}"
                 if key.startswith(prefix):
                     keys.append(key)
         return sorted(keys)

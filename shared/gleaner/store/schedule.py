@@ -52,3 +52,10 @@ class ScheduleStore(SqlStore):
                 DueSite(str(r[0]), r[1], r[2], tuple(r[3] or ()), tuple(r[4] or ()), r[5], r[6], r[7], int(r[8]),
                         bool(r[9]), r[10], r[11], r[12], int(r[13] or 0), int(r[14] or 0), r[15], r[16], r[17], r[18])
                 for r in rows])
+
+    def next_due_at(self) -> datetime | None:
+        """When the next scheduled site falls due (None: no site is on a schedule); ``watch`` sleeps
+        until then rather than to its next tick."""
+        value: datetime | None = self._scalar(
+            "SELECT min(next_run_at) FROM knowledge.sites WHERE every_seconds IS NOT NULL AND next_run_at IS NOT NULL")
+        return value

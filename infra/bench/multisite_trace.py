@@ -1,0 +1,102 @@
+"""``gleaner tick --json`` with a timeline: where a multi-site tick's process time goes (``multisite.py --trace``).
+
+Runs the CLI in this process after wrapping a few seams, and writes their moments (``time.monotonic()``,
+the clock the bench's servers log requests with) to the JSON file named by ``MULTISITE_TRACE``:
+
+- ``imports``: the CLI's modules imported; ``database``: the embedded PostgreSQL up and its schema checked;
+- ``extract_ready``: the extraction processes started (forkserver and its imports included);
+- ``stages``: every bus message handled, with its topic, run and start/end;
+- ``notify``, ``embed``, ``close``: the tail after the runs ended; ``exit``: the process about to end.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+T0 = time.monotonic()
+EVENTS: dict[str, Any] = {"start": T0, "stages": []}
+LOCK = threading.Lock()
+
+
+def span(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kw: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return fn(*args, **kw)
+        finally:
+            with LOCK:
+                EVENTS.setdefault(name, []).append([started, time.monotonic()])
+    return wrapped
+
+
+def install() -> None:
+    from gleaner.bus.local import LocalBus
+    from gleaner.cli import operating, search
+    from gleaner.extract.pool import ExtractPool
+    from gleaner.store import db
+
+    EVENTS["imports"] = time.monotonic()
+    db.create_engine = span("database", db.create_engine)
+    db.ensure_schema = span("database", db.ensure_schema)
+    db.stop_if_last = span("database_stop", db.stop_if_last)  # registered at exit when the server starts
+    spawn = ExtractPool._spawn
+
+    def spawned(self: ExtractPool, executor: Any) -> None:
+        EVENTS.setdefault("extract_warm", time.monotonic())
+        spawn(self, executor)
+        EVENTS.setdefault("extract_ready", time.monotonic())
+
+    ExtractPool._spawn = spawned  # type: ignore[method-assign]
+    dispatch = LocalBus._dispatch
+
+    def traced(self: LocalBus, message: Any, attempts: int) -> None:
+        started = time.monotonic()
+        try:
+            dispatch(self, message, attempts)
+        finally:
+            with LOCK:
+                EVENTS["stages"].append([message.topic, getattr(message, "run_id", None), started,
+                                         time.monotonic()])
+
+    LocalBus._dispatch = traced  # type: ignore[method-assign]
+    operating.embed_new_chunks = span("embed", search.embed_new_chunks)
+    import gleaner.runner as runner
+
+    runner.notify = span("notify", runner.notify)
+    import gleaner.engine as engine
+
+    engine.notify = runner.notify
+    engine.Engine._summary = span("summaries", engine.Engine._summary)  # type: ignore[method-assign]
+    import gleaner.cli.many as many
+
+    many.RunBoard.__exit__ = span("board_exit", many.RunBoard.__exit__)  # type: ignore[method-assign]
+    from gleaner.app import Deps
+
+    Deps.close = span("close", Deps.close)  # type: ignore[method-assign]
+
+
+def dump() -> None:
+    EVENTS["exit"] = time.monotonic()  # registered first, so it runs after every other exit handler
+    with open(os.environ["MULTISITE_TRACE"], "w") as out:
+        json.dump(EVENTS, out)
+
+
+def main() -> None:
+    from gleaner.cli import main as cli
+
+    atexit.register(dump)
+    install()
+    cli.main(sys.argv[1:], prog_name="gleaner")
+
+
+if __name__ == "__main__":
+    main()
