@@ -121,8 +121,16 @@ def test_the_client_registers_crawls_and_steers_a_site(served: Served):
         assert [r["id"] for r in gleaner.rules(MINE)] == [added["rule"]["id"]]
         assert gleaner.remove_rule(MINE, added["rule"]["id"])["rule"]["id"] == added["rule"]["id"]
         assert gleaner.rules(MINE) == []
-        for call in (lambda: gleaner.retry_delivery("00000000-0000-0000-0000-000000000000"),
-                     lambda: gleaner.settle_conflict(MINE, "00000000-0000-0000-0000-000000000000", "resolved"),
+        replayed = gleaner.replay_run(started["run_id"])  # from what the run stored: nothing fetched
+        assert replayed["replay_of"] == started["run_id"] and replayed["run_id"] != started["run_id"]
+        assert gleaner.run(replayed["run_id"])["replay"]["replay_of"] == started["run_id"]
+        assert gleaner.composites(MINE) == []  # none folded on this site
+        unknown = "00000000-0000-0000-0000-000000000000"
+        for call in (lambda: gleaner.retry_delivery(unknown),
+                     lambda: gleaner.settle_conflict(MINE, unknown, "resolved"),
+                     lambda: gleaner.rescrape(unknown), lambda: gleaner.composite(unknown),
+                     lambda: gleaner.move_composite(unknown, "in_validation"),
+                     lambda: gleaner.set_subscription_status(unknown, "disabled"),
                      lambda: gleaner.decide(MINE, served.site.url + "/nowhere", "include")):
             with pytest.raises(ApiError) as refused:
                 call()

@@ -233,12 +233,23 @@ class Gleaner:
         """Finish a stopped run on the server (it answers at once; follow it with ``run``)."""
         return dict(self._send(at, at.path(run=run_id), body={}))
 
+    @endpoint("POST", "/v1/runs/{run}/replay")
+    def replay_run(self, at: Route, run_id: str) -> JSON:
+        """A new run re-processing the run's pages from what is stored, fetching nothing:
+        ``{"run_id", "replay_of"}`` (follow the new run with ``run``)."""
+        return dict(self._send(at, at.path(run=run_id), body={}))
+
     # -- documents and versions -------------------------------------------------------------------
 
     @endpoint("GET", "/v1/documents/{document}")
     def document(self, at: Route, document_id: str) -> JSON:
         """A document: ``{"document", "versions", "citations", "current_text"}``."""
         return dict(self._send(at, at.path(document=document_id)))
+
+    @endpoint("POST", "/v1/documents/{document}/rescrape")
+    def rescrape(self, at: Route, document_id: str) -> JSON:
+        """A run of just this page now (robots.txt, politeness apply): ``{"run_id", "site_domain", "url"}``."""
+        return dict(self._send(at, at.path(document=document_id), body={}))
 
     @endpoint("GET", "/v1/documents/{document}/versions/{version}")
     def version(self, at: Route, document_id: str, number: int, *, raw: bool = False) -> JSON:
@@ -265,6 +276,11 @@ class Gleaner:
         """Active subscriptions (never their secrets)."""
         return list(self._send(at, at.path())["subscriptions"])
 
+    @endpoint("POST", "/v1/notify/subscriptions/{subscription}")
+    def set_subscription_status(self, at: Route, subscription_id: str, status: str) -> JSON:
+        """``status`` active or disabled (disabling cancels what is pending): the subscription as listed."""
+        return dict(self._send(at, at.path(subscription=subscription_id), body={"status": status})["subscription"])
+
     @endpoint("GET", "/v1/notify/deliveries")
     def deliveries(self, at: Route, *, subscription: str | None = None, limit: int | None = None) -> list[JSON]:
         """The delivery log with every attempt, newest first."""
@@ -274,6 +290,24 @@ class Gleaner:
     def retry_delivery(self, at: Route, delivery_id: str) -> JSON:
         """Attempt a pending or failed delivery now: ``{"delivery_id", "result"}``."""
         return dict(self._send(at, at.path(delivery=delivery_id), body={}))
+
+    # -- composites -------------------------------------------------------------------------------
+
+    @endpoint("GET", "/v1/sites/{site}/composites")
+    def composites(self, at: Route, site: str) -> list[JSON]:
+        """The site's composites with their lifecycle status and the legal next steps."""
+        return list(self._send(at, at.path(site=site))["composites"])
+
+    @endpoint("GET", "/v1/composites/{composite}")
+    def composite(self, at: Route, composite_id: str) -> JSON:
+        """One composite, its sources and the history of its moves."""
+        return dict(self._send(at, at.path(composite=composite_id)))
+
+    @endpoint("POST", "/v1/composites/{composite}")
+    def move_composite(self, at: Route, composite_id: str, status: str, *, note: str | None = None) -> JSON:
+        """One legal lifecycle step, recorded as the caller (an illegal one raises ApiError 409)."""
+        body = {"status": status, **({"note": note} if note else {})}
+        return dict(self._send(at, at.path(composite=composite_id), body=body))
 
     # -- reading the kept text --------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ class RunSummary(TypedDict):
     finished_at: str | None
     error: str | None
     outcomes: NotRequired[dict[str, int]]
+    replay: NotRequired[dict[str, Any] | None]  # GET /v1/runs/{run}: a replay's source run and left-out pages
 
 
 class ChangeEvent(TypedDict):
