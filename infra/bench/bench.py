@@ -246,6 +246,9 @@ def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str
         "GLEANER_HOST_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_FETCH_CONCURRENCY": str(CONCURRENCY),
         "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
+        # The crawl's own figures: embedding after the crawl is measured by retrieval.py (and Scrapy,
+        # the baseline, does none).
+        "GLEANER_EMBED_AFTER_CRAWL": "false",
         **({"GLEANER_DATABASE_URL": DATABASE_URL} if DATABASE_URL else {}),
         "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
     })
