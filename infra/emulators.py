@@ -304,6 +304,10 @@ class Stack:
         base = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(
             [str(self.shared_dir), *filter(None, [os.environ.get("PYTHONPATH")])])}
         base.pop("GLEANER_TEST_DATABASE_URL", None)
+        # functions-framework records the target and signature type of an app made in this process (a test's
+        # in-process app) in os.environ; inherited, they would turn an undecorated handler into a CloudEvent one.
+        for leaked in ("FUNCTION_SIGNATURE_TYPE", "FUNCTION_TRIGGER_TYPE", "FUNCTION_TARGET", "FUNCTION_NAME"):
+            base.pop(leaked, None)
         started = []
         entries_wanted = [(stage, entry) for stage, entries in entry_points(self.functions_dir).items()
                           for entry in entries if wanted is None or (stage, entry) in wanted]
@@ -318,7 +322,7 @@ class Stack:
             # scrape call it for pages read by a browser. Its Chromium starts only when a page needs it.
             port = ports[0]
             argv = [sys.executable, "-m", "functions_framework", "--source", str(RENDER_SERVICE), "--target",
-                    "on_http", "--host", "127.0.0.1", "--port", str(port)]
+                    "on_http", "--signature-type", "http", "--host", "127.0.0.1", "--port", str(port)]
             proc = Process("render.on_http", argv, port, self.workdir / "fn-render-on_http.log",
                            env={**base, "THREADS": "4"}).launch()
             self.processes.append(proc)
