@@ -173,16 +173,31 @@ class Deps:
         """Chunks, embeddings and which documents are searchable (gleaner.retrieval)."""
         from gleaner.retrieval.index import SearchIndex
 
-        return SearchIndex(self.engine)
+        return SearchIndex(self.engine, inline_embedder=self.inline_embedder)
 
     @property
     def embedder(self) -> Embedder:
         """The process's one embedding model, loaded on first use and shared by every Deps."""
         if self.embedder_override is not None:
             return self.embedder_override
-        from gleaner.retrieval.embedder import default_embedder
+        from gleaner.retrieval.embedder import EmbedModel, default_embedder
 
-        return default_embedder()
+        return default_embedder(EmbedModel(self.settings.embed_model), self.settings.model_cache_dir)
+
+    def inline_embedder(self) -> Embedder | None:
+        """The model when it is cheap enough to embed inside ingest's transaction and crawls embed
+        (GLEANER_EMBED_AFTER_CRAWL); None otherwise, and where the model's packages are not
+        installed (the Cloud Functions: `gleaner index` embeds there)."""
+        from gleaner.retrieval.embedder import EmbedderUnavailable
+
+        if not self.settings.embed_after_crawl:
+            return None
+        try:
+            embedder = self.embedder
+        except EmbedderUnavailable as exc:
+            log.debug("no embedding at ingest: %s", exc)
+            return None
+        return embedder if getattr(embedder, "inline", False) else None
 
     @_built_once
     def canonical_handover(self) -> CanonicalHandover:

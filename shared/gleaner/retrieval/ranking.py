@@ -78,7 +78,10 @@ def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
     if vectors:
         ctes.append("more AS (SELECT * FROM knowledge.chunk_vector_candidates("
                     f"CAST(:v AS public.vector), :m, :k, {hashes}))")
-        embedding = "GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
+        # Only a vector of the query's model is compared (a chunk found by its words may still hold
+        # another model's until `gleaner index --reembed`): else 0, as for a chunk not embedded yet.
+        embedding = ("CASE WHEN c.embedding_model = :m THEN"
+                     " GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector))) ELSE 0 END")
         score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
     else:  # full text only: chunks with any word of the query when too few have every word
         ctes.append(f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"

@@ -9,7 +9,7 @@ Snapshots of blocked documents are skipped (gate 2) and erased text is refused (
 dedup path before storage); ingested documents get their default routing, composites whose
 pinned source changed go stale (operator/routing.py), and each document whose current version
 was ingested is checked for duplicates (stages/conflicts.py). Current versions with an enabled
-``rag`` routing enter the search index (gleaner.retrieval.index); their embedding comes later.
+``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model.
 """
 
 from __future__ import annotations

