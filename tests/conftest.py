@@ -29,7 +29,10 @@ TEMPLATE_DB = "gleaner_template"
 @pytest.fixture(autouse=True, scope="session")
 def _private_gleaner_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A safety net: a command a test forgets to point elsewhere writes here, never to the user's
-    ~/.local/share/gleaner (or ~/.cache/gleaner). Tests that mean a place set GLEANER_HOME themselves."""
+    ~/.local/share/gleaner (or ~/.cache/gleaner). Tests that mean a place set GLEANER_HOME themselves.
+    One exception: the static embedder's table (~/.cache/gleaner/models, GLEANER_MODEL_CACHE) is
+    shared, as a user's would be: it is derived from the installed model alone, named by its SHA-256,
+    and distilling it again would cost each test session a minute of CPU."""
     names = ("GLEANER_HOME", "GLEANER_PG_TEMPLATE_DIR")
     before = {name: os.environ.get(name) for name in names}
     os.environ["GLEANER_HOME"] = str(tmp_path_factory.mktemp("gleaner-home"))

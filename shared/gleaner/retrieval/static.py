@@ -1,9 +1,9 @@
 """The default embedder: a static token-vector table distilled from the packaged all-MiniLM-L6-v2.
 
 A chunk's vector is the mean of its word pieces' rows in a table of one 384-dimension row per
-vocabulary entry, L2-normalised: no network, no attention, so embedding costs microseconds and
-runs inside ingest's transaction. The table is made the way Model2Vec's ``distill`` makes one
-(Minish Lab, MIT; the method, not its code):
+vocabulary entry, L2-normalised: no network, no attention, so embedding a chunk costs about as much
+as cutting it into word pieces, and runs inside ingest's transaction. The table is made the way
+Model2Vec's ``distill`` makes one (Minish Lab, MIT; the method, not its code):
 
 1. every vocabulary entry goes through the transformer alone, as ``[SEP] piece [CLS]`` (the order
    Model2Vec found best), and its row is the mean of the three output vectors;
@@ -70,9 +70,11 @@ class StaticEmbedder:
     inline = True
 
     def __init__(self, table: np.ndarray, tokenizer_path: Path) -> None:
+        import numpy as np
         from tokenizers import Tokenizer
 
-        self._table = table
+        # float32 in memory (47 MB): summing float16 rows converts each one first, five times the cost.
+        self._table = np.asarray(table, dtype=np.float32)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         # The mean has no window: a chunk is read whole, however long.
         self._tokenizer.no_truncation()
@@ -83,7 +85,7 @@ class StaticEmbedder:
 
         out: list[list[float]] = []
         for encoding in self._tokenizer.encode_batch(list(texts), add_special_tokens=False):
-            vector = self._table[encoding.ids].astype(np.float32).sum(axis=0) if encoding.ids else None
+            vector = self._table[encoding.ids].sum(axis=0) if encoding.ids else None
             norm = float(np.linalg.norm(vector)) if vector is not None else 0.0
             if vector is None or norm < 1e-9:
                 # No piece with meaning (symbols only): a fixed unit vector, since pgvector's cosine
