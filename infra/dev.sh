@@ -29,6 +29,9 @@ setup() {
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
     "$VENV/bin/python" -m pip install -q -e '.[dev]' >&2
+    # The default embedding model's table is distilled from the packaged transformer once per machine
+    # (about a minute of CPU, docs/retrieval.md): here at install, not in the middle of a first crawl.
+    "$VENV/bin/python" -c "from gleaner.retrieval.embedder import default_embedder; default_embedder(threads=2)" >&2
     touch "$stamp"
   fi
 }
