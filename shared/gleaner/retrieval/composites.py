@@ -1,0 +1,136 @@
+"""Composite documents in search: their index rows, and their hits beside the documents' hits.
+
+Folding pages into a composite (gleaner.operator.routing) moves the pages' ``rag`` routing to the
+composite, so the composite's current text answers for them. A composite is searchable when:
+
+- its current version was indexed by ingest (``composite_search_index`` names that snapshot);
+- it has an enabled ``rag`` routing, is not deleted, and is neither ``stale`` (a source moved on
+  since it was made: its text no longer says what the pages say, as a stale document's does not)
+  nor ``superseded``;
+- none of its sources is blocked (gate 2: a blocked page is never ingested, alone or combined) or
+  erased.
+
+Each condition is read when searching, so the change that breaks one (a routing disabled, a move
+to stale, a block rule, an erasure) takes the composite out in its own transaction, as for documents.
+
+A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
+``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
+``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
+Composites are few (an operator folds pages by hand), so every chunk of the caller's visible
+composites is scored exactly, under row-level security, rather than through the candidate indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gleaner.retrieval.ranking import EMBEDDING_WEIGHT, FULLTEXT_WEIGHT
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
+
+URI = "gleaner://composites/{id}"
+PREVIEW_CHARS = 280
+
+# The batch's composite versions that qualify (current, routed, live, no blocked or erased source).
+_QUALIFIES = (
+    " NOT c.is_deleted AND c.status NOT IN ('stale', 'superseded')"
+    " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.composite_document_id = c.id"
+    "   AND r.destination = 'rag' AND r.enabled)"
+    " AND NOT EXISTS (SELECT 1 FROM knowledge.composite_document_sources cs"
+    "   JOIN knowledge.documents d ON d.id = cs.document_id"
+    "   WHERE cs.composite_document_id = c.id AND (d.status = 'blocked' OR d.is_deleted))"
+)
+_ENTER = sa.text(
+    "INSERT INTO knowledge.composite_search_index (composite_document_id, site_domain, snapshot_id, text_hash)"
+    " SELECT c.id, c.site_domain, s.id, st.text_hash"
+    " FROM knowledge.document_snapshots s"
+    " JOIN knowledge.composite_documents c ON c.id = s.composite_document_id AND c.current_snapshot_id = s.id"
+    " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND" + _QUALIFIES +
+    " ORDER BY c.id"
+    " ON CONFLICT (composite_document_id) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,"
+    "   text_hash = EXCLUDED.text_hash, indexed_at = now()"
+    " RETURNING composite_document_id, text_hash"
+)
+_LEAVE = sa.text(
+    "DELETE FROM knowledge.composite_search_index i USING knowledge.document_snapshots s"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND i.composite_document_id = s.composite_document_id"
+    " AND i.composite_document_id <> ALL(CAST(:kept AS uuid[]))"
+)
+# The same any-word query as the documents' full-text score (gleaner.retrieval.ranking).
+_TSQUERY = "CAST(NULLIF(replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|'), '') AS tsquery)"
+_VISIBLE = (
+    " FROM knowledge.composite_search_index i"
+    " JOIN knowledge.composite_documents c ON c.id = i.composite_document_id AND c.current_snapshot_id = i.snapshot_id"
+    " WHERE (CAST(:site AS text) IS NULL OR c.site_domain = CAST(:site AS text)) AND" + _QUALIFIES
+)
+
+
+def index_composites(conn: Connection, snapshot_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Inside ingest's indexing transaction: the batch's qualifying composite versions enter the index
+    (replacing their composite's earlier row), the batch's others leave it. Returns (composite, text hash)."""
+    entered = [(str(r[0]), str(r[1])) for r in conn.execute(_ENTER, {"ids": list(snapshot_ids)})]
+    conn.execute(_LEAVE, {"ids": list(snapshot_ids), "kept": [c for c, _h in entered]})
+    return entered
+
+
+def remove_composites(conn: Connection, composite_ids: Sequence[str]) -> int:
+    """Take composites out of the index inside the caller's transaction."""
+    if not composite_ids:
+        return 0
+    gone = conn.execute(sa.text("DELETE FROM knowledge.composite_search_index"
+                                " WHERE composite_document_id = ANY(CAST(:c AS uuid[]))"), {"c": list(composite_ids)})
+    return int(gone.rowcount or 0)
+
+
+def _statement(vectors: bool) -> sa.TextClause:
+    embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (ch.embedding OPERATOR(public.<=>)"
+                 " CAST(:v AS public.vector))) ELSE 0 END" if vectors else "CAST(NULL AS float8)")
+    score = (f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
+             if vectors else "LEAST(1, fulltext_score)")
+    return sa.text(
+        "WITH scored AS (SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, s.version,"
+        f" ch.text_hash, ch.chunk_start, ch.chunk_end, {embedding} AS embedding_score,"
+        f" COALESCE(ts_rank_cd(ch.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
+        + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id"
+                                      " JOIN knowledge.text_chunks ch ON ch.text_hash = i.text_hash WHERE ", 1)
+        + ")"
+        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
+        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
+        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, composite_id, chunk_start"
+        "   LIMIT :limit) top"
+        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
+
+
+def _preview(chunk: str) -> str:
+    flat = " ".join(chunk.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_domain: str | None,
+                   limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` best chunks of the caller's searchable composites, scored as documents' chunks are.
+
+    ``vector`` is the query's embedding as pgvector text (None: full text only), ``model`` its model."""
+    params = {"q": query, "v": vector, "m": model, "site": site_domain, "limit": limit}
+    with deps.engine.connect() as conn:
+        # One cheap look first: most tenants have no composite, and then nothing more is read.
+        if conn.execute(sa.text("SELECT EXISTS (SELECT 1" + _VISIBLE + ")"), params).scalar() is not True:
+            return []
+        rows = conn.execute(_statement(vector is not None), params).mappings().all()
+    hits = []
+    for r in rows:
+        es = None if r["embedding_score"] is None else round(min(1.0, float(r["embedding_score"])), 6)
+        fs = round(min(1.0, float(r["fulltext_score"])), 6)
+        score = fs if es is None else EMBEDDING_WEIGHT * es + FULLTEXT_WEIGHT * fs
+        hits.append({"url": URI.format(id=r["composite_id"]), "title": r["title"], "site_domain": r["site_domain"],
+                     "document_id": None, "composite_id": r["composite_id"], "version": r["version"],
+                     "text_hash": r["text_hash"], "start": r["chunk_start"], "end": r["chunk_end"],
+                     "preview": _preview(r["chunk"]), "embedding_score": es, "fulltext_score": fs,
+                     "score": round(score, 6)})
+    return hits
