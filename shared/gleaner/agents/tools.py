@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gleaner.agents.references import WorkspaceCaller
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import Access
@@ -61,14 +62,18 @@ def search(deps: Deps, access: Access, query: str, site: str | None = None, limi
             raise ToolRefused(str(exc)) from None
 
 
-def get(deps: Deps, access: Access, text_hash: str, start: int | None = None, end: int | None = None
-        ) -> dict[str, Any]:
+def get(deps: Deps, access: Access | WorkspaceCaller, text_hash: str, start: int | None = None,
+        end: int | None = None) -> dict[str, Any]:
     """Bytes [start, end) of a stored canonical text, verbatim (``gleaner slice``'s bytes), as UTF-8 text."""
     from gleaner.textsapi import TextReader, text_slice
 
     query = {k: str(v) for k, v in (("start", start), ("end", end)) if v is not None}
-    # The one reader rule of /v1/texts and `gleaner slice`: a site reads the texts of its own versions.
-    reader = TextReader.operator() if access.site_domain is None else TextReader.site(access.site_domain)
+    # The one reader rule of /v1/texts and `gleaner slice`: a site reads the texts of its own versions,
+    # a workspace those of the references its feed brought.
+    if isinstance(access, WorkspaceCaller):
+        reader = TextReader.workspace(access.workspace_id)
+    else:
+        reader = TextReader.operator() if access.site_domain is None else TextReader.site(access.site_domain)
     status, answer = text_slice(deps, text_hash, query, reader)
     if status != 200:
         raise ToolRefused(str(answer["error"]))

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from gleaner.retrieval.embedder import Embedder
 from gleaner.retrieval.ranking import EMBEDDING_WEIGHT, FULLTEXT_WEIGHT
+from gleaner.store.references import OF_WORKSPACE
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -54,9 +55,11 @@ def embed_references(deps: Deps, embedder: Embedder) -> int:
         done += len(rows)
 
 
-def search_references(deps: Deps, query: str, limit: int) -> list[dict[str, Any]]:
-    """Step 1 of the feed's retrieval: ranked previews, each with both scores and the blend (``score``)."""
-    matches = deps.references.search(query, max(limit, CANDIDATES))
+def search_references(deps: Deps, query: str, limit: int, workspace_id: str | None = None) -> list[dict[str, Any]]:
+    """Step 1 of the feed's retrieval: ranked previews, each with both scores and the blend (``score``).
+
+    With ``workspace_id``, only that workspace's items (those its feed brought); else every item."""
+    matches = deps.references.search(query, max(limit, CANDIDATES), workspace_id)
     if not deps.search_index.has_vectors():
         for m in matches:
             m["score"] = m["fulltext_score"]
@@ -66,9 +69,9 @@ def search_references(deps: Deps, query: str, limit: int) -> list[dict[str, Any]
     with deps.engine.begin() as conn:
         conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
         near = conn.execute(sa.text(
-            "SELECT id FROM knowledge.reference_items WHERE embedding_model = :m"
+            "SELECT id FROM knowledge.reference_items r WHERE embedding_model = :m AND" + OF_WORKSPACE +
             " ORDER BY embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k"),
-            {"m": embedder.model, "v": vector, "k": CANDIDATES}).scalars().all()
+            {"m": embedder.model, "v": vector, "k": CANDIDATES, "w": workspace_id}).scalars().all()
         ids = list(dict.fromkeys([m["reference_id"] for m in matches] + [str(i) for i in near]))
         scored: dict[str, float] = dict(conn.execute(sa.text(
             "SELECT CAST(id AS text), GREATEST(0, 1 - (embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"
