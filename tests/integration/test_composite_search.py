@@ -17,6 +17,7 @@ from gleaner.operator.routing import create_composite
 from gleaner.operator.rules import add_rule, remove_rule
 from gleaner.provenance.citations import check_slice
 from gleaner.retrieval import search
+from gleaner.retrieval.composites import index_unindexed_composites
 from gleaner.retrieval.index import embed_pending
 from gleaner.runner import crawl, new_request
 from gleaner.store.erasure import erase_document
@@ -124,3 +125,17 @@ def test_a_composite_leaves_search_when_its_routing_its_status_or_a_source_makes
     doc = deps.metadata.document_by_url(site.url + "/jazz")
     erase_document(deps.provenance, deps.blobs, deps.blocklist, doc["id"], "asked", "test")
     assert not _composite_found(deps, made, JAZZ)
+
+
+def test_a_composite_made_before_search_knew_composites_is_indexed_by_gleaner_index(folded):
+    deps, _site, made = folded
+    # What a composite made before migration 0036 looks like: no index row, its text never chunked.
+    _set(deps, "DELETE FROM knowledge.text_chunks WHERE text_hash = (SELECT text_hash FROM"
+               " knowledge.composite_search_index WHERE composite_document_id = :c)", c=made.id)
+    _set(deps, "DELETE FROM knowledge.composite_search_index WHERE composite_document_id = :c", c=made.id)
+    assert not _composite_found(deps, made, VOLCANOES)
+
+    assert index_unindexed_composites(deps) == 1
+    assert index_unindexed_composites(deps) == 0  # once
+    assert embed_pending(deps.search_index, deps.embedder) > 0
+    assert _hits(deps, VOLCANOES, limit=1)[0]["composite_id"] == made.id

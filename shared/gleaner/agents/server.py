@@ -90,10 +90,14 @@ def build_server(deps: Deps, fixed: Caller | None = None) -> MCPServer[Any]:
         return run(tools.cite, ctx, url=url, quote=quote, site=site)
 
     @server.tool()
-    def verify(citation_id: str, ctx: Context[Any, Any]) -> dict[str, Any]:
+    def verify(ctx: Context[Any, Any], citation_id: str | None = None, text_hash: str | None = None,
+               start: int | None = None, end: int | None = None, quote: str | None = None) -> dict[str, Any]:
         """Check a citation: state verified|rejected|unverifiable against its own bytes, and its drift
-        (holds|changed|drifted|gone|unknown) against the page as it is now."""
-        return run(tools.verify, ctx, citation_id=citation_id)
+        (holds|changed|drifted|gone|unknown) against the page as it is now. Or, without citation_id,
+        check that the stored text text_hash holds quote at bytes [start, end) (a search hit, a
+        composite's included): state verified|rejected|unverifiable."""
+        return run(tools.verify, ctx, citation_id=citation_id, text_hash=text_hash, start=start, end=end,
+                   quote=quote)
 
     @server.tool()
     def changes(ctx: Context[Any, Any], site: str | None = None, since: str | None = None, limit: int = 100
