@@ -56,6 +56,12 @@ def _composite_found(deps, made, query):
 
 def test_a_composite_answers_for_its_pages_with_hits_that_are_verbatim_citable_slices(folded):
     deps, site, made = folded
+    with deps.engine.connect() as conn:  # folding took the pages out of the index with their routing
+        left = conn.execute(sa.text(
+            "SELECT count(*) FILTER (WHERE d.kb_indexed), count(i.document_id) FROM knowledge.documents d"
+            " LEFT JOIN knowledge.search_index i ON i.document_id = d.id WHERE d.canonical_url = ANY(:u)"),
+            {"u": [site.url + "/volcanoes", site.url + "/jazz"]}).one()
+    assert tuple(left) == (0, 0)
     for query in (VOLCANOES, JAZZ):
         hits = _hits(deps, query, limit=3)
         top = hits[0]
