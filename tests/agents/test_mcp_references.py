@@ -20,6 +20,7 @@ from mcp import ClientSession
 from gleaner import tenancy
 from gleaner.cli.operating import drain_local
 from gleaner.messages import ArticlesAccepted
+from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.references import embed_references
 from gleaner.stages import dispatch
 from gleaner.store.references import ArticleRow
@@ -52,6 +53,7 @@ def feeds(served: Served) -> Iterator[Feeds]:
         drain_local(deps)  # the landed pages' canonical texts (ingest), as serve's background drain makes them
         if deps.search_index.has_vectors():
             assert embed_references(deps, deps.embedder) >= 2
+            embed_pending(deps.search_index, deps.embedder)  # the site's chunks too: site search ranks by meaning
         items = {}
         for workspace, path in brought.items():
             [found] = [r for r in deps.references.search(path.strip("/"), 10) if r["source_url"] == topics.url + path]
@@ -126,3 +128,20 @@ def test_a_site_token_never_sees_references_and_the_operator_sees_every_workspac
     results = _structured(found["q"])["results"]
     assert results and not [r for r in results if r["site_domain"] == "_references"
                             or r["url"].startswith(feeds.topics_url)]
+
+
+def test_a_workspaces_search_by_meaning_ranks_its_own_items_when_anothers_is_the_nearest(served, feeds,
+                                                                                      monkeypatch):
+    from gleaner.retrieval import references
+
+    if not served.deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: reference search is full text only")
+    # One candidate by meaning, and no word of the question in either item: over every item the nearest
+    # is ws-jazz's, which ws-volcanoes may not see; its own item is ranked by meaning among its own.
+    monkeypatch.setattr(references, "CANDIDATES", 1)
+    with tenancy.scope("_references"):
+        [hit] = references.search_references(served.deps, "improvised music from Louisiana", 5, "ws-volcanoes")
+        [nearest] = references.search_references(served.deps, "improvised music from Louisiana", 5)
+    assert nearest["reference_id"] == feeds.items["ws-jazz"]
+    assert hit["reference_id"] == feeds.items["ws-volcanoes"] and hit["fulltext_score"] == 0
+    assert hit["embedding_score"] > 0
