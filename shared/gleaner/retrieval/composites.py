@@ -16,8 +16,8 @@ to stale, a block rule, an erasure) takes the composite out in its own transacti
 A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
 ``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
 ``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
-Composites are few (an operator folds pages by hand), so every chunk of the caller's visible
-composites is scored exactly, under row-level security, rather than through the candidate indexes.
+Candidates come from the same owner-read functions as the documents' (migration 0031), narrowed to
+the caller's visible composites' texts, and are then scored exactly under row-level security.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gleaner.retrieval.ranking import EMBEDDING_WEIGHT, FULLTEXT_WEIGHT
+from gleaner.retrieval.ranking import CANDIDATES, EMBEDDING_WEIGHT, FULLTEXT_WEIGHT, WORD_CAP
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -111,17 +111,34 @@ def remove_composites(conn: Connection, composite_ids: Sequence[str]) -> int:
 
 
 def _statement(vectors: bool) -> sa.TextClause:
-    embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (ch.embedding OPERATOR(public.<=>)"
-                 " CAST(:v AS public.vector))) ELSE 0 END" if vectors else "CAST(NULL AS float8)")
-    score = (f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
-             if vectors else "LEAST(1, fulltext_score)")
-    return sa.text(
-        "WITH scored AS (SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, s.version,"
+    """The ``:limit`` best chunks of the texts ``:h`` (the caller's visible composites' texts), scored.
+
+    Candidates come from migration 0031's functions, narrowed to those texts: they read text_chunks as
+    its owner through its indexes (under the row policy every chunk would pay a four-table check) and
+    return keys only; the joins here, under the caller's row-level security, keep what it may see."""
+    ctes = [f"words AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, CAST(:h AS text[])))"]
+    if vectors:
+        ctes.append("meaning AS (SELECT * FROM knowledge.chunk_vector_candidates(CAST(:v AS public.vector), :m, :k,"
+                    " CAST(:h AS text[])))")
+        embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (ch.embedding OPERATOR(public.<=>)"
+                     " CAST(:v AS public.vector))) ELSE 0 END")
+        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
+        keys = "SELECT text_hash, ordinal FROM words UNION SELECT text_hash, ordinal FROM meaning"
+    else:
+        embedding, score = "CAST(NULL AS float8)", "LEAST(1, fulltext_score)"
+        keys = "SELECT text_hash, ordinal FROM words"
+    ctes.append(f"k AS ({keys})")
+    ctes.append(
+        "scored AS (SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, s.version,"
         f" ch.text_hash, ch.chunk_start, ch.chunk_end, {embedding} AS embedding_score,"
         f" COALESCE(ts_rank_cd(ch.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
-        + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id"
-                                      " JOIN knowledge.text_chunks ch ON ch.text_hash = i.text_hash WHERE ", 1)
-        + ")"
+        " FROM k JOIN knowledge.text_chunks ch ON ch.text_hash = k.text_hash AND ch.ordinal = k.ordinal"
+        + _VISIBLE.replace(" FROM knowledge.composite_search_index i", " JOIN knowledge.composite_search_index i"
+                           " ON i.text_hash = ch.text_hash", 1)
+                  .replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
+        + ")")
+    return sa.text(
+        "WITH " + ", ".join(ctes) +
         " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
         "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
         f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, composite_id, chunk_start"
@@ -139,11 +156,15 @@ def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_
     """The ``limit`` best chunks of the caller's searchable composites, scored as documents' chunks are.
 
     ``vector`` is the query's embedding as pgvector text (None: full text only), ``model`` its model."""
-    params = {"q": query, "v": vector, "m": model, "site": site_domain, "limit": limit}
+    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "limit": limit,
+                              "k": max(CANDIDATES, limit), "cap": WORD_CAP}
     with deps.engine.connect() as conn:
-        # One cheap look first: most tenants have no composite, and then nothing more is read.
-        if conn.execute(sa.text("SELECT EXISTS (SELECT 1" + _VISIBLE + ")"), params).scalar() is not True:
+        # The caller's searchable composites' texts first: most tenants have none, and then nothing more is read.
+        params["h"] = list(conn.execute(sa.text("SELECT DISTINCT i.text_hash" + _VISIBLE), params).scalars())
+        if not params["h"]:
             return []
+        if vector is not None:  # the HNSW scan returns at most ef_search rows
+            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
         rows = conn.execute(_statement(vector is not None), params).mappings().all()
     hits = []
     for r in rows:
