@@ -101,15 +101,6 @@ def index_unindexed_composites(deps: Deps) -> int:
     return len(items)
 
 
-def remove_composites(conn: Connection, composite_ids: Sequence[str]) -> int:
-    """Take composites out of the index inside the caller's transaction."""
-    if not composite_ids:
-        return 0
-    gone = conn.execute(sa.text("DELETE FROM knowledge.composite_search_index"
-                                " WHERE composite_document_id = ANY(CAST(:c AS uuid[]))"), {"c": list(composite_ids)})
-    return int(gone.rowcount or 0)
-
-
 def _statement(vectors: bool) -> sa.TextClause:
     """The ``:limit`` best chunks of the texts ``:h`` (the caller's visible composites' texts), scored.
 
