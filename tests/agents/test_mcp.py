@@ -170,7 +170,7 @@ def test_mcp_over_http_refuses_a_wrong_token_takes_the_operators_and_stdio_refus
     done = subprocess.run([sys.executable, "-m", "gleaner.cli", "mcp"], capture_output=True, timeout=120,
                           env=_env(served, tmp_path, GLEANER_MCP_TOKEN="glt_not-a-token"),
                           stdin=subprocess.DEVNULL)
-    assert done.returncode != 0 and b"neither the operator bearer nor a live site token" in done.stderr
+    assert done.returncode != 0 and b"neither the operator bearer nor a live site or workspace token" in done.stderr
 
 
 @pytest.fixture

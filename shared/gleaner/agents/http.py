@@ -13,7 +13,8 @@ SDK's session manager still needs its task group alive, so the loop thread enter
 
 The caller is decided before the SDK sees the request, by the back office's own gate
 (:meth:`gleaner.backoffice.wsgi.BackofficeApp.access_for`): the operator bearer, a site token, or on
-loopback without a bearer configured, no credential. The verdict travels in the WSGI environ
+loopback without a bearer configured, no credential; failing those, a workspace token
+(:mod:`gleaner.agents.references`: the feed's reference items only). The verdict travels in the WSGI environ
 (``a2wsgi`` hands it on as ``scope["wsgi_environ"]``), never in a header a client could forge. The
 SDK's DNS-rebinding protection (its Host and Origin check) is on for a loopback bind.
 """
@@ -26,8 +27,10 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from gleaner.agents.references import WorkspaceCaller, workspace_caller
 from gleaner.agents.server import ENVIRON_ACCESS, build_server
 from gleaner.app import Deps
+from gleaner.backoffice.api import Access
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.web import Environ, StartResponse, respond
 
@@ -65,7 +68,9 @@ class McpHttp:
             await self._stop.wait()
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        access = self.gate.access_for(environ)
+        access: Access | WorkspaceCaller | None = self.gate.access_for(environ)
+        if access is None:  # a workspace token (the feed poller's) reaches reference items only
+            access = workspace_caller(self.gate.deps, str(environ.get("HTTP_AUTHORIZATION", "")))
         if access is None:
             return respond(start_response, 401, {"error": "send Authorization: Bearer <token>"},
                            headers=[("WWW-Authenticate", 'Bearer realm="gleaner"')])

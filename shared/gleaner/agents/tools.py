@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gleaner.agents.references import WorkspaceCaller
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import Access
@@ -61,14 +62,18 @@ def search(deps: Deps, access: Access, query: str, site: str | None = None, limi
             raise ToolRefused(str(exc)) from None
 
 
-def get(deps: Deps, access: Access, text_hash: str, start: int | None = None, end: int | None = None
-        ) -> dict[str, Any]:
+def get(deps: Deps, access: Access | WorkspaceCaller, text_hash: str, start: int | None = None,
+        end: int | None = None) -> dict[str, Any]:
     """Bytes [start, end) of a stored canonical text, verbatim (``gleaner slice``'s bytes), as UTF-8 text."""
     from gleaner.textsapi import TextReader, text_slice
 
     query = {k: str(v) for k, v in (("start", start), ("end", end)) if v is not None}
-    # The one reader rule of /v1/texts and `gleaner slice`: a site reads the texts of its own versions.
-    reader = TextReader.operator() if access.site_domain is None else TextReader.site(access.site_domain)
+    # The one reader rule of /v1/texts and `gleaner slice`: a site reads the texts of its own versions,
+    # a workspace those of the references its feed brought.
+    if isinstance(access, WorkspaceCaller):
+        reader = TextReader.workspace(access.workspace_id)
+    else:
+        reader = TextReader.operator() if access.site_domain is None else TextReader.site(access.site_domain)
     status, answer = text_slice(deps, text_hash, query, reader)
     if status != 200:
         raise ToolRefused(str(answer["error"]))
@@ -98,8 +103,14 @@ def cite(deps: Deps, access: Access, url: str, quote: str, site: str | None = No
     return dict(cited.to_dict())
 
 
-def verify(deps: Deps, access: Access, citation_id: str) -> dict[str, Any]:
-    """``citation verify`` and ``citation drift`` at once: the citation against its own bytes and the page now."""
+def verify(deps: Deps, access: Access, citation_id: str | None = None, text_hash: str | None = None,
+           start: int | None = None, end: int | None = None, quote: str | None = None) -> dict[str, Any]:
+    """``citation verify`` and ``citation drift`` at once: the citation against its own bytes and the page now.
+
+    Without a citation id, the byte range ``(text_hash, start, end)`` is checked against ``quote``: a
+    search hit of a page or a composite, whose bytes the caller read with ``get``."""
+    if citation_id is None:
+        return verify_range(deps, access, text_hash, start, end, quote)
     with acting_for(access):
         cited = deps.provenance.citation(citation_id)
         if cited is None:
@@ -107,6 +118,28 @@ def verify(deps: Deps, access: Access, citation_id: str) -> dict[str, Any]:
         verdict, drift = deps.provenance.drift_of(cited)
     return {**cited.to_dict(), "state": str(verdict.state), "reason": verdict.reason or None,
             "drift": {"state": str(drift.state), "reason": drift.reason or None, "current": drift.current}}
+
+
+def verify_range(deps: Deps, access: Access, text_hash: str | None, start: int | None, end: int | None,
+                 quote: str | None) -> dict[str, Any]:
+    """Whether the stored text named ``text_hash`` holds ``quote`` at bytes [start, end): ``verified``
+    (the bytes hash to the name and are the quote, on word boundaries), ``rejected`` (they are not),
+    ``unverifiable`` (the stored bytes no longer hash to the name)."""
+    from gleaner.provenance.citations import check_slice
+    from gleaner.provenance.verification import VerifyState
+    from gleaner.textsapi import TextReader, read_text
+
+    if text_hash is None or start is None or end is None or quote is None:
+        raise ToolRefused("give a citation_id, or text_hash, start, end and the quote those bytes should hold")
+    reader = TextReader.operator() if access.site_domain is None else TextReader.site(access.site_domain)
+    body = read_text(deps, text_hash, reader) if len(text_hash) == 64 else None
+    if body is None:
+        raise ToolRefused(f"no canonical text {text_hash[:80]}")
+    check = check_slice(body, text_hash, start, end, quote)
+    state, reason = ((VerifyState.UNVERIFIABLE, "bytes-corrupt") if not check.intact else
+                     (VerifyState.REJECTED, "not-verbatim") if not check.holds else (VerifyState.VERIFIED, None))
+    return {"text_hash": text_hash, "start": start, "end": end, "quote": quote, "state": str(state),
+            "reason": reason}
 
 
 def changes(deps: Deps, access: Access, site: str | None = None, since: str | None = None, limit: int = 100

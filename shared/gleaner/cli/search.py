@@ -59,17 +59,20 @@ def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -
 @guard
 def index_cmd(reembed: bool, as_json: bool) -> None:
     """Embed every chunk that has no vector of the current model yet; show the index's counts."""
+    from gleaner.retrieval.composites import index_unindexed_composites
     from gleaner.retrieval.index import embed_pending
     from gleaner.retrieval.references import embed_references
 
     with open_deps(load_settings()) as deps:
         index = deps.search_index
+        composites = index_unindexed_composites(deps)  # made before search knew composites (migration 0036)
         dropped = index.drop_other_models(deps.embedder.model) if reembed and index.has_vectors() else 0
         started = time.monotonic()
         done = embed_pending(index, deps.embedder)
         counts = index.counts()
         counts["references_embedded_now"] = embed_references(deps, deps.embedder)
-    counts.update({"embedded_now": done, "dropped": dropped, "seconds": round(time.monotonic() - started, 2)})
+    counts.update({"embedded_now": done, "dropped": dropped, "composites_indexed_now": composites,
+                   "seconds": round(time.monotonic() - started, 2)})
     if as_json:
         click.echo(json.dumps(counts))
         return

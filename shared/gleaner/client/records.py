@@ -82,12 +82,16 @@ class ChangeEvent(TypedDict):
 
 
 class SearchHit(TypedDict):
-    """A ranked, citable chunk: ``text_hash`` [``start``, ``end``) is what ``text()`` returns verbatim."""
+    """A ranked, citable chunk: ``text_hash`` [``start``, ``end``) is what ``text()`` returns verbatim.
+
+    A composite document's chunk has ``composite_id``, ``url`` ``gleaner://composites/{id}`` and no
+    ``document_id`` (docs/retrieval.md)."""
 
     url: str
     title: str | None
     site_domain: str
-    document_id: str
+    document_id: str | None
+    composite_id: NotRequired[str]
     version: int
     text_hash: str
     start: int

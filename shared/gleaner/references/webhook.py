@@ -12,7 +12,8 @@ token from ``gleaner tokens add``, which acts as its workspace)::
                        empty body or {}     -> 202 {"walk": true, "scheduled": n}
                        {"full_reprocess": true} -> the same walk, re-fetching every passed URL (the
                                             operator's bearer only: a workspace token gets 403)
-    GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]}
+    GET  /refs?q=…     ranked previews      -> 200 {"query", "results": [...]} (a workspace token: the
+                                            items its own feed brought; the admin: every item)
     GET  /refs/{id}    one item, verbatim   -> 200 {...} or 404
     GET  /v1/texts/{text_hash}?start=&end=  a slice of canonical text -> 200 {"text_hash", "start",
                        "end", "text", "length"}, 400 bad range, 404 unknown text (textsapi.py)
@@ -256,7 +257,7 @@ def handle(request: WebhookRequest, deps: Deps) -> Answer:
                     return exc.status, {"error": exc.message}
                 return _post(body, deps, caller)
             if path == "/refs":
-                return _search(request.query, deps)
+                return _search(request.query, deps, caller)
             return _show(path[len("/refs/"):], deps, caller)
     except MalformedRequest as exc:
         answer: dict[str, Any] = {"error": "malformed request", "reasons": exc.reasons}
@@ -344,7 +345,8 @@ def _post(body: bytes, deps: Deps, caller: Caller) -> Answer:
     return 202, answer
 
 
-def _search(query: Mapping[str, str], deps: Deps) -> Answer:
+def _search(query: Mapping[str, str], deps: Deps, caller: Caller) -> Answer:
+    """Ranked previews of the caller's reference items: a workspace's own feed's, or (the admin) all."""
     text = (query.get("q") or "").strip()
     if not text:
         raise MalformedRequest(["query parameter 'q' is required"])
@@ -353,7 +355,7 @@ def _search(query: Mapping[str, str], deps: Deps) -> Answer:
         raise MalformedRequest([f"'limit' must be an integer from 1 to {MAX_SEARCH_RESULTS}"])
     from gleaner.retrieval.references import search_references
 
-    return 200, {"query": text, "results": search_references(deps, text, int(raw_limit))}
+    return 200, {"query": text, "results": search_references(deps, text, int(raw_limit), caller.workspace_id)}
 
 
 def _own_workspace_only(batch: Batch, caller: Caller) -> Batch:

@@ -30,6 +30,7 @@ from gleaner.changes.events import Change, EventType
 from gleaner.errors import GleanerError
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.retrieval.chunks import Chunk, chunk_text, embedding_input
+from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
 from gleaner.store.events import record_changes
 
@@ -133,12 +134,13 @@ class SearchIndex:
             record_changes(conn, [Change(document_id=str(r[0]), type=EventType.HANDOVER, snapshot_id=str(r[1]),
                                          cause=f"{r[2]}:{r[3]}") for r in handed])
             entered = conn.execute(_ENTER, {"ids": ids}).all()
+            composed = index_composites(conn, ids)  # a composite's version: gleaner.retrieval.composites
             kept = [str(r[0]) for r in entered]
             conn.execute(_LEAVE, {"ids": ids, "kept": kept})
             if kept:
                 conn.execute(sa.text("UPDATE knowledge.documents SET kb_indexed = true"
                                      " WHERE id = ANY(CAST(:d AS uuid[])) AND NOT kb_indexed"), {"d": kept})
-            wanted = sorted({r[1] for r in entered if r[1] in texts})
+            wanted = sorted({r[1] for r in [*entered, *composed] if r[1] in texts})
             if not wanted:
                 return 0
             done = {r[0] for r in conn.execute(sa.text(

@@ -149,5 +149,8 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
                         "document_id": r["document_id"], "version": r["version"], "text_hash": r["text_hash"],
                         "start": r["chunk_start"], "end": r["chunk_end"], "preview": _preview(r["chunk"]),
                         "embedding_score": es, "fulltext_score": fs, "score": round(score, 6)})
+    from gleaner.retrieval.composites import composite_hits  # composites' chunks, scored the same way
+
+    results.extend(composite_hits(deps, query, vector, model, site_domain, limit))
     results.sort(key=lambda x: (-x["score"], x["url"] or "", x["start"]))
     return {"query": query, "results": results[:limit]}

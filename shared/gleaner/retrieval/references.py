@@ -26,6 +26,18 @@ ITEMS_PER_ROUND = 64
 CANDIDATES = 50
 
 
+# Nearest items by meaning: every item through the HNSW index; a workspace's items exactly. The index's
+# nearest may all be other workspaces' (it holds every item), so a workspace's are ranked among
+# themselves: read through its ledger rows, ordered by an expression the index cannot serve.
+_NEAREST = sa.text(
+    "SELECT id FROM knowledge.reference_items WHERE embedding_model = :m"
+    " ORDER BY embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k")
+_NEAREST_OF_WORKSPACE = sa.text(
+    "SELECT r.id FROM knowledge.reference_items r WHERE r.embedding_model = :m AND r.id IN"
+    " (SELECT fa.reference_item_id FROM knowledge.feed_articles fa WHERE fa.workspace_id = CAST(:w AS text))"
+    " ORDER BY (r.embedding OPERATOR(public.<=>) CAST(:v AS public.vector)) + 0 LIMIT :k")
+
+
 def _vector(values: list[float]) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in values) + "]"
 
@@ -54,9 +66,11 @@ def embed_references(deps: Deps, embedder: Embedder) -> int:
         done += len(rows)
 
 
-def search_references(deps: Deps, query: str, limit: int) -> list[dict[str, Any]]:
-    """Step 1 of the feed's retrieval: ranked previews, each with both scores and the blend (``score``)."""
-    matches = deps.references.search(query, max(limit, CANDIDATES))
+def search_references(deps: Deps, query: str, limit: int, workspace_id: str | None = None) -> list[dict[str, Any]]:
+    """Step 1 of the feed's retrieval: ranked previews, each with both scores and the blend (``score``).
+
+    With ``workspace_id``, only that workspace's items (those its feed brought); else every item."""
+    matches = deps.references.search(query, max(limit, CANDIDATES), workspace_id)
     if not deps.search_index.has_vectors():
         for m in matches:
             m["score"] = m["fulltext_score"]
@@ -65,10 +79,8 @@ def search_references(deps: Deps, query: str, limit: int) -> list[dict[str, Any]
     vector = _vector(embedder.embed([query])[0])
     with deps.engine.begin() as conn:
         conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
-        near = conn.execute(sa.text(
-            "SELECT id FROM knowledge.reference_items WHERE embedding_model = :m"
-            " ORDER BY embedding OPERATOR(public.<=>) CAST(:v AS public.vector) LIMIT :k"),
-            {"m": embedder.model, "v": vector, "k": CANDIDATES}).scalars().all()
+        near = conn.execute(_NEAREST if workspace_id is None else _NEAREST_OF_WORKSPACE,
+                            {"m": embedder.model, "v": vector, "k": CANDIDATES, "w": workspace_id}).scalars().all()
         ids = list(dict.fromkeys([m["reference_id"] for m in matches] + [str(i) for i in near]))
         scored: dict[str, float] = dict(conn.execute(sa.text(
             "SELECT CAST(id AS text), GREATEST(0, 1 - (embedding OPERATOR(public.<=>) CAST(:v AS public.vector)))"

@@ -75,6 +75,12 @@ class ReferenceRow:
     epoch: datetime
 
 
+# A reference item is a workspace's when that workspace's feed brought it (a ledger row links it); with
+# ``:w`` null (the operator) every item. The same rule as a workspace's texts (textsapi.py).
+OF_WORKSPACE = (" (CAST(:w AS text) IS NULL OR EXISTS (SELECT 1 FROM knowledge.feed_articles fa"
+                " WHERE fa.reference_item_id = r.id AND fa.workspace_id = CAST(:w AS text)))")
+
+
 def _fetchable_or(spelled: str, normalised: str) -> str:
     # Sites can care about a trailing slash or a parameter the normalisation drops: ask as the poller did.
     try:
@@ -251,11 +257,12 @@ class ReferenceStore(SqlStore):
 
     # -- retrieval (seed WP-B: two steps) ----------------------------------------------------------
 
-    def search(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 20, workspace_id: str | None = None) -> list[dict[str, Any]]:
         """Step 1: ranked previews with each score separately and the provenance head.
 
         ``fulltext_score`` is ts_rank_cd normalised to [0, 1) (rank / (rank + 1)) over title (A),
         summary (B) and body (C); ``embedding_score`` is null until reference items carry embeddings.
+        With ``workspace_id``, only the items that workspace's feed brought (:data:`OF_WORKSPACE`).
         """
         rows = self._all(
             "WITH q AS (SELECT websearch_to_tsquery('english', :q) AS tsq)"
@@ -265,10 +272,10 @@ class ReferenceStore(SqlStore):
             "   round(ts_rank_cd(r.search_vector, q.tsq, 32)::numeric, 4),"
             "   r.source_url, r.published_at, r.source_document_id, r.source_snapshot_id,"
             "   r.ingestion_source, r.extraction_method, r.layer"
-            " FROM knowledge.reference_items r, q WHERE r.search_vector @@ q.tsq"
+            " FROM knowledge.reference_items r, q WHERE r.search_vector @@ q.tsq AND" + OF_WORKSPACE +
             " ORDER BY ts_rank_cd(r.search_vector, q.tsq, 32) DESC, r.published_at DESC NULLS LAST, r.id"
             " LIMIT :lim",
-            {"q": query, "n": PREVIEW_CHARS, "lim": limit},
+            {"q": query, "n": PREVIEW_CHARS, "lim": limit, "w": workspace_id},
         )
         return [
             {"reference_id": str(r[0]), "title": r[1], "summary_preview": r[2], "body_preview": r[3],

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from gleaner.operator.composites import GLEANER_ACTOR
 from gleaner.operator.routing import GENERATOR, Composite, CompositeSource
+from gleaner.retrieval.index import remove_documents
 from gleaner.store.sqlstore import SqlStore, json_value
 
 
@@ -127,12 +128,14 @@ class RoutingStore(SqlStore):
                             " source_snapshot_id, site_domain) VALUES (:c, :d, :s, :site)"),
                     {"c": composite_id, "d": source["document_id"], "s": source["snapshot_id"], "site": site},
                 )
-            # Subsumption: a combined source is ingested through the composite only.
+            # Subsumption: a combined source is ingested through the composite only; losing its rag routing
+            # takes it out of the search index in this transaction (the composite answers for it).
             conn.execute(
                 sa.text("DELETE FROM knowledge.document_routings WHERE destination = 'rag'"
                         " AND document_id = ANY(CAST(:d AS uuid[]))"),
                 {"d": [s["document_id"] for s in sources]},
             )
+            remove_documents(conn, [s["document_id"] for s in sources])
             conn.execute(
                 sa.text("INSERT INTO knowledge.document_routings (site_domain, composite_document_id, destination)"
                         " VALUES (:s, :c, 'rag') ON CONFLICT DO NOTHING"),

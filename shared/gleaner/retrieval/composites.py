@@ -1,0 +1,170 @@
+"""Composite documents in search: their index rows, and their hits beside the documents' hits.
+
+Folding pages into a composite (gleaner.operator.routing) moves the pages' ``rag`` routing to the
+composite, so the composite's current text answers for them. A composite is searchable when:
+
+- its current version was indexed by ingest (``composite_search_index`` names that snapshot);
+- it has an enabled ``rag`` routing, is not deleted, and is neither ``stale`` (a source moved on
+  since it was made: its text no longer says what the pages say, as a stale document's does not)
+  nor ``superseded``;
+- none of its sources is blocked (gate 2: a blocked page is never ingested, alone or combined) or
+  erased.
+
+Each condition is read when searching, so the change that breaks one (a routing disabled, a move
+to stale, a block rule, an erasure) takes the composite out in its own transaction, as for documents.
+
+A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
+``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
+``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
+Candidates come from the same owner-read functions as the documents' (migration 0031), narrowed to
+the caller's visible composites' texts, and are then scored exactly under row-level security.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gleaner.retrieval.ranking import CANDIDATES, EMBEDDING_WEIGHT, FULLTEXT_WEIGHT, WORD_CAP
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
+
+URI = "gleaner://composites/{id}"
+PREVIEW_CHARS = 280
+
+# The batch's composite versions that qualify (current, routed, live, no blocked or erased source).
+_QUALIFIES = (
+    " NOT c.is_deleted AND c.status NOT IN ('stale', 'superseded')"
+    " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.composite_document_id = c.id"
+    "   AND r.destination = 'rag' AND r.enabled)"
+    " AND NOT EXISTS (SELECT 1 FROM knowledge.composite_document_sources cs"
+    "   JOIN knowledge.documents d ON d.id = cs.document_id"
+    "   WHERE cs.composite_document_id = c.id AND (d.status = 'blocked' OR d.is_deleted))"
+)
+_ENTER = sa.text(
+    "INSERT INTO knowledge.composite_search_index (composite_document_id, site_domain, snapshot_id, text_hash)"
+    " SELECT c.id, c.site_domain, s.id, st.text_hash"
+    " FROM knowledge.document_snapshots s"
+    " JOIN knowledge.composite_documents c ON c.id = s.composite_document_id AND c.current_snapshot_id = s.id"
+    " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND" + _QUALIFIES +
+    " ORDER BY c.id"
+    " ON CONFLICT (composite_document_id) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,"
+    "   text_hash = EXCLUDED.text_hash, indexed_at = now()"
+    " RETURNING composite_document_id, text_hash"
+)
+_LEAVE = sa.text(
+    "DELETE FROM knowledge.composite_search_index i USING knowledge.document_snapshots s"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND i.composite_document_id = s.composite_document_id"
+    " AND i.composite_document_id <> ALL(CAST(:kept AS uuid[]))"
+)
+# The same any-word query as the documents' full-text score (gleaner.retrieval.ranking).
+_TSQUERY = "CAST(NULLIF(replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|'), '') AS tsquery)"
+_VISIBLE = (
+    " FROM knowledge.composite_search_index i"
+    " JOIN knowledge.composite_documents c ON c.id = i.composite_document_id AND c.current_snapshot_id = i.snapshot_id"
+    " WHERE (CAST(:site AS text) IS NULL OR c.site_domain = CAST(:site AS text)) AND" + _QUALIFIES
+)
+
+
+def index_composites(conn: Connection, snapshot_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Inside ingest's indexing transaction: the batch's qualifying composite versions enter the index
+    (replacing their composite's earlier row), the batch's others leave it. Returns (composite, text hash)."""
+    entered = [(str(r[0]), str(r[1])) for r in conn.execute(_ENTER, {"ids": list(snapshot_ids)})]
+    conn.execute(_LEAVE, {"ids": list(snapshot_ids), "kept": [c for c, _h in entered]})
+    return entered
+
+
+def index_unindexed_composites(deps: Deps) -> int:
+    """Index the searchable composites whose current version ingest did not index (made before migration
+    0036): their texts are chunked as ingest would have (``gleaner index`` runs this). Returns how many."""
+    from gleaner.provenance.canonical import CanonicalText
+
+    with deps.engine.connect() as conn:
+        missing = conn.execute(sa.text(
+            "SELECT CAST(s.id AS text), st.text_hash, convert_to(t.body, 'UTF8'),"
+            " (SELECT COALESCE(json_agg(json_build_array(sp.span_start, sp.span_end, CAST(sp.kind AS text))"
+            "   ORDER BY sp.ordinal), '[]') FROM knowledge.text_spans sp WHERE sp.text_hash = st.text_hash)"
+            " FROM knowledge.composite_documents c"
+            " JOIN knowledge.document_snapshots s ON s.id = c.current_snapshot_id"
+            " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+            " JOIN knowledge.canonical_texts t ON t.text_hash = st.text_hash"
+            " WHERE NOT EXISTS (SELECT 1 FROM knowledge.composite_search_index i"
+            "   WHERE i.composite_document_id = c.id AND i.snapshot_id = s.id) AND" + _QUALIFIES)).all()
+    items = [(r[0], CanonicalText(text_hash=r[1], text=bytes(r[2]), spans_json=json.dumps(r[3]))) for r in missing]
+    deps.search_index.index_snapshots(items)
+    return len(items)
+
+
+def _statement(vectors: bool) -> sa.TextClause:
+    """The ``:limit`` best chunks of the texts ``:h`` (the caller's visible composites' texts), scored.
+
+    Candidates come from migration 0031's functions, narrowed to those texts: they read text_chunks as
+    its owner through its indexes (under the row policy every chunk would pay a four-table check) and
+    return keys only; the joins here, under the caller's row-level security, keep what it may see."""
+    ctes = [f"words AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, CAST(:h AS text[])))"]
+    if vectors:
+        ctes.append("meaning AS (SELECT * FROM knowledge.chunk_vector_candidates(CAST(:v AS public.vector), :m, :k,"
+                    " CAST(:h AS text[])))")
+        embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (ch.embedding OPERATOR(public.<=>)"
+                     " CAST(:v AS public.vector))) ELSE 0 END")
+        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
+        keys = "SELECT text_hash, ordinal FROM words UNION SELECT text_hash, ordinal FROM meaning"
+    else:
+        embedding, score = "CAST(NULL AS float8)", "LEAST(1, fulltext_score)"
+        keys = "SELECT text_hash, ordinal FROM words"
+    ctes.append(f"k AS ({keys})")
+    ctes.append(
+        "scored AS (SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, s.version,"
+        f" ch.text_hash, ch.chunk_start, ch.chunk_end, {embedding} AS embedding_score,"
+        f" COALESCE(ts_rank_cd(ch.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
+        " FROM k JOIN knowledge.text_chunks ch ON ch.text_hash = k.text_hash AND ch.ordinal = k.ordinal"
+        + _VISIBLE.replace(" FROM knowledge.composite_search_index i", " JOIN knowledge.composite_search_index i"
+                           " ON i.text_hash = ch.text_hash", 1)
+                  .replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
+        + ")")
+    return sa.text(
+        "WITH " + ", ".join(ctes) +
+        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
+        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
+        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, composite_id, chunk_start"
+        "   LIMIT :limit) top"
+        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
+
+
+def _preview(chunk: str) -> str:
+    flat = " ".join(chunk.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_domain: str | None,
+                   limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` best chunks of the caller's searchable composites, scored as documents' chunks are.
+
+    ``vector`` is the query's embedding as pgvector text (None: full text only), ``model`` its model."""
+    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "limit": limit,
+                              "k": max(CANDIDATES, limit), "cap": WORD_CAP}
+    with deps.engine.connect() as conn:
+        # The caller's searchable composites' texts first: most tenants have none, and then nothing more is read.
+        params["h"] = list(conn.execute(sa.text("SELECT DISTINCT i.text_hash" + _VISIBLE), params).scalars())
+        if not params["h"]:
+            return []
+        if vector is not None:  # the HNSW scan returns at most ef_search rows
+            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
+        rows = conn.execute(_statement(vector is not None), params).mappings().all()
+    hits = []
+    for r in rows:
+        es = None if r["embedding_score"] is None else round(min(1.0, float(r["embedding_score"])), 6)
+        fs = round(min(1.0, float(r["fulltext_score"])), 6)
+        score = fs if es is None else EMBEDDING_WEIGHT * es + FULLTEXT_WEIGHT * fs
+        hits.append({"url": URI.format(id=r["composite_id"]), "title": r["title"], "site_domain": r["site_domain"],
+                     "document_id": None, "composite_id": r["composite_id"], "version": r["version"],
+                     "text_hash": r["text_hash"], "start": r["chunk_start"], "end": r["chunk_end"],
+                     "preview": _preview(r["chunk"]), "embedding_score": es, "fulltext_score": fs,
+                     "score": round(score, 6)})
+    return hits
