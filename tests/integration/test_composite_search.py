@@ -41,8 +41,9 @@ def folded(deps):
         _crawl(deps, site)
         made = create_composite(deps, SITE, "Field notes", [site.url + "/volcanoes", site.url + "/jazz"])
         drain_local(deps)  # the composite's version is ingested (and indexed) as the CLI's create does
-        if deps.search_index.has_vectors():
-            assert embed_pending(deps.search_index, deps.embedder) > 0
+        if deps.search_index.has_vectors():  # ingest embeds inline; anything it left waits for embed_pending
+            embed_pending(deps.search_index, deps.embedder)
+            assert deps.search_index.unembedded(deps.embedder.model, 1) == []
         yield deps, site, made
 
 
@@ -143,5 +144,6 @@ def test_a_composite_made_before_search_knew_composites_is_indexed_by_gleaner_in
 
     assert index_unindexed_composites(deps) == 1
     assert index_unindexed_composites(deps) == 0  # once
-    assert embed_pending(deps.search_index, deps.embedder) > 0
+    embed_pending(deps.search_index, deps.embedder)
+    assert deps.search_index.unembedded(deps.embedder.model, 1) == []
     assert _hits(deps, VOLCANOES, limit=1)[0]["composite_id"] == made.id

@@ -1,7 +1,8 @@
 """After `erase`, nothing of the page is left: not in any blob, not in any text column of any table.
 
 An HTML page and a PDF are crawled twice (two versions, fetch-once bodies, samples,
-map artefacts, ledger rows, change events), erased, and then the whole blob tree
+map artefacts, ledger rows, change events), the HTML page is folded into a composite
+with another page (whose body then holds it), both are erased, and then the whole blob tree
 and every text, JSON and byte column of the database are searched for the page's
 distinctive words and its URL.
 """
@@ -13,6 +14,9 @@ from pathlib import Path
 import sqlalchemy as sa
 from fpdf import FPDF
 
+from gleaner.cli.operating import drain_local
+from gleaner.operator.composites import history
+from gleaner.operator.routing import create_composite, list_composites
 from gleaner.runner import crawl, new_request
 from gleaner.store.erasure import erase_document
 from gleaner.testsite import Page, TestSite
@@ -101,6 +105,9 @@ def test_erasure_leaves_no_trace_of_an_html_page_or_a_pdf_in_blobs_or_database(m
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         assert second["status"] in ("finished", "partial"), second
         urls = [site.url + HTML_PATH, site.url + PDF_PATH]
+        # A composite folds the page in: its version's body and canonical text hold the page's words and URL.
+        composite = create_composite(deps, SITE, "Harbour people", [site.url + HTML_PATH, site.url + "/keep"])
+        drain_local(deps)  # the composite is ingested: its text, spans and chunks exist
         needles = [HTML_WORDS.split(" lives")[0], "Marmalade", PDF_WORDS, "zanzibar-quokka", "wallaby-dossier"]
         blob_root = Path(deps.settings.data_dir) / "blobs"
         # The crawl kept them where the scan looks (so the scan can see them).
@@ -114,5 +121,9 @@ def test_erasure_leaves_no_trace_of_an_html_page_or_a_pdf_in_blobs_or_database(m
 
         assert blob_hits(blob_root, [n.encode() for n in needles]) == []
         assert database_hits(deps.engine, needles) == []
+        # The composite lost the versions that held the page; it is stale and its history says why.
+        (after,) = [c for c in list_composites(deps, SITE) if c.id == composite.id]
+        assert (after.status, after.snapshot_id) == ("stale", None)
+        assert "erased" in (history(deps, composite.id)[-1].note or "")
         # The page that was not erased is still whole.
         assert deps.provenance.document_at(site.url + "/keep", SITE)["current_snapshot_id"] is not None

@@ -42,6 +42,7 @@ from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest
 from gleaner.retrieval.index import remove_documents
 from gleaner.store.blobs import BlobStore, map_key, run_body_key, run_content_key, run_raw_key, sample_key
 from gleaner.store.events import record_status_change
+from gleaner.store.routing import unfold_erased
 from gleaner.store.sqlstore import SqlStore, json_value
 from gleaner.urls import url_hash
 
@@ -144,8 +145,16 @@ class ErasureStore(SqlStore):
                 sa.text("SELECT run_id FROM knowledge.crawl_page_decisions WHERE document_id = :d"),
                 {"d": document_id},
             ).scalars().all()
+            # A composite's versions hold its sources' bodies (and URLs): they go with the page.
+            folded = conn.execute(
+                sa.text("SELECT s.id, s.processed_markdown_ref, s.raw_markdown_ref, s.original_ref"
+                        " FROM knowledge.composite_document_sources cs JOIN knowledge.document_snapshots s"
+                        " ON s.composite_document_id = cs.composite_document_id WHERE cs.document_id = :d"),
+                {"d": document_id},
+            ).all()
         return {"site": doc[0], "url": doc[1] or "", "url_hash": doc[2],
                 "snapshots": [(str(s[0]), s[1], s[2], s[3]) for s in snapshots],
+                "composite_snapshots": [(str(s[0]), s[1], s[2], s[3]) for s in folded],
                 "texts": [(str(t[0]), bytes(t[1])) for t in texts], "runs": [str(r) for r in runs]}
 
     def record_erasure(self, site: str, document_id: str, url_digest: str, reason: str | None, by: str,
@@ -208,7 +217,7 @@ class ErasureStore(SqlStore):
             )
             ids = conn.execute(sa.text("SELECT id FROM knowledge.document_snapshots WHERE document_id = :d"),
                                {"d": document_id}).scalars().all()
-            removed, kept = drop_snapshots(conn, [str(i) for i in ids])
+            removed, kept = drop_snapshots(conn, [str(i) for i in ids] + unfold_erased(conn, document_id, erasure_id))
             report.versions_removed = len(ids)
             report.texts_removed = len(removed)
             report.texts_shared = kept
@@ -394,6 +403,7 @@ def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, 
             with contextlib.suppress(KeyError):
                 digests.append((erasure_digest(key, blobs.get(ref)), DigestKind.BODY))
     digests += [(erasure_digest(key, body), DigestKind.TEXT) for _hash, body in plan["texts"]]
+    keys += [ref for _snapshot_id, *refs in plan["composite_snapshots"] for ref in refs if ref]
     if plan["url_hash"]:
         for run_id in plan["runs"]:
             page = plan["url_hash"]

@@ -10,11 +10,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from gleaner.operator.composites import GLEANER_ACTOR
 from gleaner.operator.routing import GENERATOR, Composite, CompositeSource
 from gleaner.retrieval.index import remove_documents
 from gleaner.store.sqlstore import SqlStore, json_value
+
+ERASURE_ACTOR = "gleaner: a source was erased"
 
 
 class RoutingStore(SqlStore):
@@ -163,3 +166,34 @@ class RoutingStore(SqlStore):
         )
         return [Composite(str(r[0]), r[1], r[2], r[3], str(r[4]) if r[4] else None, tuple(r[5]), r[6], r[7],
                           r[8].isoformat() if r[8] else None, r[9].isoformat() if r[9] else None) for r in rows]
+
+
+def unfold_erased(conn: Connection, document_id: str, erasure_id: str) -> list[str]:
+    """Erasure's part for composites, in its transaction: the versions of every composite that folded
+    the erased page in (their bodies hold it), to be dropped with the page's own. Each such composite is
+    left without a version and ``stale`` (a superseded one stays superseded), its history saying why,
+    so search and exports no longer show it and the operator folds the remaining sources again."""
+    composites = conn.execute(
+        sa.text("SELECT composite_document_id FROM knowledge.composite_document_sources WHERE document_id = :d"),
+        {"d": document_id},
+    ).scalars().all()
+    if not composites:
+        return []
+    ids = [str(c) for c in composites]
+    conn.execute(
+        sa.text("WITH moving AS (SELECT id, site_domain, status FROM knowledge.composite_documents"
+                "   WHERE id = ANY(CAST(:c AS uuid[])) AND status <> 'superseded'),"
+                " moved AS (UPDATE knowledge.composite_documents c SET status = 'stale', updated_at = now()"
+                "   FROM moving m WHERE c.id = m.id RETURNING c.id)"
+                " INSERT INTO knowledge.composite_transitions"
+                " (composite_document_id, site_domain, from_status, to_status, actor, note)"
+                " SELECT m.id, m.site_domain, m.status, 'stale', :actor, :note FROM moving m JOIN moved USING (id)"),
+        {"c": ids, "actor": ERASURE_ACTOR,
+         "note": f"a source page was erased (erasure {erasure_id}): the versions that held it are deleted"},
+    )
+    conn.execute(sa.text("UPDATE knowledge.composite_documents SET current_snapshot_id = NULL"
+                         " WHERE id = ANY(CAST(:c AS uuid[]))"), {"c": ids})
+    return [str(i) for i in conn.execute(
+        sa.text("SELECT id FROM knowledge.document_snapshots WHERE composite_document_id = ANY(CAST(:c AS uuid[]))"),
+        {"c": ids},
+    ).scalars().all()]
