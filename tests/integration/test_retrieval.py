@@ -150,6 +150,23 @@ def test_a_site_scope_sees_only_its_site_and_shares_the_chunks_of_identical_text
     assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
 
 
+def test_a_text_two_tenants_share_is_found_only_through_a_document_that_may_be_searched(topics):
+    # The candidates are scored chunks of texts, shared by content; a hit needs a searchable document
+    # of the caller's holding that text: one tenant's block must not hide it from the other, nor the
+    # other's document lend it to the blocked one.
+    deps, site = topics
+    _crawl(deps, site, site_domain="mirror.test")
+    add_rule(deps, "mirror.test", "/tides", "block", reason="not for this tenant's assistant")
+    question = "why does the sea at the shore rise and fall twice a day"
+    with tenancy.scope("mirror.test"):
+        mirrored = _urls(deps, question, site_domain=None, limit=10)
+    with tenancy.scope(SITE):
+        own = _urls(deps, question, site_domain=None, limit=10)
+    assert mirrored and site.url + "/tides" not in mirrored
+    assert own[0] == site.url + "/tides"
+    assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
+
+
 def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chunk(topics, monkeypatch):
     deps, _site = topics
     pages = topic_pages({"/lighthouse": ("Keeping a lighthouse",
