@@ -298,6 +298,7 @@ def search_latency(server: Any, work: Path, chunks: int, queries: int) -> dict[s
     rng = random.Random(7)
     texts = [" ".join(rng.choice(_WORDS[40:]) for _ in range(rng.randint(3, 8))) for _ in range(queries)]
     statements = {"baseline_session_9": search_baseline._statement, "current": ranking._statement}
+    candidates = {"baseline_session_9": search_baseline.CANDIDATES, "current": ranking.CANDIDATES}
     in_db = [0.0]  # time inside the driver's execute calls: the database's part, round trips included
 
     def before(*_a: Any) -> None:
@@ -323,8 +324,9 @@ def search_latency(server: Any, work: Path, chunks: int, queries: int) -> dict[s
     try:
         with tenancy.scope("big.test"):
             for q in warm:
-                for statement in statements.values():
+                for name, statement in statements.items():
                     ranking._statement = statement  # type: ignore[assignment]
+                    ranking.CANDIDATES = candidates[name]
                     search(deps, q)
             for n, q in enumerate(texts):
                 t0 = time.perf_counter()
@@ -333,6 +335,7 @@ def search_latency(server: Any, work: Path, chunks: int, queries: int) -> dict[s
                 answers = {}
                 for name in (list(statements) if n % 2 == 0 else list(reversed(statements))):  # alternated
                     ranking._statement = statements[name]  # type: ignore[assignment]
+                    ranking.CANDIDATES = candidates[name]
                     in_db[0] = 0.0
                     t0 = time.perf_counter()
                     answer = search(deps, q, limit=10)
@@ -343,6 +346,7 @@ def search_latency(server: Any, work: Path, chunks: int, queries: int) -> dict[s
                 same += answers["current"] == answers["baseline_session_9"]
     finally:
         ranking._statement = statements["current"]  # type: ignore[assignment]
+        ranking.CANDIDATES = candidates["current"]
     load_end = os.getloadavg()
     size = _size(deps, "knowledge.text_chunks")
     deps.close()

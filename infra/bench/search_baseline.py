@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 EMBEDDING_WEIGHT = 0.6
 FULLTEXT_WEIGHT = 0.4
+CANDIDATES = 50  # per list (gleaner.retrieval.ranking.CANDIDATES then)
 
 _VISIBLE = (
     " JOIN knowledge.search_index i ON i.text_hash = c.text_hash"
