@@ -243,3 +243,22 @@ def test_a_skill_routing_gets_one_handover_record_and_event_per_version(topics):
                          " AND destination = 'skill' AND target_ref = 'tax-helper'", d=doc["id"]) == 1
     assert _scalar(deps, "SELECT count(*) FROM knowledge.document_events WHERE document_id = :d"
                          " AND type = 'routing.handover'", d=doc["id"]) == 1
+
+
+def test_the_candidate_function_gives_keys_and_numbers_never_text(deps):
+    # knowledge.search_chunk_candidates reads every tenant's chunks as their owner; what keeps another
+    # tenant's words from the caller is that it returns no text, and that only the application role
+    # may call it, with a search_path it cannot redirect.
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: the function does not exist")
+    with deps.engine.connect() as conn:
+        row = conn.execute(sa.text(
+            "SELECT p.prosecdef, p.proconfig, pg_get_function_result(p.oid) AS result,"
+            " has_function_privilege('public', p.oid, 'EXECUTE') AS public,"
+            " has_function_privilege('gleaner_app', p.oid, 'EXECUTE') AS app"
+            " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = 'knowledge' AND p.proname = 'search_chunk_candidates'")).mappings().one()
+    assert row["prosecdef"] and row["proconfig"] == ["search_path=pg_catalog, pg_temp"]
+    assert row["result"] == ("TABLE(text_hash text, ordinal integer, chunk_start integer, chunk_end integer,"
+                             " embedding_score double precision, fulltext_score double precision)")
+    assert row["app"] and not row["public"]
