@@ -6,6 +6,7 @@ session: gleaner.retrieval.embedder.default_embedder), a loopback site of pages 
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -183,6 +184,45 @@ def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chu
     assert small.url + "/lighthouse" not in _urls(deps, question, site_domain=None, limit=2)
     with tenancy.scope("small.test"):
         hits = search(deps, question, limit=2)["results"]
+    assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
+    assert {h["site_domain"] for h in hits} == {"small.test"}
+
+
+def test_a_small_tenant_finds_its_page_by_meaning_past_more_nearest_chunks_than_the_index_scans(topics):
+    # More chunks of another tenant nearer to the question than the HNSW scan looks at (ef_search):
+    # filtering that scan's rows to small.test's texts would leave nothing; its own chunks are compared.
+    deps, site = topics
+    pages = topic_pages({"/lighthouse": ("Keeping a lighthouse",
+                                         "The keeper trimmed the wick and wound the clockwork that turned the lens "
+                                         "through the night, so ships could fix their position off the rocks.",
+                                         "Logbooks recorded the weather, passing vessels and the oil burned.")})
+    with TestSite(pages, max_seconds=300) as small:
+        _crawl(deps, small, site_domain="small.test")
+    embed_pending(deps.search_index, deps.embedder)
+    question = "why does the sea at the shore rise and fall twice a day"
+    near = deps.embedder.embed([question])[0]
+    tides = _scalar(deps, "SELECT i.text_hash FROM knowledge.search_index i JOIN knowledge.documents d"
+                          " ON d.id = i.document_id WHERE d.canonical_url = :u", u=site.url + "/tides")
+    # 3 x ranking.CANDIDATES chunks of the topic site, each the question's vector a little off (distinct
+    # vectors: the index keeps equal ones as one element).
+    rng = random.Random(5)
+    with deps.engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, tsv, embedding_model,"
+            " embedding_dim, embedding) VALUES (:h, :o, 0, 1, to_tsvector(''), :m, 384, CAST(:v AS public.vector))"),
+            [{"h": tides, "o": 1000 + n, "m": deps.embedder.model,
+              "v": "[" + ",".join(f"{x + rng.uniform(-0.002, 0.002):.6f}" for x in near) + "]"}
+             for n in range(3 * ranking.CANDIDATES)])
+
+    def as_on_a_large_table(conn):  # the planner reads a few hundred chunks whole rather than by index
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+
+    sa.event.listen(deps.engine, "begin", as_on_a_large_table)
+    try:
+        with tenancy.scope("small.test"):
+            hits = search(deps, question, limit=3)["results"]
+    finally:
+        sa.event.remove(deps.engine, "begin", as_on_a_large_table)
     assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
     assert {h["site_domain"] for h in hits} == {"small.test"}
 

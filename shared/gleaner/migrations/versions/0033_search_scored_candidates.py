@@ -21,7 +21,9 @@ The HNSW scan's ``hnsw.ef_search`` is set to ``k`` (at least pgvector's 40), tra
 saves search a statement. Never text: numbers and keys, as 0031's functions return keys. Which of
 them the caller may see is still decided outside, by joining them through search_index and documents
 under the caller's row-level security (gleaner.retrieval.ranking). With ``hashes`` given, only chunks
-of those texts.
+of those texts, and the nearest of them exactly, by comparing each: 0031's function filtered the HNSW
+index's ``ef_search`` nearest, so a tenant small among large ones whose nearest chunks all belong to
+others found none by meaning.
 Where the server has no pgvector, the function is not created and search keeps 0031's full-text path.
 """
 
@@ -48,9 +50,15 @@ LANGUAGE sql STABLE SECURITY DEFINER ROWS 100 SET search_path = pg_catalog, pg_t
     -- The HNSW scan returns at most ef_search rows: set here, for the rest of the transaction.
     SELECT set_config('hnsw.ef_search', CAST(GREATEST(k, 40) AS text), true);
     WITH near AS (
-        SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c
-        WHERE c.embedding_model = model AND (hashes IS NULL OR c.text_hash = ANY(hashes))
-        ORDER BY c.embedding OPERATOR(public.<=>) v LIMIT k
+        (SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c
+         WHERE hashes IS NULL AND c.embedding_model = model
+         ORDER BY c.embedding OPERATOR(public.<=>) v LIMIT k)
+        UNION ALL
+        -- Given texts: every chunk of theirs compared (the "+ 0" keeps the HNSW index out), since the
+        -- index would filter its ef_search nearest, which may all be other texts' chunks.
+        (SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c
+         WHERE hashes IS NOT NULL AND c.text_hash = ANY(hashes) AND c.embedding_model = model
+         ORDER BY (c.embedding OPERATOR(public.<=>) v) + 0 LIMIT k)
     ), matched AS (
         SELECT m.text_hash, m.ordinal FROM (
             SELECT c.text_hash, c.ordinal, c.tsv FROM knowledge.text_chunks c
