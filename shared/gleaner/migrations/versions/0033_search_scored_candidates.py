@@ -67,11 +67,14 @@ LANGUAGE sql STABLE SECURITY DEFINER ROWS 100 SET search_path = pg_catalog, pg_t
     ), keys AS (
         SELECT * FROM near UNION SELECT * FROM matched
     )
-    SELECT c.text_hash, c.ordinal, c.chunk_start, c.chunk_end,
-           CASE WHEN c.embedding_model = model
-                THEN GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) v)) ELSE 0 END,
-           COALESCE(ts_rank_cd(c.tsv, any_word, 32), 0)
-    FROM keys JOIN knowledge.text_chunks c ON c.text_hash = keys.text_hash AND c.ordinal = keys.ordinal
+    -- One primary-key lookup per candidate (OFFSET 0: not a join the planner may turn into a scan of
+    -- every chunk, as it would for the ten thousand rows it guesses a LIMIT of unknown k returns).
+    SELECT s.* FROM keys CROSS JOIN LATERAL (
+        SELECT c.text_hash, c.ordinal, c.chunk_start, c.chunk_end,
+               CASE WHEN c.embedding_model = model
+                    THEN GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) v)) ELSE 0 END,
+               COALESCE(ts_rank_cd(c.tsv, any_word, 32), 0)
+        FROM knowledge.text_chunks c WHERE c.text_hash = keys.text_hash AND c.ordinal = keys.ordinal OFFSET 0) s
 $fn$;
 REVOKE ALL ON FUNCTION {SIGNATURE} FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION {SIGNATURE} TO gleaner_app;
