@@ -7,6 +7,7 @@ machine and cached), a loopback site of pages on distinct topics.
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -183,6 +184,23 @@ def test_a_site_scope_sees_only_its_site_and_shares_the_chunks_of_identical_text
     assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
 
 
+def test_a_text_two_tenants_share_is_found_only_through_a_document_that_may_be_searched(topics):
+    # The candidates are scored chunks of texts, shared by content; a hit needs a searchable document
+    # of the caller's holding that text: one tenant's block must not hide it from the other, nor the
+    # other's document lend it to the blocked one.
+    deps, site = topics
+    _crawl(deps, site, site_domain="mirror.test")
+    add_rule(deps, "mirror.test", "/tides", "block", reason="not for this tenant's assistant")
+    question = "why does the sea at the shore rise and fall twice a day"
+    with tenancy.scope("mirror.test"):
+        mirrored = _urls(deps, question, site_domain=None, limit=10)
+    with tenancy.scope(SITE):
+        own = _urls(deps, question, site_domain=None, limit=10)
+    assert mirrored and site.url + "/tides" not in mirrored
+    assert own[0] == site.url + "/tides"
+    assert {h["site_domain"] for h in search(deps, question, limit=10)["results"]} == {SITE, "mirror.test"}
+
+
 def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chunk(topics, monkeypatch):
     deps, _site = topics
     pages = topic_pages({"/lighthouse": ("Keeping a lighthouse",
@@ -199,6 +217,45 @@ def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chu
     assert small.url + "/lighthouse" not in _urls(deps, question, site_domain=None, limit=2)
     with tenancy.scope("small.test"):
         hits = search(deps, question, limit=2)["results"]
+    assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
+    assert {h["site_domain"] for h in hits} == {"small.test"}
+
+
+def test_a_small_tenant_finds_its_page_by_meaning_past_more_nearest_chunks_than_the_index_scans(topics):
+    # More chunks of another tenant nearer to the question than the HNSW scan looks at (ef_search):
+    # filtering that scan's rows to small.test's texts would leave nothing; its own chunks are compared.
+    deps, site = topics
+    pages = topic_pages({"/lighthouse": ("Keeping a lighthouse",
+                                         "The keeper trimmed the wick and wound the clockwork that turned the lens "
+                                         "through the night, so ships could fix their position off the rocks.",
+                                         "Logbooks recorded the weather, passing vessels and the oil burned.")})
+    with TestSite(pages, max_seconds=300) as small:
+        _crawl(deps, small, site_domain="small.test")
+    embed_pending(deps.search_index, deps.embedder)
+    question = "why does the sea at the shore rise and fall twice a day"
+    near = deps.embedder.embed([question])[0]
+    tides = _scalar(deps, "SELECT i.text_hash FROM knowledge.search_index i JOIN knowledge.documents d"
+                          " ON d.id = i.document_id WHERE d.canonical_url = :u", u=site.url + "/tides")
+    # 3 x ranking.CANDIDATES chunks of the topic site, each the question's vector a little off (distinct
+    # vectors: the index keeps equal ones as one element).
+    rng = random.Random(5)
+    with deps.engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, tsv, embedding_model,"
+            " embedding_dim, embedding) VALUES (:h, :o, 0, 1, to_tsvector(''), :m, 384, CAST(:v AS public.vector))"),
+            [{"h": tides, "o": 1000 + n, "m": deps.embedder.model,
+              "v": "[" + ",".join(f"{x + rng.uniform(-0.002, 0.002):.6f}" for x in near) + "]"}
+             for n in range(3 * ranking.CANDIDATES)])
+
+    def as_on_a_large_table(conn):  # the planner reads a few hundred chunks whole rather than by index
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+
+    sa.event.listen(deps.engine, "begin", as_on_a_large_table)
+    try:
+        with tenancy.scope("small.test"):
+            hits = search(deps, question, limit=3)["results"]
+    finally:
+        sa.event.remove(deps.engine, "begin", as_on_a_large_table)
     assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
     assert {h["site_domain"] for h in hits} == {"small.test"}
 
@@ -259,3 +316,22 @@ def test_a_skill_routing_gets_one_handover_record_and_event_per_version(topics):
                          " AND destination = 'skill' AND target_ref = 'tax-helper'", d=doc["id"]) == 1
     assert _scalar(deps, "SELECT count(*) FROM knowledge.document_events WHERE document_id = :d"
                          " AND type = 'routing.handover'", d=doc["id"]) == 1
+
+
+def test_the_candidate_function_gives_keys_and_numbers_never_text(deps):
+    # knowledge.search_chunk_candidates reads every tenant's chunks as their owner; what keeps another
+    # tenant's words from the caller is that it returns no text, and that only the application role
+    # may call it, with a search_path it cannot redirect.
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: the function does not exist")
+    with deps.engine.connect() as conn:
+        row = conn.execute(sa.text(
+            "SELECT p.prosecdef, p.proconfig, pg_get_function_result(p.oid) AS result,"
+            " has_function_privilege('public', p.oid, 'EXECUTE') AS public,"
+            " has_function_privilege('gleaner_app', p.oid, 'EXECUTE') AS app"
+            " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = 'knowledge' AND p.proname = 'search_chunk_candidates'")).mappings().one()
+    assert row["prosecdef"] and row["proconfig"] == ["search_path=pg_catalog, pg_temp"]
+    assert row["result"] == ("TABLE(text_hash text, ordinal integer, chunk_start integer, chunk_end integer,"
+                             " embedding_score double precision, fulltext_score double precision)")
+    assert row["app"] and not row["public"]

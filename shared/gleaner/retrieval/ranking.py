@@ -66,42 +66,53 @@ _NO_TEXTS = "CAST(NULL AS text[])"
 
 
 def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
-    """One statement: both candidate lists, each candidate scored if visible, the ``:limit`` best sliced.
+    """One statement: the candidates with their scores, the visible ones kept, the ``:limit`` best sliced.
 
-    The candidates come from knowledge.chunk_word_candidates and knowledge.chunk_vector_candidates
-    (migration 0031): they read text_chunks as its owner, so no per-row policy check stands between
-    the GIN or HNSW index and its LIMIT, and return keys only; the joins here, under the caller's
-    row-level security, keep what the caller may see. Only the answer's rows read the text bodies.
+    With vectors, knowledge.search_chunk_candidates (migration 0033) gives both candidate lists with
+    their byte ranges and scores, read as text_chunks' owner: the statement never reads text_chunks
+    under its four-level policy. Each candidate's documents, found through search_index and documents
+    under the caller's row-level security, keep what the caller may see; only the answer's rows read their version and
+    their text (each under its policy).
     """
+    if not vectors:
+        return _full_text_statement(visible_only)
     hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
-    ctes = [f"every AS (SELECT * FROM knowledge.chunk_word_candidates({_ALL_WORDS}, :k, :cap, {hashes}))"]
-    if vectors:
-        ctes.append("more AS (SELECT * FROM knowledge.chunk_vector_candidates("
-                    f"CAST(:v AS public.vector), :m, :k, {hashes}))")
-        # Only a vector of the query's model is compared (a chunk found by its words may still hold
-        # another model's until `gleaner index --reembed`): else 0, as for a chunk not embedded yet.
-        embedding = ("CASE WHEN c.embedding_model = :m THEN"
-                     " GREATEST(0, 1 - (c.embedding OPERATOR(public.<=>) CAST(:v AS public.vector))) ELSE 0 END")
-        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
-    else:  # full text only: chunks with any word of the query when too few have every word
-        ctes.append(f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"
-                    " WHERE (SELECT count(*) FROM every) < :k)")
-        embedding = "CAST(NULL AS float8)"
-        score = "LEAST(1, fulltext_score)"
-    ctes.append("k AS (SELECT text_hash, ordinal FROM every UNION SELECT text_hash, ordinal FROM more)")
-    ctes.append(
-        "scored AS (SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
-        f" s.version, c.text_hash, c.chunk_start, c.chunk_end, {embedding} AS embedding_score,"
-        f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
-        " FROM k JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
-        + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
-        + ")")
+    score = f"{EMBEDDING_WEIGHT} * LEAST(1, k.embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, k.fulltext_score)"
+    return sa.text(
+        "WITH k AS (SELECT * FROM knowledge.search_chunk_candidates("
+        f"{_ALL_WORDS}, {_TSQUERY}, CAST(:v AS public.vector), :m, :k, :cap, {hashes})),"
+        " top AS (SELECT doc.*, k.text_hash, k.chunk_start, k.chunk_end, k.embedding_score, k.fulltext_score,"
+        f" {score} AS score FROM k CROSS JOIN LATERAL (SELECT d.canonical_url AS url, d.title, d.site_domain,"
+        " CAST(d.id AS text) AS document_id, i.snapshot_id FROM knowledge.search_index i"
+        + _VISIBLE[_VISIBLE.index(" JOIN knowledge.documents "):] + " AND i.text_hash = k.text_hash"
+        # OFFSET 0 keeps this a lookup per candidate (search_index's text_hash index): joined, the
+        # planner may hash the caller's whole index to meet a hundred candidates.
+        " OFFSET 0) doc ORDER BY score DESC, url, chunk_start LIMIT :limit)"
+        " SELECT top.*, s.version, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
+        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
+        " FROM top JOIN knowledge.document_snapshots s ON s.id = top.snapshot_id"
+        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
+
+
+def _full_text_statement(visible_only: bool) -> sa.TextClause:
+    """Without pgvector: migration 0031's word candidates (every word, else any word), scored here."""
+    hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
+    ctes = [f"every AS (SELECT * FROM knowledge.chunk_word_candidates({_ALL_WORDS}, :k, :cap, {hashes}))",
+            f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"
+            " WHERE (SELECT count(*) FROM every) < :k)",
+            "k AS (SELECT text_hash, ordinal FROM every UNION SELECT text_hash, ordinal FROM more)",
+            "scored AS (SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
+            " s.version, c.text_hash, c.chunk_start, c.chunk_end, CAST(NULL AS float8) AS embedding_score,"
+            f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
+            " FROM k JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
+            + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
+            + ")"]
     return sa.text(
         "WITH " + ", ".join(ctes) +
         " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
         "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
-        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, url, chunk_start LIMIT :limit) top"
-        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
+        " FROM (SELECT *, LEAST(1, fulltext_score) AS score FROM scored ORDER BY score DESC, url, chunk_start"
+        " LIMIT :limit) top JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
 
 
 def _preview(chunk: str) -> str:
@@ -131,8 +142,6 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
     params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
               "cap": WORD_CAP, "limit": limit}
     with deps.engine.begin() as conn:
-        if vector is not None:  # the HNSW scan returns at most ef_search rows
-            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
         rows: list[Any] = []
         # First over every tenant's chunks; when too few of those are this caller's (a small tenant
         # among large ones), again over the texts the caller's scope sees.
