@@ -1,7 +1,7 @@
 """Composite documents in search: which composite's current text is searchable.
 
 Revision ID: 0036
-Revises: 0032
+Revises: 0033
 Create Date: 2026-12-01
 
 Folding pages into a composite moves their ``rag`` routing to the composite (operator/routing.py),
@@ -22,7 +22,7 @@ from alembic import op
 from gleaner.store.rls import tenant_isolation_sql
 
 revision = "0036"
-down_revision = "0032"
+down_revision = "0033"
 branch_labels = None
 depends_on = None
 
