@@ -40,6 +40,9 @@ from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# The pool of a laptop's engine (the embedded server or GLEANER_DATABASE_URL): kept and extra connections.
+LOCAL_POOL_SIZE = 15
+LOCAL_MAX_OVERFLOW = 10
 # Any constant works; it only has to be the same in every process.
 _MIGRATION_LOCK = 0x61EA4E5
 
@@ -55,6 +58,9 @@ def _pg8000_url(url: str) -> tuple[str, dict[str, Any]]:
     if host and host.startswith("/"):
         port = parts.port or 5432
         connect_args["unix_sock"] = f"{host}/.s.PGSQL.{port}"
+        # A Unix socket carries no TLS (the server answers pg8000's SSL request with "no"), but pg8000 builds
+        # a default TLS context first, loading the CA bundle: CPU paid by every new connection.
+        connect_args["ssl_context"] = False
     rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k not in ("sslmode",))
     netloc = parts.netloc
     new = f"postgresql+pg8000://{netloc}{parts.path}" + (f"?{rest}" if rest else "")
@@ -82,6 +88,7 @@ def embedded_url(data_dir: Path, templates: Path | None = None) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            wait_while_stopping(pgdata)
             forget_dead_handles(pgdata)
             server = pgserver.get_server(pgdata)
     except Exception as exc:  # pgserver raises bare exceptions from subprocesses
@@ -95,19 +102,24 @@ def embedded_url(data_dir: Path, templates: Path | None = None) -> str:
 
 # The embedded servers this process stops at exit when it is their last holder (see stop_if_last).
 _STOPPING: set[Path] = set()
-# How long a fast shutdown may take before pgserver's own handler (pg_ctl, then a kill) takes over.
+# How long a fast shutdown may take to begin (at exit) or to end (at the next start).
 STOP_SECONDS = 60.0
 STOP_POLL_SECONDS = 0.005
 
 
 def stop_if_last(server: Any) -> None:
-    """At exit, stop the embedded server if this process is its last holder, as pgserver would.
+    """At exit, stop the embedded server if this process is its last holder, without waiting for it.
 
-    pgserver's handler stops it with ``pg_ctl -w stop``, which looks for the stopped server only every
-    100 ms: most of the end of a short command. This sends the same fast shutdown (SIGINT to the
-    postmaster) under pgserver's inter-process lock, watches for the postmaster's pid file to go at a
-    finer interval, and forgets this process as pgserver would; pgserver's handler, which runs next,
-    then has nothing left to do. Whatever fails here is left to that handler.
+    pgserver's handler stops it with ``pg_ctl -w stop``, which waits for the shutdown checkpoint (every
+    page the command dirtied written out) and looks for the stopped server only every 100 ms: most of
+    the end of a command that wrote much. This sends the same fast shutdown (SIGINT to the postmaster)
+    under pgserver's inter-process lock, waits only until the postmaster says it is stopping (its pid
+    file's status line, written as it takes the signal), and forgets this process as pgserver would;
+    pgserver's handler, which runs next, then has nothing left to do. The postmaster finishes its
+    checkpoint on its own (pg_ctl started it detached from this process); a command that starts
+    meanwhile waits for it to be gone (:func:`wait_while_stopping`) and starts a new one. Nothing
+    committed depends on that checkpoint: it is in the write-ahead log already. Whatever fails here is
+    left to pgserver's handler.
     """
     from pgserver.postgres_server import PostgresServer
 
@@ -119,18 +131,44 @@ def stop_if_last(server: Any) -> None:
             if not process.is_running():
                 return
             process.send_signal(signal.SIGINT)
-            # Stopped when the postmaster has removed its pid file, as pg_ctl judges it (the exited
-            # process may stay a zombie until its adoptive parent reaps it).
             pid_file = Path(server.pgdata) / "postmaster.pid"
             deadline = time.monotonic() + STOP_SECONDS
-            while pid_file.exists() and time.monotonic() < deadline:
+            while _status(pid_file) not in (None, STOPPING) and time.monotonic() < deadline:
                 time.sleep(STOP_POLL_SECONDS)
-            if not pid_file.exists():
-                # Forgotten as pgserver's handler would; that handler then leaves the server alone (it
-                # would take the zombie for a server pg_ctl cannot stop, and wait two seconds to kill it).
+            if _status(pid_file) in (None, STOPPING):
+                # Forgotten as pgserver's handler would; that handler then leaves the server alone.
                 server.global_process_id_list.get_and_remove(os.getpid())
     except Exception:  # pgserver's handler stops it the usual way
         log.debug("stopping the embedded PostgreSQL at exit failed; pgserver's handler stops it", exc_info=True)
+
+
+# The postmaster's status in its pid file (the 8th line) from its shutdown request until it is gone.
+STOPPING = "stopping"
+
+
+def _status(pid_file: Path) -> str | None:
+    """The status line of a postmaster pid file (None: no pid file, so no server)."""
+    try:
+        lines = pid_file.read_text(encoding="utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
+        return None
+    return lines[7].strip() if len(lines) > 7 else ""
+
+
+def wait_while_stopping(pgdata: Path) -> bool:
+    """Wait for a server that is shutting down (the last command's, :func:`stop_if_last`) to be gone:
+    joined, it would refuse every connection. Whether there was one."""
+    pid_file = pgdata / "postmaster.pid"
+    if _status(pid_file) != STOPPING:
+        return False
+    try:
+        pid = int(pid_file.read_text(encoding="utf-8").split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    deadline = time.monotonic() + STOP_SECONDS
+    while _alive(pid) and _status(pid_file) == STOPPING and time.monotonic() < deadline:
+        time.sleep(STOP_POLL_SECONDS)
+    return True
 
 
 def forget_dead_handles(pgdata: Path) -> list[int]:
@@ -187,8 +225,10 @@ def create_engine(settings: Settings) -> Engine:
     else:
         url = settings.database_url or embedded_url(settings.data_dir, settings.pg_template_dir)
         sa_url, connect_args = _pg8000_url(url)
-        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
-                                  max_overflow=10, future=True)
+        # Kept connections for the many threads of a multi-site run (the engine's bus): a connection
+        # beyond pool_size is closed when it is given back, and a new one is a server process to start.
+        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=LOCAL_POOL_SIZE,
+                                  max_overflow=LOCAL_MAX_OVERFLOW, future=True)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
