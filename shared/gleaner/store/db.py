@@ -5,7 +5,7 @@ Three ways to reach PostgreSQL, chosen by settings:
 - ``GLEANER_DATABASE_URL=postgresql://…``: any PostgreSQL, through pg8000;
 - ``GLEANER_CLOUDSQL_INSTANCE=project:region:instance``: Cloud SQL through the
   cloud-sql-python-connector with IAM database authentication;
-- neither: an embedded PostgreSQL started by ``pgserver`` under the data dir.
+- neither: an embedded PostgreSQL started by ``pgserver`` under the data dir (:mod:`gleaner.store.embedded`).
 
 An engine is created once per process by the composition root and reused
 (Cloud Functions keep it across invocations). Migrations are Alembic revisions
@@ -17,13 +17,8 @@ as the migrator identity) and functions only check the revision (:func:`require_
 from __future__ import annotations
 
 import ast
-import atexit
 import logging
-import os
 import re
-import signal
-import time
-import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -35,6 +30,7 @@ from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
 from gleaner.store import pgdriver
 from gleaner.store.dberrors import DatabaseRefused, guard_engine, patiently
+from gleaner.store.embedded import embedded_url, forget_dead_handles, stop_if_last  # noqa: F401  (their home was here)
 from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
@@ -65,157 +61,6 @@ def _pg8000_url(url: str) -> tuple[str, dict[str, Any]]:
     netloc = parts.netloc
     new = f"postgresql+pg8000://{netloc}{parts.path}" + (f"?{rest}" if rest else "")
     return new, connect_args
-
-
-def embedded_url(data_dir: Path, templates: Path | None = None) -> str:
-    """Start (or join) the embedded PostgreSQL under data_dir and return its URL.
-
-    A new data dir starts as a copy of the migrated cluster cached under ``templates`` when given
-    (:mod:`gleaner.store.pgtemplate`), else pgserver runs initdb.
-    """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import pgserver
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise ConfigError("the embedded database needs the 'pgserver' package") from exc
-    pgdata = (data_dir / "pg").resolve()
-    pgdata.mkdir(parents=True, exist_ok=True)
-    if templates is not None:
-        from gleaner.store.pgtemplate import seed
-
-        seed(pgdata, templates)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            wait_while_stopping(pgdata)
-            forget_dead_handles(pgdata)
-            server = pgserver.get_server(pgdata)
-    except Exception as exc:  # pgserver raises bare exceptions from subprocesses
-        raise RetryableError(f"embedded PostgreSQL did not start under {pgdata}: {exc}") from exc
-    if pgdata not in _STOPPING:
-        _STOPPING.add(pgdata)
-        atexit.register(stop_if_last, server)  # after pgserver's own handler, so it runs before it
-    uri: str = server.get_uri()
-    return uri
-
-
-# The embedded servers this process stops at exit when it is their last holder (see stop_if_last).
-_STOPPING: set[Path] = set()
-# How long a fast shutdown may take to begin (at exit) or to end (at the next start).
-STOP_SECONDS = 60.0
-STOP_POLL_SECONDS = 0.005
-
-
-def stop_if_last(server: Any) -> None:
-    """At exit, stop the embedded server if this process is its last holder, without waiting for it.
-
-    pgserver's handler stops it with ``pg_ctl -w stop``, which waits for the shutdown checkpoint (every
-    page the command dirtied written out) and looks for the stopped server only every 100 ms: most of
-    the end of a command that wrote much. This sends the same fast shutdown (SIGINT to the postmaster)
-    under pgserver's inter-process lock, waits only until the postmaster says it is stopping (its pid
-    file's status line, written as it takes the signal), and forgets this process as pgserver would;
-    pgserver's handler, which runs next, then has nothing left to do. The postmaster finishes its
-    checkpoint on its own (pg_ctl started it detached from this process); a command that starts
-    meanwhile waits for it to be gone (:func:`wait_while_stopping`) and starts a new one. Nothing
-    committed depends on that checkpoint: it is in the write-ahead log already. Whatever fails here is
-    left to pgserver's handler.
-    """
-    from pgserver.postgres_server import PostgresServer
-
-    try:
-        with PostgresServer._lock:  # the lock a joining process takes to add itself
-            if server.global_process_id_list.get() != [os.getpid()]:
-                return
-            process = server.get_postmaster_info().process
-            if not process.is_running():
-                return
-            process.send_signal(signal.SIGINT)
-            pid_file = Path(server.pgdata) / "postmaster.pid"
-            deadline = time.monotonic() + STOP_SECONDS
-            while _status(pid_file) not in (None, STOPPING) and time.monotonic() < deadline:
-                time.sleep(STOP_POLL_SECONDS)
-            if _status(pid_file) in (None, STOPPING):
-                # Forgotten as pgserver's handler would; that handler then leaves the server alone.
-                server.global_process_id_list.get_and_remove(os.getpid())
-    except Exception:  # pgserver's handler stops it the usual way
-        log.debug("stopping the embedded PostgreSQL at exit failed; pgserver's handler stops it", exc_info=True)
-
-
-# The postmaster's status in its pid file (the 8th line) from its shutdown request until it is gone.
-STOPPING = "stopping"
-
-
-def _status(pid_file: Path) -> str | None:
-    """The status line of a postmaster pid file (None: no pid file, so no server)."""
-    try:
-        lines = pid_file.read_text(encoding="utf-8", errors="replace").split("\n")
-    except FileNotFoundError:
-        return None
-    return lines[7].strip() if len(lines) > 7 else ""
-
-
-def wait_while_stopping(pgdata: Path) -> bool:
-    """Wait for a server that is shutting down (the last command's, :func:`stop_if_last`) to be gone:
-    joined, it would refuse every connection. Whether there was one."""
-    pid_file = pgdata / "postmaster.pid"
-    if _status(pid_file) != STOPPING:
-        return False
-    try:
-        pid = int(pid_file.read_text(encoding="utf-8").split("\n", 1)[0])
-    except (OSError, ValueError):
-        return False
-    deadline = time.monotonic() + STOP_SECONDS
-    while _alive(pid) and _status(pid_file) == STOPPING and time.monotonic() < deadline:
-        time.sleep(STOP_POLL_SECONDS)
-    return True
-
-
-def forget_dead_handles(pgdata: Path) -> list[int]:
-    """Drop the processes that died holding the embedded server from its handle list; their pids.
-
-    pgserver stops the postmaster when the last process holding it exits, counting holders in
-    ``pgdata/.handle_pids.json``. A holder killed with SIGKILL never removes itself, so every later
-    process sees one holder left, and the postmaster was never stopped again. Pruning dead pids first
-    makes this process join the orphan (the running server is reused) and stop it as the last holder.
-    """
-    from pgserver.postgres_server import PostgresServer
-    from pgserver.utils import DiskList
-
-    handles = DiskList(pgdata / ".handle_pids.json")
-    with PostgresServer._lock:  # pgserver's own inter-process lock around the same list
-        try:
-            pids = handles.get()
-        except ValueError:  # a holder killed mid-write: nobody live can be counted on it
-            pids = [0]
-        dead = [pid for pid in pids if not _alive(pid)]
-        if dead:
-            handles.put([pid for pid in pids if pid not in dead])
-            log.info("embedded PostgreSQL under %s: forgot %d dead holder(s) %s", pgdata, len(dead), dead)
-    return dead
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A killed child its parent has not reaped yet is dead for this purpose."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def create_engine(settings: Settings) -> Engine:
