@@ -65,9 +65,14 @@ PAGES_PER_EXTRACTION = 8
 # Settled pages written in one statement while the batch goes on: few enough that a batch killed
 # at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
 RECORDS_PER_WRITE = 10
-# Recorded pages handed to snapshot in one message while the batch goes on (its last ones go at its end):
-# each message costs snapshot and ingest a few transactions of their own, so not one a page.
+# In-process, a page waits at most about this long for company before extraction (a host's delay spaces
+# its pages: eight of them would wait seconds, and many hosts' last groups would all come at once).
+EXTRACT_WAIT_SECONDS = 1.0
+# In-process, extracted pages go on to snapshot in one message when there are this many, or when the
+# oldest has waited HAND_ON_SECONDS (the batch's last one goes at its end): each message costs snapshot
+# and ingest a few transactions of their own, so not one a page.
 PAGES_PER_SNAPSHOT = 10
+HAND_ON_SECONDS = 2.0
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
 # request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
 NOT_MODIFIED_PER_WRITE = 50
@@ -153,6 +158,7 @@ class BatchScrape:
         self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
         self.answered: set[str] = set()
         self.published = 0  # how many of ``handed`` went to snapshot already
+        self.waiting_since = self.extracted_since = 0.0  # when the oldest page of each list came
         # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
         self.streams = deps.local_bus is not None and not self.render.browser_ids
         self.counts: Counter[str] = Counter()
@@ -187,8 +193,10 @@ class BatchScrape:
         if moved_to is not None:
             self.records.append(_record(page, result, None, superseded_by=moved_to))
         elif result.outcome is FetchOutcome.FETCHED:
+            if not self.waiting:
+                self.waiting_since = time.monotonic()
             self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
-            if len(self.waiting) >= PAGES_PER_EXTRACTION:
+            if len(self.waiting) >= PAGES_PER_EXTRACTION or self._waited(self.waiting_since, EXTRACT_WAIT_SECONDS):
                 self.extract()
         else:
             self.records.append(_record(page, result, None))
@@ -207,7 +215,12 @@ class BatchScrape:
         """Step 3: hand off extracted pages (the finished ones, or all when ``block``), then write."""
         while self.extracting and (block or self.extracting[0][1].done()):
             fetched_pages, future = self.extracting.pop(0)
+            if not self.extracted:
+                self.extracted_since = time.monotonic()
             self.extracted.extend(zip(fetched_pages, future.result(), strict=True))
+        if self.streams and not block:
+            self._stream()
+            return
         # The blocklist is asked about several extraction tasks' pages at once: each question is a transaction.
         if self.extracted and (block or len(self.extracted) >= RECORDS_PER_WRITE):
             done = list(self.extracted)
@@ -245,26 +258,41 @@ class BatchScrape:
             self.records.append(_record(page, result, extracted.title, handed))
 
     def write(self, block: bool) -> None:
-        """Step 4: record settled pages when enough are in hand (all of them when ``block``), and hand the
-        recorded ones on to snapshot while the batch goes on."""
+        """Step 4: record settled pages when enough are in hand (all of them when ``block``)."""
         if self.records and (block or _write_due(self.records)):
             _write(self.deps, self.message.run_id, self.records, self.counts)
-            if not block and self.streams:
-                self.hand_on(block=False)
+
+    def _stream(self) -> None:
+        """Steps 3-5 while an in-process batch goes on: extracted pages are handed off, recorded and handed
+        on to snapshot once there are enough of them or the oldest has waited long enough (a host's delay
+        paces its pages: the groups stay small, and so does what is left when its last page comes)."""
+        if self.extracted and (len(self.extracted) >= PAGES_PER_SNAPSHOT
+                               or self._waited(self.extracted_since, HAND_ON_SECONDS)):
+            done = list(self.extracted)
+            self.extracted.clear()
+            self._hand_off(done)
+            self.write(block=True)
+            self.hand_on(block=False)
+        else:
+            self.write(block=False)
+
+    @staticmethod
+    def _waited(since: float, seconds: float) -> bool:
+        return time.monotonic() - since >= seconds
 
     def hand_on(self, block: bool) -> bool:
-        """Step 5: publish the recorded pages not yet handed to snapshot (enough of them, or all when
-        ``block``); whether a message went.
+        """Step 5: publish the recorded pages not yet handed to snapshot (all of them when ``block``, else
+        all but the last); whether a message went.
 
         Published while the batch still fetches, snapshot and ingest of its first pages overlap the
         host's delay instead of all following its last page. Only recorded pages go (their outcomes are
-        written just before), and the batch's last pages wait for the end, so the run cannot finish
+        written just before), and one of them always waits for the batch's end, so the run cannot finish
         before its batch has. A batch the browser renders hands on once, at its end: the pages its
         renderings link to join the run before any of its pages is snapshotted."""
-        pages = self.handed[self.published:]
-        if not pages or (not block and len(pages) < PAGES_PER_SNAPSHOT):
+        pages = self.handed[self.published:] if block else self.handed[self.published:-1]
+        if not pages:
             return False
-        self.published = len(self.handed)
+        self.published += len(pages)
         message = self.message
         self.deps.bus.publish(PagesFetched(run_id=message.run_id, site_domain=message.site_domain,
                                            batch_no=message.batch_no, pages=tuple(pages)),
