@@ -65,14 +65,9 @@ PAGES_PER_EXTRACTION = 8
 # Settled pages written in one statement while the batch goes on: few enough that a batch killed
 # at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
 RECORDS_PER_WRITE = 10
-# In-process, a page waits at most about this long for company before extraction (a host's delay spaces
-# its pages: eight of them would wait seconds, and many hosts' last groups would all come at once).
-EXTRACT_WAIT_SECONDS = 1.0
-# In-process, extracted pages go on to snapshot in one message when there are this many, or when the
-# oldest has waited HAND_ON_SECONDS (the batch's last one goes at its end): each message costs snapshot
-# and ingest a few transactions of their own, so not one a page.
+# In-process, extracted pages go on to snapshot in one message when there are this many (the batch's
+# last one goes at its end): each message costs snapshot and ingest a few transactions of their own.
 PAGES_PER_SNAPSHOT = 10
-HAND_ON_SECONDS = 2.0
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
 # request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
 NOT_MODIFIED_PER_WRITE = 50
@@ -158,7 +153,6 @@ class BatchScrape:
         self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
         self.answered: set[str] = set()
         self.published = 0  # how many of ``handed`` went to snapshot already
-        self.waiting_since = self.extracted_since = 0.0  # when the oldest page of each list came
         # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
         self.streams = deps.local_bus is not None and not self.render.browser_ids
         self.counts: Counter[str] = Counter()
@@ -193,10 +187,8 @@ class BatchScrape:
         if moved_to is not None:
             self.records.append(_record(page, result, None, superseded_by=moved_to))
         elif result.outcome is FetchOutcome.FETCHED:
-            if not self.waiting:
-                self.waiting_since = time.monotonic()
             self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
-            if len(self.waiting) >= PAGES_PER_EXTRACTION or self._waited(self.waiting_since, EXTRACT_WAIT_SECONDS):
+            if len(self.waiting) >= PAGES_PER_EXTRACTION:
                 self.extract()
         else:
             self.records.append(_record(page, result, None))
@@ -215,8 +207,6 @@ class BatchScrape:
         """Step 3: hand off extracted pages (the finished ones, or all when ``block``), then write."""
         while self.extracting and (block or self.extracting[0][1].done()):
             fetched_pages, future = self.extracting.pop(0)
-            if not self.extracted:
-                self.extracted_since = time.monotonic()
             self.extracted.extend(zip(fetched_pages, future.result(), strict=True))
         if self.streams and not block:
             self._stream()
@@ -264,10 +254,12 @@ class BatchScrape:
 
     def _stream(self) -> None:
         """Steps 3-5 while an in-process batch goes on: extracted pages are handed off, recorded and handed
-        on to snapshot once there are enough of them or the oldest has waited long enough (a host's delay
-        paces its pages: the groups stay small, and so does what is left when its last page comes)."""
-        if self.extracted and (len(self.extracted) >= PAGES_PER_SNAPSHOT
-                               or self._waited(self.extracted_since, HAND_ON_SECONDS)):
+        on to snapshot once there are enough of them.
+
+        Not by age: smaller groups (a page waiting at most a second or two) shortened the tail after a
+        host's last page, but their extra tasks and transactions cost more CPU than a crawl of many hosts
+        on few cores could spare (infra/bench/README.md, multi-site)."""
+        if len(self.extracted) >= PAGES_PER_SNAPSHOT:
             done = list(self.extracted)
             self.extracted.clear()
             self._hand_off(done)
@@ -275,10 +267,6 @@ class BatchScrape:
             self.hand_on(block=False)
         else:
             self.write(block=False)
-
-    @staticmethod
-    def _waited(since: float, seconds: float) -> bool:
-        return time.monotonic() - since >= seconds
 
     def hand_on(self, block: bool) -> bool:
         """Step 5: publish the recorded pages not yet handed to snapshot (all of them when ``block``, else
