@@ -14,7 +14,8 @@ crawls many domains in one reactor:
 - a run's failure stays its own: an unexpected error in one handler gives that message up and
   records it on its run (the bus's ``isolate``), the other runs go on;
 - a run is settled (its summary made, its notifications flushed) as soon as its last message is
-  done, on the engine's finisher thread: the others go on meanwhile, and nothing waits for the slowest;
+  done, on the engine's finisher threads: the others go on meanwhile, and nothing waits for the slowest
+  (runs of the same size end together, and each settling is a few database round trips: several at once);
 - ``gleaner watch`` keeps one engine :meth:`serve` ing: the runs each tick adds start at once, whatever
   runs are still going;
 - Ctrl-C (or SIGTERM) marks every run still active ``interrupted``; ``gleaner runs resume RUN_ID``
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 # Bus threads per run under way: a run has at most two scrape batches in flight, and its snapshot
 # and ingest messages overlap them; one more thread serves the work of no run (an operator's re-ingest).
 THREADS_PER_RUN = SCRAPE_BATCHES_IN_FLIGHT + 1
+# Runs settled at once (their round trips overlap); a display's on_run_end is called from these threads.
+FINISHERS = 4
 
 OnDispatch = Callable[[Message], None] | None
 OnRunEnd = Callable[["RunRef", dict[str, Any]], None] | None
@@ -81,8 +84,9 @@ class Engine:
         self._finished: dict[str, Future[dict[str, Any]]] = {}
         self._ended_unknown: set[str] = set()  # runs whose last message was done before add() named them
         self._serving = False  # serve() keeps no summaries: a watch runs for months
-        # Runs are settled here as they end, one at a time, off the draining thread (which goes on dispatching).
-        self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gleaner-engine-finish")
+        # Runs are settled here as they end, off the draining thread (which goes on dispatching).
+        self._finisher = ThreadPoolExecutor(max_workers=FINISHERS, thread_name_prefix="gleaner-engine-finish")
+        self._settling: list[Future[dict[str, Any]]] = []  # what serve() waits for before it returns
         self.interrupted: list[str] = []  # the runs Ctrl-C marked interrupted
 
     def crawl(self, requests: Sequence[CrawlRequested]) -> list[dict[str, Any]]:
@@ -99,7 +103,7 @@ class Engine:
             for run in runs:
                 self._runs[run.run_id] = run
                 if run.run_id in self._ended_unknown and run.run_id not in self._finished:
-                    self._finished[run.run_id] = self._finisher.submit(self._finish, run)
+                    self._finished[run.run_id] = self._settle(run)
         self._warm(runs)
 
     def drive(self, runs: Sequence[RunRef]) -> list[dict[str, Any]]:
@@ -119,7 +123,10 @@ class Engine:
         self._serving = True
         with self._bounded(self.deps.settings.max_runs or 1):
             self.bus.drain(on_dispatch=self._dispatched, until=until)
-        self._finisher.submit(lambda: None).result()  # the last runs' settling done
+        with self._lock:
+            settling = list(self._settling)
+        for future in settling:  # the last runs' settling done
+            future.result()
 
     def _dispatched(self, message: Message) -> None:
         if self.on_dispatch is not None:
@@ -132,7 +139,7 @@ class Engine:
             if run is None:  # a tick publishes its requests before it hands their runs over
                 self._ended_unknown.add(run_id)
             elif run_id not in self._finished:
-                self._finished[run_id] = self._finisher.submit(self._finish, run)
+                self._finished[run_id] = self._settle(run)
 
     def _finish(self, run: RunRef) -> dict[str, Any]:
         """A run's last message is done: settle it, send what it has to say, make its summary."""
@@ -158,8 +165,16 @@ class Engine:
             finished = self._finished.get(run.run_id)
         if finished is None:  # never dispatched (interrupted before it started)
             with self._lock:
-                finished = self._finished.setdefault(run.run_id, self._finisher.submit(self._finish, run))
+                finished = self._finished.get(run.run_id) or self._settle(run)
+                self._finished[run.run_id] = finished
         return finished.result()
+
+    def _settle(self, run: RunRef) -> Future[dict[str, Any]]:
+        """Hand a run that ended to the finishers (called with the lock held)."""
+        future = self._finisher.submit(self._finish, run)
+        self._settling = [f for f in self._settling if not f.done()]  # a watch settles runs for months
+        self._settling.append(future)
+        return future
 
     def close(self) -> None:
         self._finisher.shutdown(wait=True)

@@ -117,3 +117,42 @@ def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps,
         engine.dispose()
     assert summary["status"] == "finished" and summary["failed"] == 0
     assert held["rows"] >= 10
+
+
+def test_in_process_the_first_pages_are_snapshotted_while_the_batch_still_fetches(make_deps, database_url):
+    engine = db.create_engine(Settings(database_url=database_url))
+    scraping = threading.Event()
+    served: list[str] = []
+    lock = threading.Lock()
+    held: dict[str, int] = {}
+
+    def snapshots() -> int:
+        with tenancy.all_tenants(), engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT count(*) FROM knowledge.document_snapshots")).scalar() or 0)
+
+    def page(h: BaseHTTPRequestHandler) -> None:
+        if scraping.is_set():
+            with lock:
+                served.append(h.path)
+                nth = len(served)
+            if nth == PAGES - 2:  # hold one of the batch's last requests until earlier pages have versions
+                deadline = time.monotonic() + 4.0
+                while (count := snapshots()) < 1 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                held["snapshots"] = count
+        _answer(h, h.path)
+
+    def seen(topic: str, message: Message) -> None:
+        if isinstance(message, CrawlMapped):
+            scraping.set()
+
+    deps = make_deps(host_concurrency=1)
+    site, _ = _site(page)
+    try:
+        with site:
+            summary = crawl(deps, new_request(site.url + "/", site_domain="streamed.test"), progress=seen)
+    finally:
+        engine.dispose()
+    assert held["snapshots"] >= 1  # snapshot did not wait for the batch's end
+    assert summary["status"] == "finished" and summary["failed"] == 0
+    assert summary["snapshots"]["new"] == summary["fetched"] == PAGES + 1  # every page versioned, none twice

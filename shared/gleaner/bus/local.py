@@ -88,8 +88,8 @@ class LocalBus:
     # Messages queued or in flight per run id (a run is under way while it has any).
     _load: dict[str, int] = field(default_factory=dict)
     _under_way: set[str] = field(default_factory=set)
-    # The wake-up queue of a drain kept open (``drain(until=...)``): a publish from outside it (a tick)
-    # is taken at once, not when a message in flight next ends.
+    # The wake-up queue of the drain under way: a publish from outside it (a tick, a handler still
+    # running) is taken at once, not when a message in flight next ends.
     _wake: queue.SimpleQueue[tuple[Message, BaseException | None] | None] | None = None
 
     def subscribe(self, topic: str, handler: Handler) -> None:
@@ -192,8 +192,10 @@ class LocalBus:
                 self._done_with(message)
                 done.put((message, error))
 
-        if until is not None:
-            self._wake = done
+        # A publish wakes this loop at once: a message a handler publishes while it goes on (scrape hands
+        # its first pages to snapshot mid-batch) or another thread's (a tick's) is taken then, not when a
+        # message in flight next ends.
+        outer, self._wake = self._wake, done
         try:
             while True:
                 for message, attempts in self._take(max(1, self.concurrency) - len(in_flight), in_flight):
@@ -211,8 +213,7 @@ class LocalBus:
                 if on_dispatch is not None:
                     on_dispatch(message)
         finally:
-            if until is not None:
-                self._wake = None
+            self._wake = outer
 
     def _take(self, slots: int, running: Iterable[Message]) -> list[tuple[Message, int]]:
         """Up to slots queued messages, oldest first, skipping a run's topics at their in-flight limit

@@ -5,6 +5,13 @@ errors); each other module registers the commands of one concern on ``main``. A 
 own module here and one import line below.
 """
 
+import sys
+
+from gleaner.earlystart import is_gleaner, start_database
+
+if is_gleaner(sys.argv[0]):  # first: the embedded database starts while the modules below are imported
+    start_database(sys.argv[1:])
+
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
 
 # Each registers its commands; runctl after reading, whose `runs` it wraps in the run-control group.

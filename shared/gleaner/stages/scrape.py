@@ -14,7 +14,8 @@ A body the blob store will not take settles its page as ``store-failed`` and
 ends the run (partial if it stored anything, else failed): the store failed, not
 the site, so the site is never asked for the page again in this run.
 
-Outcomes are written every few pages as they settle, not only at the end, and the
+Outcomes are written every few pages as they settle, not only at the end (on the in-process bus
+the written pages go on to snapshot at once, a few at a time: :meth:`BatchScrape.hand_on`), and the
 batch has a soft deadline (``GLEANER_SCRAPE_SOFT_DEADLINE``, under the function's
 timeout): past it no new fetch starts, and the URLs not started go to a new task,
 part + 1 of the same batch under its own deterministic name. A long Crawl-delay or
@@ -64,6 +65,9 @@ PAGES_PER_EXTRACTION = 8
 # Settled pages written in one statement while the batch goes on: few enough that a batch killed
 # at its hard deadline loses little, many enough that the writes stay batched (FACTS.md).
 RECORDS_PER_WRITE = 10
+# In-process, extracted pages go on to snapshot in one message when there are this many (the batch's
+# last one goes at its end): each message costs snapshot and ingest a few transactions of their own.
+PAGES_PER_SNAPSHOT = 10
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
 # request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
 NOT_MODIFIED_PER_WRITE = 50
@@ -111,9 +115,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
                                "pages_handed_on": len(left)}})
     out = PagesFetched(run_id=message.run_id, site_domain=message.site_domain, batch_no=message.batch_no,
                        pages=tuple(batch.handed))
-    if batch.handed:
-        deps.bus.publish(out, ordering_key=message.site_domain)
-    elif not left and not found:
+    if not batch.hand_on(block=True) and not left and not found:
         finish_run(deps, message.run_id)  # fetched bodies go if that settled the run
     outbox.flush_after_commit(deps)  # status changes (removed, restored) recorded with the fetch outcomes
     return out
@@ -150,6 +152,9 @@ class BatchScrape:
         self.extracting: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
         self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
         self.answered: set[str] = set()
+        self.published = 0  # how many of ``handed`` went to snapshot already
+        # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
+        self.streams = deps.local_bus is not None and not self.render.browser_ids
         self.counts: Counter[str] = Counter()
         self.store_failures: list[GleanerError] = []
 
@@ -203,6 +208,9 @@ class BatchScrape:
         while self.extracting and (block or self.extracting[0][1].done()):
             fetched_pages, future = self.extracting.pop(0)
             self.extracted.extend(zip(fetched_pages, future.result(), strict=True))
+        if self.streams and not block:
+            self._stream()
+            return
         # The blocklist is asked about several extraction tasks' pages at once: each question is a transaction.
         if self.extracted and (block or len(self.extracted) >= RECORDS_PER_WRITE):
             done = list(self.extracted)
@@ -243,6 +251,41 @@ class BatchScrape:
         """Step 4: record settled pages when enough are in hand (all of them when ``block``)."""
         if self.records and (block or _write_due(self.records)):
             _write(self.deps, self.message.run_id, self.records, self.counts)
+
+    def _stream(self) -> None:
+        """Steps 3-5 while an in-process batch goes on: extracted pages are handed off, recorded and handed
+        on to snapshot once there are enough of them.
+
+        Not by age: smaller groups (a page waiting at most a second or two) shortened the tail after a
+        host's last page, but their extra tasks and transactions cost more CPU than a crawl of many hosts
+        on few cores could spare (infra/bench/README.md, multi-site)."""
+        if len(self.extracted) >= PAGES_PER_SNAPSHOT:
+            done = list(self.extracted)
+            self.extracted.clear()
+            self._hand_off(done)
+            self.write(block=True)
+            self.hand_on(block=False)
+        else:
+            self.write(block=False)
+
+    def hand_on(self, block: bool) -> bool:
+        """Step 5: publish the recorded pages not yet handed to snapshot (all of them when ``block``, else
+        all but the last); whether a message went.
+
+        Published while the batch still fetches, snapshot and ingest of its first pages overlap the
+        host's delay instead of all following its last page. Only recorded pages go (their outcomes are
+        written just before), and one of them always waits for the batch's end, so the run cannot finish
+        before its batch has. A batch the browser renders hands on once, at its end: the pages its
+        renderings link to join the run before any of its pages is snapshotted."""
+        pages = self.handed[self.published:] if block else self.handed[self.published:-1]
+        if not pages:
+            return False
+        self.published += len(pages)
+        message = self.message
+        self.deps.bus.publish(PagesFetched(run_id=message.run_id, site_domain=message.site_domain,
+                                           batch_no=message.batch_no, pages=tuple(pages)),
+                              ordering_key=message.site_domain)
+        return True
 
 
 def _found_by_rendering(deps: Deps, message: ScrapeBatch, batch: BatchScrape) -> list[str]:

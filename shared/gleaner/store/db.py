@@ -5,7 +5,7 @@ Three ways to reach PostgreSQL, chosen by settings:
 - ``GLEANER_DATABASE_URL=postgresql://…``: any PostgreSQL, through pg8000;
 - ``GLEANER_CLOUDSQL_INSTANCE=project:region:instance``: Cloud SQL through the
   cloud-sql-python-connector with IAM database authentication;
-- neither: an embedded PostgreSQL started by ``pgserver`` under the data dir.
+- neither: an embedded PostgreSQL started by ``pgserver`` under the data dir (:mod:`gleaner.store.embedded`).
 
 An engine is created once per process by the composition root and reused
 (Cloud Functions keep it across invocations). Migrations are Alembic revisions
@@ -17,13 +17,8 @@ as the migrator identity) and functions only check the revision (:func:`require_
 from __future__ import annotations
 
 import ast
-import atexit
 import logging
-import os
 import re
-import signal
-import time
-import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -35,11 +30,15 @@ from gleaner.config import Settings
 from gleaner.errors import ConfigError, RetryableError
 from gleaner.store import pgdriver
 from gleaner.store.dberrors import DatabaseRefused, guard_engine, patiently
+from gleaner.store.embedded import embedded_url, forget_dead_handles, stop_if_last  # noqa: F401  (their home was here)
 from gleaner.store.rls import ADMIN_OPTION, install_tenant_guard
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# The pool of a laptop's engine (the embedded server or GLEANER_DATABASE_URL): kept and extra connections.
+LOCAL_POOL_SIZE = 15
+LOCAL_MAX_OVERFLOW = 10
 # Any constant works; it only has to be the same in every process.
 _MIGRATION_LOCK = 0x61EA4E5
 
@@ -55,129 +54,13 @@ def _pg8000_url(url: str) -> tuple[str, dict[str, Any]]:
     if host and host.startswith("/"):
         port = parts.port or 5432
         connect_args["unix_sock"] = f"{host}/.s.PGSQL.{port}"
+        # A Unix socket carries no TLS (the server answers pg8000's SSL request with "no"), but pg8000 builds
+        # a default TLS context first, loading the CA bundle: CPU paid by every new connection.
+        connect_args["ssl_context"] = False
     rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k not in ("sslmode",))
     netloc = parts.netloc
     new = f"postgresql+pg8000://{netloc}{parts.path}" + (f"?{rest}" if rest else "")
     return new, connect_args
-
-
-def embedded_url(data_dir: Path, templates: Path | None = None) -> str:
-    """Start (or join) the embedded PostgreSQL under data_dir and return its URL.
-
-    A new data dir starts as a copy of the migrated cluster cached under ``templates`` when given
-    (:mod:`gleaner.store.pgtemplate`), else pgserver runs initdb.
-    """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import pgserver
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise ConfigError("the embedded database needs the 'pgserver' package") from exc
-    pgdata = (data_dir / "pg").resolve()
-    pgdata.mkdir(parents=True, exist_ok=True)
-    if templates is not None:
-        from gleaner.store.pgtemplate import seed
-
-        seed(pgdata, templates)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            forget_dead_handles(pgdata)
-            server = pgserver.get_server(pgdata)
-    except Exception as exc:  # pgserver raises bare exceptions from subprocesses
-        raise RetryableError(f"embedded PostgreSQL did not start under {pgdata}: {exc}") from exc
-    if pgdata not in _STOPPING:
-        _STOPPING.add(pgdata)
-        atexit.register(stop_if_last, server)  # after pgserver's own handler, so it runs before it
-    uri: str = server.get_uri()
-    return uri
-
-
-# The embedded servers this process stops at exit when it is their last holder (see stop_if_last).
-_STOPPING: set[Path] = set()
-# How long a fast shutdown may take before pgserver's own handler (pg_ctl, then a kill) takes over.
-STOP_SECONDS = 60.0
-STOP_POLL_SECONDS = 0.005
-
-
-def stop_if_last(server: Any) -> None:
-    """At exit, stop the embedded server if this process is its last holder, as pgserver would.
-
-    pgserver's handler stops it with ``pg_ctl -w stop``, which looks for the stopped server only every
-    100 ms: most of the end of a short command. This sends the same fast shutdown (SIGINT to the
-    postmaster) under pgserver's inter-process lock, watches for the postmaster's pid file to go at a
-    finer interval, and forgets this process as pgserver would; pgserver's handler, which runs next,
-    then has nothing left to do. Whatever fails here is left to that handler.
-    """
-    from pgserver.postgres_server import PostgresServer
-
-    try:
-        with PostgresServer._lock:  # the lock a joining process takes to add itself
-            if server.global_process_id_list.get() != [os.getpid()]:
-                return
-            process = server.get_postmaster_info().process
-            if not process.is_running():
-                return
-            process.send_signal(signal.SIGINT)
-            # Stopped when the postmaster has removed its pid file, as pg_ctl judges it (the exited
-            # process may stay a zombie until its adoptive parent reaps it).
-            pid_file = Path(server.pgdata) / "postmaster.pid"
-            deadline = time.monotonic() + STOP_SECONDS
-            while pid_file.exists() and time.monotonic() < deadline:
-                time.sleep(STOP_POLL_SECONDS)
-            if not pid_file.exists():
-                # Forgotten as pgserver's handler would; that handler then leaves the server alone (it
-                # would take the zombie for a server pg_ctl cannot stop, and wait two seconds to kill it).
-                server.global_process_id_list.get_and_remove(os.getpid())
-    except Exception:  # pgserver's handler stops it the usual way
-        log.debug("stopping the embedded PostgreSQL at exit failed; pgserver's handler stops it", exc_info=True)
-
-
-def forget_dead_handles(pgdata: Path) -> list[int]:
-    """Drop the processes that died holding the embedded server from its handle list; their pids.
-
-    pgserver stops the postmaster when the last process holding it exits, counting holders in
-    ``pgdata/.handle_pids.json``. A holder killed with SIGKILL never removes itself, so every later
-    process sees one holder left, and the postmaster was never stopped again. Pruning dead pids first
-    makes this process join the orphan (the running server is reused) and stop it as the last holder.
-    """
-    from pgserver.postgres_server import PostgresServer
-    from pgserver.utils import DiskList
-
-    handles = DiskList(pgdata / ".handle_pids.json")
-    with PostgresServer._lock:  # pgserver's own inter-process lock around the same list
-        try:
-            pids = handles.get()
-        except ValueError:  # a holder killed mid-write: nobody live can be counted on it
-            pids = [0]
-        dead = [pid for pid in pids if not _alive(pid)]
-        if dead:
-            handles.put([pid for pid in pids if pid not in dead])
-            log.info("embedded PostgreSQL under %s: forgot %d dead holder(s) %s", pgdata, len(dead), dead)
-    return dead
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A killed child its parent has not reaped yet is dead for this purpose."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def create_engine(settings: Settings) -> Engine:
@@ -187,8 +70,10 @@ def create_engine(settings: Settings) -> Engine:
     else:
         url = settings.database_url or embedded_url(settings.data_dir, settings.pg_template_dir)
         sa_url, connect_args = _pg8000_url(url)
-        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=5,
-                                  max_overflow=10, future=True)
+        # Kept connections for the many threads of a multi-site run (the engine's bus): a connection
+        # beyond pool_size is closed when it is given back, and a new one is a server process to start.
+        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=LOCAL_POOL_SIZE,
+                                  max_overflow=LOCAL_MAX_OVERFLOW, future=True)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
