@@ -7,17 +7,25 @@ the result down; tests pass their own mapping.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from gleaner import __version__
+from gleaner.envvalues import (
+    HttpAuth,
+    IPNetwork,
+    default_home,
+    default_pg_templates,
+    env_bool,
+    env_embed_model,
+    env_float,
+    env_http_auth,
+    env_int,
+    parse_networks,
+)
 from gleaner.errors import ConfigError
-
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 PROJECT_URL = "https://github.com/gleaner-crawler/gleaner"
 # Robots groups are matched on the bare product token, never the whole header (FACTS.md).
@@ -26,108 +34,6 @@ ROBOTS_TOKEN = "gleaner"
 
 # The politeness settings whose source is recorded, and their variables.
 POLITENESS_VARIABLES = {"host_delay": "GLEANER_HOST_DELAY", "host_concurrency": "GLEANER_HOST_CONCURRENCY"}
-
-
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def default_home(env: Mapping[str, str]) -> Path:
-    """Where embedded state lives: GLEANER_HOME, else $XDG_DATA_HOME/gleaner, else ~/.local/share/gleaner.
-
-    Never the current directory: every command must see the same runs from wherever it is started.
-    """
-    home = env.get("GLEANER_HOME", "").strip()
-    if home:
-        return Path(home).expanduser().absolute()
-    xdg = env.get("XDG_DATA_HOME", "").strip()
-    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative value
-        return Path(xdg) / "gleaner"
-    return Path.home() / ".local" / "share" / "gleaner"
-
-
-def default_pg_templates(env: Mapping[str, str]) -> Path | None:
-    """GLEANER_PG_TEMPLATE_DIR ("off": none), else $XDG_CACHE_HOME/gleaner/pg-templates, else ~/.cache/…
-
-    A cache: deleting it costs the next new data dir one initdb and the migrations.
-    """
-    value = env.get("GLEANER_PG_TEMPLATE_DIR", "").strip()
-    if value.lower() == "off":
-        return None
-    if value:
-        return Path(value).expanduser().absolute()
-    xdg = env.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "gleaner" / "pg-templates"
-
-
-def _embed_model(env: Mapping[str, str]) -> str:
-    value = env.get("GLEANER_EMBED_MODEL", "").strip().lower() or "static"
-    if value not in ("static", "minilm"):
-        raise ConfigError(f"GLEANER_EMBED_MODEL must be 'static' or 'minilm', got {value!r}")
-    return value
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, got {raw!r}")
-
-
-def _http_auth(env: Mapping[str, str]) -> HttpAuth:
-    raw = env.get("GLEANER_HTTP_AUTH", "").strip().lower() or HttpAuth.BEARER.value
-    try:
-        return HttpAuth(raw)
-    except ValueError as exc:
-        raise ConfigError(f"GLEANER_HTTP_AUTH must be 'bearer' or 'iam', got {raw!r}") from exc
-
-
-def parse_networks(raw: str, name: str = "GLEANER_ALLOW_NETWORKS") -> tuple[IPNetwork, ...]:
-    """Parse a comma-separated list of CIDRs; an empty string allows nothing extra."""
-    networks: list[IPNetwork] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(part, strict=False))
-        except ValueError as exc:
-            raise ConfigError(f"{name}: {part!r} is not a CIDR network") from exc
-    return tuple(networks)
-
-
-class HttpAuth(StrEnum):
-    """How HTTP triggers admit operators (:mod:`gleaner.callers`)."""
-
-    BEARER = "bearer"  # the shared secret only
-    IAM = "iam"  # also any identity Cloud Run's IAM admitted (the function has no public invoker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,62 +267,62 @@ class Settings:
             tasks_queue=env.get("GLEANER_TASKS_QUEUE", "").strip() or "gleaner-scrape",
             tasks_service_account=env.get("GLEANER_TASKS_SERVICE_ACCOUNT", "").strip() or None,
             tasks_backend=tasks_backend,
-            max_delivery_attempts=_int(env, "GLEANER_MAX_DELIVERY_ATTEMPTS", d.max_delivery_attempts, 1),
-            publish_timeout=_float(env, "GLEANER_PUBLISH_TIMEOUT", d.publish_timeout, 1.0),
+            max_delivery_attempts=env_int(env, "GLEANER_MAX_DELIVERY_ATTEMPTS", d.max_delivery_attempts, 1),
+            publish_timeout=env_float(env, "GLEANER_PUBLISH_TIMEOUT", d.publish_timeout, 1.0),
             cloudsql_instance=env.get("GLEANER_CLOUDSQL_INSTANCE", "").strip() or None,
             database_role=env.get("GLEANER_DATABASE_ROLE", "").strip() or None,
             cloudsql_private_ip=env.get("GLEANER_CLOUDSQL_PRIVATE_IP", "").strip().lower() in ("1", "true", "yes"),
             cloudsql_user=env.get("GLEANER_CLOUDSQL_USER", "").strip() or None,
             cloudsql_database=env.get("GLEANER_CLOUDSQL_DATABASE", "").strip() or "gleaner",
-            max_body_bytes=_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),
-            max_decompressed_bytes=_int(env, "GLEANER_MAX_DECOMPRESSED_BYTES", d.max_decompressed_bytes, 1),
-            max_redirects=_int(env, "GLEANER_MAX_REDIRECTS", d.max_redirects, 0),
-            robots_max_bytes=_int(env, "GLEANER_ROBOTS_MAX_BYTES", d.robots_max_bytes, 1),
-            max_retries=_int(env, "GLEANER_MAX_RETRIES", d.max_retries, 0),
-            max_retry_after=_float(env, "GLEANER_MAX_RETRY_AFTER", d.max_retry_after, 0.0),
-            fetch_timeout=_float(env, "GLEANER_FETCH_TIMEOUT", d.fetch_timeout, 0.1),
-            host_concurrency=_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
-            host_delay=_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),
-            fetch_concurrency=_int(env, "GLEANER_FETCH_CONCURRENCY", d.fetch_concurrency, 1),
-            max_runs=_int(env, "GLEANER_MAX_RUNS", d.max_runs, 1),
-            run_max_requests=_int(env, "GLEANER_RUN_MAX_REQUESTS", 0, 0),
-            run_max_bytes=_int(env, "GLEANER_RUN_MAX_BYTES", 0, 0),
-            run_max_seconds=_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
-            extract_workers=_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
-            webhook_max_bytes=_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
-            database_wait_seconds=_float(env, "GLEANER_DATABASE_WAIT_SECONDS", d.database_wait_seconds, 0.0),
-            sweep_idle_seconds=_float(env, "GLEANER_SWEEP_IDLE_SECONDS", d.sweep_idle_seconds, 0.0),
-            max_links_per_page=_int(env, "GLEANER_MAX_LINKS_PER_PAGE", d.max_links_per_page, 1),
-            notify_retry_seconds=_float(env, "GLEANER_NOTIFY_RETRY_SECONDS", d.notify_retry_seconds, 0.0),
-            notify_max_attempts=_int(env, "GLEANER_NOTIFY_MAX_ATTEMPTS", d.notify_max_attempts, 1),
-            notify_timeout=_float(env, "GLEANER_NOTIFY_TIMEOUT", d.notify_timeout, 0.1),
-            notify_run_wait=_float(env, "GLEANER_NOTIFY_RUN_WAIT", d.notify_run_wait, 0.0),
+            max_body_bytes=env_int(env, "GLEANER_MAX_BODY_BYTES", d.max_body_bytes, 1),
+            max_decompressed_bytes=env_int(env, "GLEANER_MAX_DECOMPRESSED_BYTES", d.max_decompressed_bytes, 1),
+            max_redirects=env_int(env, "GLEANER_MAX_REDIRECTS", d.max_redirects, 0),
+            robots_max_bytes=env_int(env, "GLEANER_ROBOTS_MAX_BYTES", d.robots_max_bytes, 1),
+            max_retries=env_int(env, "GLEANER_MAX_RETRIES", d.max_retries, 0),
+            max_retry_after=env_float(env, "GLEANER_MAX_RETRY_AFTER", d.max_retry_after, 0.0),
+            fetch_timeout=env_float(env, "GLEANER_FETCH_TIMEOUT", d.fetch_timeout, 0.1),
+            host_concurrency=env_int(env, "GLEANER_HOST_CONCURRENCY", d.host_concurrency, 1),
+            host_delay=env_float(env, "GLEANER_HOST_DELAY", d.host_delay, 0.0),
+            fetch_concurrency=env_int(env, "GLEANER_FETCH_CONCURRENCY", d.fetch_concurrency, 1),
+            max_runs=env_int(env, "GLEANER_MAX_RUNS", d.max_runs, 1),
+            run_max_requests=env_int(env, "GLEANER_RUN_MAX_REQUESTS", 0, 0),
+            run_max_bytes=env_int(env, "GLEANER_RUN_MAX_BYTES", 0, 0),
+            run_max_seconds=env_float(env, "GLEANER_RUN_MAX_SECONDS", 0.0, 0.0),
+            extract_workers=env_int(env, "GLEANER_EXTRACT_WORKERS", 0, 0),
+            webhook_max_bytes=env_int(env, "GLEANER_WEBHOOK_MAX_BYTES", d.webhook_max_bytes, 1),
+            database_wait_seconds=env_float(env, "GLEANER_DATABASE_WAIT_SECONDS", d.database_wait_seconds, 0.0),
+            sweep_idle_seconds=env_float(env, "GLEANER_SWEEP_IDLE_SECONDS", d.sweep_idle_seconds, 0.0),
+            max_links_per_page=env_int(env, "GLEANER_MAX_LINKS_PER_PAGE", d.max_links_per_page, 1),
+            notify_retry_seconds=env_float(env, "GLEANER_NOTIFY_RETRY_SECONDS", d.notify_retry_seconds, 0.0),
+            notify_max_attempts=env_int(env, "GLEANER_NOTIFY_MAX_ATTEMPTS", d.notify_max_attempts, 1),
+            notify_timeout=env_float(env, "GLEANER_NOTIFY_TIMEOUT", d.notify_timeout, 0.1),
+            notify_run_wait=env_float(env, "GLEANER_NOTIFY_RUN_WAIT", d.notify_run_wait, 0.0),
             notify_queue=env.get("GLEANER_NOTIFY_QUEUE", "").strip() or d.notify_queue,
             notify_task_url=env.get("GLEANER_NOTIFY_TASK_URL", "").strip() or None,
             public_url=env.get("GLEANER_PUBLIC_URL", "").strip().rstrip("/") or None,
-            schedule_min_seconds=_int(env, "GLEANER_SCHEDULE_MIN_SECONDS", d.schedule_min_seconds, 1),
-            schedule_max_seconds=_int(env, "GLEANER_SCHEDULE_MAX_SECONDS", d.schedule_max_seconds, 1),
-            schedule_auto_start_seconds=_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",
+            schedule_min_seconds=env_int(env, "GLEANER_SCHEDULE_MIN_SECONDS", d.schedule_min_seconds, 1),
+            schedule_max_seconds=env_int(env, "GLEANER_SCHEDULE_MAX_SECONDS", d.schedule_max_seconds, 1),
+            schedule_auto_start_seconds=env_int(env, "GLEANER_SCHEDULE_AUTO_START_SECONDS",
                                              d.schedule_auto_start_seconds, 1),
-            watch_seconds=_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
+            watch_seconds=env_float(env, "GLEANER_WATCH_SECONDS", d.watch_seconds, 1.0),
             erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
-            keep_versions=_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
-            run_artefact_days=_int(env, "GLEANER_RUN_ARTEFACT_DAYS", d.run_artefact_days, 1),
-            http_auth=_http_auth(env),
-            shared_politeness=_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
-            scrape_soft_deadline=_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),
-            map_soft_deadline=_float(env, "GLEANER_MAP_SOFT_DEADLINE", d.map_soft_deadline, 0.0),
-            auto_migrate=_bool(env, "GLEANER_AUTO_MIGRATE", d.auto_migrate),
-            db_pool_size=_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
-            db_max_overflow=_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),
+            keep_versions=env_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
+            run_artefact_days=env_int(env, "GLEANER_RUN_ARTEFACT_DAYS", d.run_artefact_days, 1),
+            http_auth=env_http_auth(env),
+            shared_politeness=env_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
+            scrape_soft_deadline=env_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),
+            map_soft_deadline=env_float(env, "GLEANER_MAP_SOFT_DEADLINE", d.map_soft_deadline, 0.0),
+            auto_migrate=env_bool(env, "GLEANER_AUTO_MIGRATE", d.auto_migrate),
+            db_pool_size=env_int(env, "GLEANER_DB_POOL_SIZE", d.db_pool_size, 1),
+            db_max_overflow=env_int(env, "GLEANER_DB_MAX_OVERFLOW", d.db_max_overflow, 0),
             cloud_logging=bool(env.get("K_SERVICE", "").strip() or env.get("LOG_EXECUTION_ID", "").strip()),
             chromium_path=env.get("GLEANER_CHROMIUM", "").strip() or d.chromium_path,
-            render_seconds=_float(env, "GLEANER_RENDER_SECONDS", d.render_seconds, 0.5),
-            render_max_requests=_int(env, "GLEANER_RENDER_MAX_REQUESTS", d.render_max_requests, 0),
-            render_max_bytes=_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
+            render_seconds=env_float(env, "GLEANER_RENDER_SECONDS", d.render_seconds, 0.5),
+            render_max_requests=env_int(env, "GLEANER_RENDER_MAX_REQUESTS", d.render_max_requests, 0),
+            render_max_bytes=env_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
-            embed_after_crawl=_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
-            embed_model=_embed_model(env),
+            embed_after_crawl=env_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
+            embed_model=env_embed_model(env),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},

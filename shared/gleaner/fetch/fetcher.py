@@ -26,6 +26,7 @@ Library exceptions are translated here::
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import ssl
 import time
@@ -427,13 +428,8 @@ class Fetcher:
 
 
 def _chunks(requests: Iterable[FetchRequest], size: int) -> Iterator[list[FetchRequest]]:
-    chunk: list[FetchRequest] = []
-    for request in requests:
-        chunk.append(request)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
+    it = iter(requests)
+    while chunk := list(itertools.islice(it, size)):
         yield chunk
 
 
