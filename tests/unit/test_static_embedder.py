@@ -56,7 +56,7 @@ def test_the_model_is_a_setting_and_each_records_its_own_name():
     assert Settings.from_env({"GLEANER_EMBED_MODEL": "MiniLM"}).embed_model == "minilm"
     with pytest.raises(ConfigError, match="GLEANER_EMBED_MODEL"):
         Settings.from_env({"GLEANER_EMBED_MODEL": "bert-large"})
-    assert model_name(EmbedModel.STATIC) == "all-MiniLM-L6-v2-static-v1"
+    assert model_name(EmbedModel.STATIC) == "all-MiniLM-L6-v2-static-v2"
     assert model_name(EmbedModel.MINILM) == "all-MiniLM-L6-v2-int8"
 
 

@@ -7,8 +7,11 @@ Model2Vec's ``distill`` makes one (Minish Lab, MIT; the method, not its code):
 
 1. every vocabulary entry goes through the transformer alone, as ``[SEP] piece [CLS]`` (the order
    Model2Vec found best), and its row is the mean of the three output vectors;
-2. PCA without reduction: centring takes out the direction every row shares (which otherwise
-   makes every pair of texts look alike) and the rotation keeps cosines;
+2. centring: the mean row is taken out of every row, the direction every row shares (which
+   otherwise makes every pair of texts look alike). Model2Vec's PCA also rotates the rows onto their
+   principal axes; without reducing the dimensions a rotation changes no cosine, and an SVD's axes
+   may come out with other signs on another machine's linear algebra, which would make two tables of
+   one name disagree: so no rotation;
 3. SIF weighting: each row is scaled by ``a / (a + p)`` with ``p`` a Zipf estimate of the piece's
    frequency from its place in the vocabulary (WordPiece lists frequent pieces first), so "the" and
    "of" weigh little in a mean.
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECIPE = 1  # bump when the distillation changes: the model's name changes with it
+RECIPE = 2  # bump when the distillation changes: the model's name changes with it
 MODEL_NAME = f"all-MiniLM-L6-v2-static-v{RECIPE}"
 DIMENSION = 384
 SIF_A = 1e-4  # Model2Vec's default SIF coefficient
@@ -114,12 +117,10 @@ def distill(model_path: Path, tokenizer_path: Path, threads: int = 1) -> np.ndar
         raw[at:at + DISTILL_BATCH] = teacher.hidden_states(batch, np.ones_like(batch)).mean(axis=1)
     kept = raw[text_rows]
     centred = kept - kept.mean(axis=0)
-    _u, _s, axes = np.linalg.svd(centred, full_matrices=False)  # PCA: rotate onto the principal axes
-    rotated = centred @ axes.T
     inverse_rank = 1.0 / np.arange(2, len(kept) + 2)
     frequency = inverse_rank / inverse_rank.sum()
     table = np.zeros((size, DIMENSION), dtype=np.float16)
-    table[text_rows] = (rotated * (SIF_A / (SIF_A + frequency))[:, None]).astype(np.float16)
+    table[text_rows] = (centred * (SIF_A / (SIF_A + frequency))[:, None]).astype(np.float16)
     return table
 
 
