@@ -308,7 +308,7 @@ class Settings:
             erasure_key=env.get("GLEANER_ERASURE_KEY", "").strip() or None,
             keep_versions=env_int(env, "GLEANER_KEEP_VERSIONS", d.keep_versions, 1),
             run_artefact_days=env_int(env, "GLEANER_RUN_ARTEFACT_DAYS", d.run_artefact_days, 1),
-            http_auth=env_http_auth(env),
+            http_auth=env_http_auth(env, "GLEANER_HTTP_AUTH"),
             shared_politeness=env_bool(env, "GLEANER_SHARED_POLITENESS", d.shared_politeness),
             scrape_soft_deadline=env_float(env, "GLEANER_SCRAPE_SOFT_DEADLINE", d.scrape_soft_deadline, 1.0),
             map_soft_deadline=env_float(env, "GLEANER_MAP_SOFT_DEADLINE", d.map_soft_deadline, 0.0),
@@ -322,7 +322,7 @@ class Settings:
             render_max_bytes=env_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
             embed_after_crawl=env_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
-            embed_model=env_embed_model(env),
+            embed_model=env_embed_model(env, "GLEANER_EMBED_MODEL"),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
             extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},

@@ -68,10 +68,10 @@ def default_pg_templates(env: Mapping[str, str]) -> Path | None:
     return base / "gleaner" / "pg-templates"
 
 
-def env_embed_model(env: Mapping[str, str]) -> str:
-    value = env.get("GLEANER_EMBED_MODEL", "").strip().lower() or "static"
+def env_embed_model(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip().lower() or "static"
     if value not in ("static", "minilm"):
-        raise ConfigError(f"GLEANER_EMBED_MODEL must be 'static' or 'minilm', got {value!r}")
+        raise ConfigError(f"{name} must be 'static' or 'minilm', got {value!r}")
     return value
 
 
@@ -86,12 +86,12 @@ def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
-def env_http_auth(env: Mapping[str, str]) -> HttpAuth:
-    raw = env.get("GLEANER_HTTP_AUTH", "").strip().lower() or HttpAuth.BEARER.value
+def env_http_auth(env: Mapping[str, str], name: str) -> HttpAuth:
+    raw = env.get(name, "").strip().lower() or HttpAuth.BEARER.value
     try:
         return HttpAuth(raw)
     except ValueError as exc:
-        raise ConfigError(f"GLEANER_HTTP_AUTH must be 'bearer' or 'iam', got {raw!r}") from exc
+        raise ConfigError(f"{name} must be 'bearer' or 'iam', got {raw!r}") from exc
 
 
 def parse_networks(raw: str, name: str = "GLEANER_ALLOW_NETWORKS") -> tuple[IPNetwork, ...]:
