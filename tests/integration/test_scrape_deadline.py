@@ -78,30 +78,32 @@ def test_a_batch_past_its_soft_deadline_hands_the_rest_to_new_tasks_and_the_run_
     assert sampled_at
 
 
-def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps, database_url):
+def _crawl_holding_one_request(make_deps, database_url: str, domain: str, nth: int, count_sql: str,
+                               want: int) -> tuple[dict[str, Any], int]:
+    """Crawl a steady site, holding the scrape's ``nth`` request (up to 4 s, under the fetch timeout, so
+    it is still running) until ``count_sql`` counts ``want`` rows; the summary and the count then seen.
+    The handler thread reads as the operator does, across tenants (the tables are under row-level
+    security through their run or document)."""
     engine = db.create_engine(Settings(database_url=database_url))
     scraping = threading.Event()
     served: list[str] = []
     lock = threading.Lock()
     held: dict[str, int] = {}
 
-    def fetched_rows() -> int:
-        # The ledger is under row-level security through its run (migration 0021): the site's handler
-        # thread reads it as the operator does, across tenants.
+    def counted() -> int:
         with tenancy.all_tenants(), engine.connect() as conn:
-            return int(conn.execute(sa.text(
-                "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE fetch_outcome = 'fetched'")).scalar() or 0)
+            return int(conn.execute(sa.text(count_sql)).scalar() or 0)
 
     def page(h: BaseHTTPRequestHandler) -> None:
         if scraping.is_set():
             with lock:
                 served.append(h.path)
-                nth = len(served)
-            if nth == 20:  # hold the batch's 20th request until its earlier pages show up in the ledger
-                deadline = time.monotonic() + 4.0  # under the fetch timeout: the request must still be running
-                while (rows := fetched_rows()) < 10 and time.monotonic() < deadline:
+                seen_so_far = len(served)
+            if seen_so_far == nth:
+                deadline = time.monotonic() + 4.0
+                while (count := counted()) < want and time.monotonic() < deadline:
                     time.sleep(0.05)
-                held["rows"] = rows
+                held["count"] = count
         _answer(h, h.path)
 
     def seen(topic: str, message: Message) -> None:
@@ -112,47 +114,25 @@ def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps,
     site, _ = _site(page)
     try:
         with site:
-            summary = crawl(deps, new_request(site.url + "/", site_domain="steady.test"), progress=seen)
+            summary = crawl(deps, new_request(site.url + "/", site_domain=domain), progress=seen)
     finally:
         engine.dispose()
+    return summary, held["count"]
+
+
+def test_outcomes_are_in_the_ledger_while_the_batch_is_still_fetching(make_deps, database_url):
+    # The batch's 20th request waits until its earlier pages' outcomes show up in the ledger.
+    summary, rows = _crawl_holding_one_request(
+        make_deps, database_url, "steady.test", 20,
+        "SELECT count(*) FROM knowledge.crawl_page_decisions WHERE fetch_outcome = 'fetched'", 10)
     assert summary["status"] == "finished" and summary["failed"] == 0
-    assert held["rows"] >= 10
+    assert rows >= 10
 
 
 def test_in_process_the_first_pages_are_snapshotted_while_the_batch_still_fetches(make_deps, database_url):
-    engine = db.create_engine(Settings(database_url=database_url))
-    scraping = threading.Event()
-    served: list[str] = []
-    lock = threading.Lock()
-    held: dict[str, int] = {}
-
-    def snapshots() -> int:
-        with tenancy.all_tenants(), engine.connect() as conn:
-            return int(conn.execute(sa.text("SELECT count(*) FROM knowledge.document_snapshots")).scalar() or 0)
-
-    def page(h: BaseHTTPRequestHandler) -> None:
-        if scraping.is_set():
-            with lock:
-                served.append(h.path)
-                nth = len(served)
-            if nth == PAGES - 2:  # hold one of the batch's last requests until earlier pages have versions
-                deadline = time.monotonic() + 4.0
-                while (count := snapshots()) < 1 and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                held["snapshots"] = count
-        _answer(h, h.path)
-
-    def seen(topic: str, message: Message) -> None:
-        if isinstance(message, CrawlMapped):
-            scraping.set()
-
-    deps = make_deps(host_concurrency=1)
-    site, _ = _site(page)
-    try:
-        with site:
-            summary = crawl(deps, new_request(site.url + "/", site_domain="streamed.test"), progress=seen)
-    finally:
-        engine.dispose()
-    assert held["snapshots"] >= 1  # snapshot did not wait for the batch's end
+    # One of the batch's last requests waits until earlier pages have versions.
+    summary, versions = _crawl_holding_one_request(
+        make_deps, database_url, "streamed.test", PAGES - 2, "SELECT count(*) FROM knowledge.document_snapshots", 1)
+    assert versions >= 1  # snapshot did not wait for the batch's end
     assert summary["status"] == "finished" and summary["failed"] == 0
     assert summary["snapshots"]["new"] == summary["fetched"] == PAGES + 1  # every page versioned, none twice
