@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.cli.info import _search_mode
 from gleaner.messages import ArticlesAccepted
 from gleaner.operator.rules import add_rule
 from gleaner.provenance.slices import slice_text_bytes
@@ -142,6 +143,10 @@ def test_a_model_change_is_a_reembedding_and_search_never_ranks_two_models_toget
     assert _urls(minilm, question)[:1] == [site.url + "/tides"]
     hits = search(deps, "moon gravity tides", site_domain=SITE)["results"]
     assert hits and all(h["embedding_score"] == 0 for h in hits)  # the static process: none of its vectors left
+    # `gleaner info` in the static process says why: the index holds the other model's vectors.
+    mode = _search_mode(deps.engine, "static")
+    assert f"{len(TOPICS) + 1} by all-MiniLM-L6-v2-int8" in mode and "gleaner index --reembed" in mode
+    assert "another model" not in _search_mode(deps.engine, "minilm")
 
 
 def test_blocked_erased_and_unrouted_documents_never_appear(topics):

@@ -59,7 +59,12 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
 
 
 def _search_mode(engine: Any, embed_model: str) -> str:
-    """How search ranks here: by meaning and words (pgvector) or by words alone (a server without it)."""
+    """How search ranks here: by meaning and words (pgvector) or by words alone (a server without it).
+
+    Says too when the index holds vectors of another model than the configured one: search by meaning
+    compares only vectors of the query's model, so those chunks are found by their words alone until
+    they are embedded again.
+    """
     import sqlalchemy as sa
 
     from gleaner.retrieval.embedder import EmbedModel, model_name
@@ -69,11 +74,21 @@ def _search_mode(engine: Any, embed_model: str) -> str:
             "SELECT to_regclass('knowledge.text_chunks') IS NOT NULL, EXISTS (SELECT 1 FROM"
             " information_schema.columns WHERE table_schema = 'knowledge' AND table_name = 'text_chunks'"
             " AND column_name = 'embedding')")).one()
+        by_model = dict(conn.execute(sa.text(
+            "SELECT embedding_model, count(*) FROM knowledge.text_chunks WHERE embedding IS NOT NULL"
+            " GROUP BY embedding_model")).all()) if vectors else {}
     if not chunks:
         return "not set up yet (the next command migrates the schema)"
-    if vectors:
-        return f"hybrid: {model_name(EmbedModel(embed_model))} embeddings in pgvector (HNSW) + full text"
-    return "full text only: this PostgreSQL has no pgvector extension"
+    if not vectors:
+        return "full text only: this PostgreSQL has no pgvector extension"
+    model = model_name(EmbedModel(embed_model))
+    mode = f"hybrid: {model} embeddings in pgvector (HNSW) + full text"
+    others = {m: n for m, n in by_model.items() if m != model}
+    if others:
+        held = ", ".join(f"{n} by {m}" for m, n in sorted(others.items()))
+        mode += (f"; the index holds chunks embedded by another model ({held}), found by their words"
+                 " only until `gleaner index --reembed` embeds them with this one")
+    return mode
 
 
 @main.command("info")
