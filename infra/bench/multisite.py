@@ -167,11 +167,23 @@ deps.close()
 """
 
 
+# Imports read compiled bytecode, as after a pip install: this machine's PYTHONDONTWRITEBYTECODE made every
+# process (Gleaner's, its extraction workers', Scrapy's) compile its imports from source each time. The
+# prefix keeps the bytecode out of the trees measured; the first process of each tool fills it.
+PYCACHE = Path(tempfile.gettempdir()) / "gleaner-bench-pycache"
+
+
+def tool_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
 def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
             trace: bool) -> dict[str, Any]:
     """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
     with tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env = tool_env()
         env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
                    GLEANER_EMBED_AFTER_CRAWL="true" if embed else "false",
                    PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
@@ -198,7 +210,7 @@ def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-multisite-scrapy-") as home:
         since = [len(s.log) for s in sites]
         out = Path(home) / "scrapy.json"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+        env = tool_env()
         started, wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
                                           "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)})
         if done.returncode != 0:

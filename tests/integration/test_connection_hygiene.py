@@ -32,3 +32,37 @@ def test_a_value_the_server_refuses_is_a_permanent_error_and_rolls_back(make_dep
     assert sqlstate(refused.value) == "22021" and is_permanent(refused.value)
     assert refs.record_articles([row("fine", "https://n.test/a")]) != [None]  # the batch left no row
     assert refs.counts()["feed_articles"] == 1
+
+
+def test_a_connection_lost_while_idle_is_replaced_and_a_busy_one_is_not_pinged(make_deps, monkeypatch):
+    """The pool pings a connection only after it sat idle: a killed one is replaced unseen, a busy pool's
+    connections go back to work without a round trip each."""
+    import time
+
+    import sqlalchemy as sa
+
+    from gleaner.store import db
+    from gleaner.store.rls import ADMIN_OPTION
+
+    monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.3)
+    engine = make_deps().engine
+    pings = []
+    ping = engine.dialect.do_ping
+    monkeypatch.setattr(engine.dialect, "do_ping", lambda conn: pings.append(1) or ping(conn))
+
+    def backend_pid() -> int:
+        with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+            return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+    first = backend_pid()
+    pings.clear()
+    assert backend_pid() == first and pings == []  # given back a moment ago: no ping
+    admin = {ADMIN_OPTION: True}
+    with engine.connect().execution_options(**admin) as victim, engine.connect().execution_options(**admin) as other:
+        assert victim.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == first
+        victim.commit()  # given back clean, so the pool keeps it
+        assert other.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": first}).scalar_one()
+    time.sleep(0.4)
+    for _ in range(3):  # every pooled connection, the killed one among them, taken after its idle time
+        assert backend_pid() != first
+    assert pings

@@ -38,3 +38,18 @@ def test_a_block_larger_than_the_bound_is_cut_between_words_into_verbatim_slices
 
 def test_an_empty_text_has_no_chunks():
     assert _chunks("")[1] == []
+
+
+def test_token_counts_match_the_token_pattern_on_any_bytes():
+    """count_tokens counts without matching each token; it must agree with the pattern chunks are cut by."""
+    import random
+
+    from gleaner.retrieval.chunks import _TOKEN
+
+    rng = random.Random(27)
+    pieces = [b"a", b"Z9_", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b".", b"-", b"\x1c", b"\x00", b"\xc3\xa9",
+              b"\x7f", b"#"]
+    samples = [b"", b"   ", "Caf\u00e9, na\u00efve: \u201cquoted\u201d \u2014 ok!".encode(), bytes(range(256))]
+    samples += [b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 80))) for _ in range(3000)]
+    for data in samples:
+        assert count_tokens(data) == len(_TOKEN.findall(data)), data

@@ -27,6 +27,12 @@ MAX_HEADING_CHARS = 200
 # and a cut between tokens always falls on ASCII whitespace (never inside a character).
 _TOKEN = re.compile(rb"[A-Za-z0-9_\x80-\xff]+|[^\sA-Za-z0-9_\x80-\xff]")
 _HEADING_MARK = re.compile(rb"^#{1,6}\s+")
+# count_tokens counts what _TOKEN matches without a match object per token (ingest's largest Python cost
+# of a page): the runs of word bytes once punctuation is blanked, plus one per punctuation byte.
+_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern, and what bytes.split() splits on
+_WORD = re.compile(rb"[A-Za-z0-9_\x80-\xff]")
+_PUNCTUATION = bytes(c for c in range(256) if c not in _SPACE and not _WORD.fullmatch(bytes([c])))
+_BLANK_PUNCTUATION = bytes.maketrans(_PUNCTUATION, b" " * len(_PUNCTUATION))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,8 @@ class Chunk:
 
 
 def count_tokens(data: bytes) -> int:
-    return sum(1 for _ in _TOKEN.finditer(data))
+    """How many tokens _TOKEN finds in data."""
+    return len(data.translate(_BLANK_PUNCTUATION).split()) + len(data) - len(data.translate(None, _PUNCTUATION))
 
 
 def _heading_text(block: bytes) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -39,6 +40,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # The pool of a laptop's engine (the embedded server or GLEANER_DATABASE_URL): kept and extra connections.
 LOCAL_POOL_SIZE = 15
 LOCAL_MAX_OVERFLOW = 10
+# A local connection given back this recently is not pinged when taken again (see ping_when_idle).
+PING_AFTER_IDLE_SECONDS = 1.0
 # Any constant works; it only has to be the same in every process.
 _MIGRATION_LOCK = 0x61EA4E5
 
@@ -72,14 +75,39 @@ def create_engine(settings: Settings) -> Engine:
         sa_url, connect_args = _pg8000_url(url)
         # Kept connections for the many threads of a multi-site run (the engine's bus): a connection
         # beyond pool_size is closed when it is given back, and a new one is a server process to start.
-        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_pre_ping=True, pool_size=LOCAL_POOL_SIZE,
+        engine = sa.create_engine(sa_url, connect_args=connect_args, pool_size=LOCAL_POOL_SIZE,
                                   max_overflow=LOCAL_MAX_OVERFLOW, future=True)
+        ping_when_idle(engine)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
     discard_broken_connections(engine)
     pgdriver.install(engine)
     install_tenant_guard(engine)
     return guard_engine(engine, settings.database_wait_seconds)
+
+
+def ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection at checkout only when it was idle for a while: SQLAlchemy's
+    pre-ping at every checkout was a round trip per transaction, as many as the statements of a busy
+    multi-site crawl. A connection lost since its last use (a restart) then fails its first statement:
+    that is a disconnect like any other (the pool is emptied, :mod:`gleaner.store.dberrors` reports it
+    as retryable and the stages retry), not a crash."""
+
+    @sa.event.listens_for(engine.pool, "checkin")
+    def _given_back(dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa.event.listens_for(engine.pool, "checkout")
+    def _taken(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is not None and time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # the pool reconnects (up to three times) on DisconnectionError
+            raise sa.exc.DisconnectionError(f"connection lost while idle: {exc}") from exc
+        if not alive:
+            raise sa.exc.DisconnectionError("connection lost while idle")
 
 
 def discard_broken_connections(engine: Engine) -> None:
