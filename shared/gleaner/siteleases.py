@@ -69,12 +69,18 @@ def expected_seconds(pages: int, spacing: float, soft_deadline: float) -> float:
 
 def politeness(deps: Deps, batch: ScrapeBatch) -> tuple[float, int]:
     """The site's (spacing, concurrency) as the batch's fetches will see them: the run's own politeness
-    first (:meth:`Deps.run_settings`), then :class:`HostTable` precedence."""
-    with tenancy.scope(batch.site_domain):  # the run's options are its tenant's to read
+    first (:meth:`Deps.run_settings`), then :class:`HostTable` precedence, and the largest Crawl-delay
+    of the run's robots.txt (read before any batch; a fresh instance has not met the host yet, and a
+    lease sized without it would run out while its holder still fetches)."""
+    from gleaner.fetch.robots import RobotsRules
+
+    with tenancy.scope(batch.site_domain):  # the run's options and robots.txt are its tenant's to read
         s = deps.run_settings(batch.run_id)
+        bodies = SiteLeases(deps.engine).robots_bodies(batch.run_id)
+    crawl_delay = max((RobotsRules.parse(body).crawl_delay or 0.0 for body in bodies), default=0.0)
     state = deps.host_table.get(batch.site_domain, default_delay=s.host_delay, default_concurrency=s.host_concurrency,
                                 sources=s.politeness_sources)
-    return max(state.delay, state.crawl_delay), state.concurrency
+    return max(state.delay, state.crawl_delay, crawl_delay), state.concurrency
 
 
 def waiter_key(batch: ScrapeBatch) -> str:

@@ -207,3 +207,7 @@ def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
     # The settings would let two batches hold the site at once; the run asked for one.
     deferred = siteleases.take(deps, replace(batch, batch_no=1))
     assert isinstance(deferred, siteleases.Deferred) and deferred.seconds > 5.0  # 3 pages x the run's 2 s
+    # A Crawl-delay in the run's robots.txt paces the batch too, though this process never met the host.
+    with tenancy.scope("own.test"):
+        deps.metadata.save_run_robots(run, "http://127.0.0.9", "rules", "ok", b"User-agent: *\nCrawl-delay: 4\n")
+    assert siteleases.politeness(deps, batch) == (4.0, 1)

@@ -114,6 +114,16 @@ class SiteLeases:
             raise RetryableError(f"cannot take a batch slot on {site}: {exc}") from exc
         return SiteLease(site, free[0], holder)
 
+    def robots_bodies(self, run_id: str) -> list[bytes]:
+        """The robots.txt bodies the run's fetches obey (``crawl_run_robots``, as its tenant reads them)."""
+        try:
+            with self.engine.connect() as conn:
+                return [bytes(b) for b in conn.execute(sa.text(
+                    "SELECT body FROM knowledge.crawl_run_robots WHERE run_id = :r AND body IS NOT NULL"),
+                    {"r": run_id}).scalars()]
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot read the robots.txt of run {run_id}: {exc}") from exc
+
     def give_back(self, lease: SiteLease) -> Waiter | None:
         """Free the slot (a no-op if its lease ran out and another batch took it); the oldest waiter not
         yet sent for, now marked sent for, which the caller sends at once."""
