@@ -310,12 +310,11 @@ class Fetcher:
     # -- one exchange: address policy, politeness, budget, backoff ------------------------------
 
     async def _host(self, hostname: str) -> HostState:
-        state = self._hosts.peek(hostname)
-        s = self.settings  # first sight, or set for another run's politeness: from the database, maybe
+        state, s = self._hosts.peek(hostname), self.settings  # unseen, or set for another run's politeness
         if state is None or state.asked != asked_of(s.host_delay, s.host_concurrency, s.politeness_sources):
-            state = await loop.in_thread(lambda: self._hosts.get(
-                hostname, default_delay=self.settings.host_delay, default_concurrency=self.settings.host_concurrency,
-                sources=self.settings.politeness_sources))
+            state = await loop.in_thread(lambda: self._hosts.get(hostname, default_delay=s.host_delay,
+                                                                 default_concurrency=s.host_concurrency,
+                                                                 sources=s.politeness_sources))
         return state
 
     async def _admit(self, request: FetchRequest, url: str, hop: int) -> CheckedUrl | FetchResult:
