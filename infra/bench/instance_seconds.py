@@ -241,6 +241,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             gaps.append(min((b - a for a, b in pairwise(times)), default=float("inf")))
         total = sum(per_fn.values())
         summed = instance_seconds(invocations, set())
+        big = {}
+        if args.big:  # the big site's slot idle beyond its delay: batches waiting while none fetched
+            # Its article requests but the first (sample's, a whole stage before the first batch).
+            times = [r.at for r in sites[-1].log[since[-1]:] if r.path.startswith("/p/")][1:]
+            idle = [b - a - args.delay for a, b in pairwise(times)]
+            big = {"big_site": {"span_seconds": round(times[-1] - times[0], 2) if times else 0.0,
+                                "floor_seconds": round(args.delay * max(len(times) - 1, 0), 2),
+                                "idle_seconds": round(sum(i for i in idle if i > 0), 2),
+                                "longest_gap_seconds": round(max(idle, default=0.0) + args.delay, 2)}}
         return {
             "code": args.label, "hosts": args.hosts, "pages_per_host": args.pages, "big_site_pages": args.big,
             "delay": args.delay, "scrape_concurrency": args.concurrency, "soft_deadline": args.soft_deadline,
@@ -255,6 +264,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # The same invocations billed as if each had had an instance of its own (concurrency 1).
             "scrape_invocation_seconds_summed": round(summed.get("scrape.on_http", 0.0), 2),
             "db_transactions_per_page": round(xacts / max(pages, 1), 1),
+            **big,
         }
 
 

@@ -290,10 +290,8 @@ class Deps:
         Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
         own = self._run_options(run_id) if run_id is not None else {}
-        # The run's own politeness (`crawl --delay/--concurrency`, recorded by map) is this fetcher's default
-        # for its hosts, on the first crawl and on a resume alike; the host table decides from there.
-        overrides = {**dict(own.get("politeness") or {}), **overrides}
-        settings = self.settings.with_(**overrides) if overrides else self.settings
+        settings = self.run_settings(run_id)
+        settings = settings.with_(**overrides) if overrides else settings
         if self.fetcher_factory is not None:
             return self.fetcher_factory(settings)
         from gleaner.fetch.budget import RunBudget, Spent
@@ -327,6 +325,18 @@ class Deps:
         from gleaner.store.hostslots import HostSlots
 
         return HostSlots(self.engine)
+
+    def run_settings(self, run_id: str | None) -> Settings:
+        """The settings a run fetches with: its own politeness (`crawl --delay/--concurrency`, recorded by
+        map) counts as given on the command line, on the first crawl and on a resume, in every process
+        alike, so it beats the site's own setting as it does where the crawl was typed."""
+        own = dict(self._run_options(run_id).get("politeness") or {}) if run_id is not None else {}
+        if not own:
+            return self.settings
+        from gleaner.fetch.politeness import Source
+
+        sources = {**self.settings.politeness_sources, **{name: str(Source.COMMAND_LINE) for name in own}}
+        return self.settings.with_(**own, politeness_sources=sources)
 
     def _run_options(self, run_id: str) -> dict[str, Any]:
         """A run's own options (a scheduled site's budget, a crawl's politeness), read once per run and process."""

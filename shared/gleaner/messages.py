@@ -150,6 +150,8 @@ class ScrapeBatch(Message):
     start to part + 1 of the same batch, under its own deterministic name. ``deferrals`` counts the
     times the batch was handed back to the queue because its site's batches were all taken
     (:mod:`gleaner.siteleases`): each is a new task under its own name, so none is scheduled twice.
+    ``queued`` marks such a batch as written down among its site's waiters: a holder that finishes
+    sends a ``woken`` copy at once (its name ends ``-w``), and whichever copy arrives first runs it.
     """
 
     topic: ClassVar[str] = "scrape"
@@ -159,6 +161,8 @@ class ScrapeBatch(Message):
     document_ids: tuple[str, ...] = ()
     part: int = 0
     deferrals: int = 0
+    queued: bool = False
+    woken: bool = False
 
     def __post_init__(self) -> None:
         validate_site_domain(self.site_domain, allow_reserved=True)  # published by Gleaner's own stages
@@ -166,7 +170,7 @@ class ScrapeBatch(Message):
     @property
     def task_name(self) -> str:
         return (f"{self.run_id}-{self.batch_no}" + (f"-p{self.part}" if self.part else "")
-                + (f"-d{self.deferrals}" if self.deferrals else ""))
+                + (f"-d{self.deferrals}" if self.deferrals else "") + ("-w" if self.woken else ""))
 
 
 @dataclass(frozen=True, slots=True)

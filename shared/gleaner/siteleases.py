@@ -6,12 +6,19 @@ So a scrape task first takes one of its site's batch slots (``knowledge.site_lea
 the site's concurrency); a task that finds them all taken is handed back to the queue to come back
 when the first holder expects to be done (Cloud Tasks ``schedule_time``), and answers at once::
 
-    slot free            -> run the batch, give the slot back when it ends (whatever happened)
+    slot free            -> run the batch, give the slot back when it ends (whatever happened), and
+                            send the oldest batch waiting for the site at once (``-w``: woken)
     every slot taken     -> a new task for the same batch (its own name) at its turn: the holder's
                             expected end, behind the batches already sent away (a batch back at its
                             turn that finds the holder late waits for the holder only); answer 200:
-                            Cloud Tasks counts no failed attempt, no instance waits
+                            Cloud Tasks counts no failed attempt, no instance waits. The batch is
+                            also written down as a waiter, so the holder that finishes sends for it
+                            then, early or late; its delayed task is the fallback (a holder that died)
+    the other copy ran   -> (woken and fallback both arrived) nothing to do: answer 200
     database unreachable -> RetryableError: the task is delivered again
+
+The spacing and concurrency are the run's (``crawl --delay/--concurrency`` recorded with the run, else
+the site's, else the settings'), as its fetches keep them.
 
 On by the same switch as the turns shared across processes (``GLEANER_SHARED_POLITENESS``): both
 exist because several instances crawl one site at once.
@@ -22,17 +29,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+from gleaner import tenancy
 from gleaner.app import Deps
-from gleaner.messages import ScrapeBatch
-from gleaner.store.siteleases import SiteLease, SiteLeases
+from gleaner.messages import ScrapeBatch, decode, encode
+from gleaner.store.siteleases import SiteLease, SiteLeases, Waiter
 
 log = logging.getLogger(__name__)
 
 # Added to a batch's expected time before a holder that died lets its slot go: a live holder's
 # last request may take its whole fetch timeout, and writing its outcomes takes a little more.
 LEASE_MARGIN_SECONDS = 60.0
-# A waiting batch comes back no sooner than this: a holder past its expected end is still working,
-# and looking every instant would be the database polling this replaces.
+# A waiting batch comes back no sooner than this: looking every instant would be the database polling
+# this replaces.
 MIN_DEFER_SECONDS = 1.0
 
 
@@ -44,37 +52,65 @@ class Deferred:
     task_name: str
 
 
+@dataclass(frozen=True, slots=True)
+class RunElsewhere:
+    """The batch's other copy (woken, or the delayed fallback) took its turn: nothing to do here."""
+
+    task_name: str
+
+
 def expected_seconds(pages: int, spacing: float, soft_deadline: float) -> float:
     """How long a batch of ``pages`` should hold its slot: one start per ``spacing`` (the next batch's
     first request waits one spacing after this one's last anyway), never past the soft deadline at
-    which it hands the rest on. Waiters come back then: sooner would find the slot still held, and
-    every second later is a second the site is not crawled."""
+    which it hands the rest on. Waiters come back then at the latest: a holder done sooner sends
+    for the next one itself."""
     return min(pages * spacing, soft_deadline)
 
 
-def politeness(deps: Deps, site: str) -> tuple[float, int]:
-    """The site's (spacing, concurrency) as its fetches would see them (:class:`HostTable` precedence)."""
-    s = deps.settings
-    state = deps.host_table.get(site, default_delay=s.host_delay, default_concurrency=s.host_concurrency,
+def politeness(deps: Deps, batch: ScrapeBatch) -> tuple[float, int]:
+    """The site's (spacing, concurrency) as the batch's fetches will see them: the run's own politeness
+    first (:meth:`Deps.run_settings`), then :class:`HostTable` precedence, and the largest Crawl-delay
+    of the run's robots.txt (read before any batch; a fresh instance has not met the host yet, and a
+    lease sized without it would run out while its holder still fetches)."""
+    from gleaner.fetch.robots import RobotsRules
+
+    with tenancy.scope(batch.site_domain):  # the run's options and robots.txt are its tenant's to read
+        s = deps.run_settings(batch.run_id)
+        bodies = SiteLeases(deps.engine).robots_bodies(batch.run_id)
+    crawl_delay = max((RobotsRules.parse(body).crawl_delay or 0.0 for body in bodies), default=0.0)
+    state = deps.host_table.get(batch.site_domain, default_delay=s.host_delay, default_concurrency=s.host_concurrency,
                                 sources=s.politeness_sources)
-    return max(state.delay, state.crawl_delay), state.concurrency
+    return max(state.delay, state.crawl_delay, crawl_delay), state.concurrency
 
 
-def take(deps: Deps, batch: ScrapeBatch) -> SiteLease | Deferred | None:
-    """A slot for the batch, or the batch handed back to the queue; None when slots are not in use."""
+def waiter_key(batch: ScrapeBatch) -> str:
+    """The name of a written-down batch's row: its delayed task's, which its woken copy shares."""
+    return replace(batch, woken=False).task_name
+
+
+def take(deps: Deps, batch: ScrapeBatch) -> SiteLease | Deferred | RunElsewhere | None:
+    """A slot for the batch, the batch handed back to the queue, or nothing to do (its other copy ran);
+    None when slots are not in use."""
     if not deps.settings.shared_politeness:
         return None
-    spacing, concurrency = politeness(deps, batch.site_domain)
+    spacing, concurrency = politeness(deps, batch)
     s = deps.settings
     expected = expected_seconds(len(batch.document_ids), spacing, s.scrape_soft_deadline)
+    again = replace(batch, deferrals=batch.deferrals + 1, queued=True, woken=False)
     # A batch already sent away once came back at its turn: it does not go behind the others again.
     got = SiteLeases(deps.engine).take(batch.site_domain, slots=concurrency, expected=expected,
                                        lease=expected + 2 * s.fetch_timeout + LEASE_MARGIN_SECONDS,
-                                       queue=batch.deferrals == 0)
+                                       queue=batch.deferrals == 0,
+                                       claim=waiter_key(batch) if batch.queued else None,
+                                       wait_as=Waiter(again.task_name, encode(again)))
+    if got is None:
+        log.info("batch %s of %s was run by its other copy", batch.task_name, batch.site_domain)
+        return RunElsewhere(batch.task_name)
     if isinstance(got, SiteLease):
         return got
-    wait = max(MIN_DEFER_SECONDS, got)
-    again = replace(batch, deferrals=batch.deferrals + 1)
+    # Back at its turn to find the holder late: the holder sends for it when done, so the fallback can
+    # wait a batch's time rather than ask again every second.
+    wait = got if got >= MIN_DEFER_SECONDS else max(MIN_DEFER_SECONDS, expected)
     deps.bus.defer(again, wait)
     log.info("batch %s of %s waits %.1fs for its site's turn as %s", batch.task_name, batch.site_domain, wait,
              again.task_name)
@@ -82,12 +118,28 @@ def take(deps: Deps, batch: ScrapeBatch) -> SiteLease | Deferred | None:
 
 
 def give_back(deps: Deps, lease: SiteLease | None) -> None:
-    """Free the batch's slot; a failure only logs (the lease runs out by itself)."""
+    """Free the batch's slot and send the oldest batch waiting for it at once; a failure only logs (the
+    lease runs out by itself, the waiter's delayed task comes anyway)."""
     if lease is None:
         return
     from gleaner.errors import RetryableError
 
+    leases = SiteLeases(deps.engine)
     try:
-        SiteLeases(deps.engine).give_back(lease)
+        waiter = leases.give_back(lease)
     except RetryableError as exc:
         log.warning("%s", exc)
+        return
+    if waiter is None:
+        return
+    try:
+        woken = replace(decode(waiter.body, ScrapeBatch), woken=True)
+        assert isinstance(woken, ScrapeBatch)
+        deps.bus.enqueue(woken)
+        log.info("batch %s of %s goes now: the slot it waited for is free", woken.task_name, lease.site)
+    except Exception as exc:  # the waiter's delayed task still comes; the next slot given back tries again
+        log.warning("could not send for waiting batch %s: %s", waiter.task, exc)
+        try:
+            leases.unwake(waiter)
+        except RetryableError as again:
+            log.warning("%s", again)

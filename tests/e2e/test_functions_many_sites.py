@@ -6,7 +6,9 @@ site whose pages come in many small batches and a small site are crawled togethe
 subscriber waits for the small site's new documents. One scrape process serves batches of both
 sites at once; each host's requests stay spaced by the delay; the big site's extra batches go back
 to the queue instead of filling scrape's threads, so the small site is done while the big one is
-still crawling; and its deliveries arrive through the notify function during the crawl.
+still crawling; and its deliveries arrive through the notify function during the crawl. A third
+site crawled once at the settings' delay and again with the run's own ``delay`` (the processes still
+hold the host from the first run) sees that run's delay between every request of the second.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from tests.e2e.test_functions_emulated_crawl import Cloud, wait_for
 
 DELAY = 0.3
 BIG_PAGES, SMALL_PAGES = 45, 3
+# The third site's second run asks for its own delay (`crawl --delay`), longer than the settings'.
+AGAIN_PAGES, RUN_DELAY = 3, 1.0
 # GLEANER_SCRAPE_SOFT_DEADLINE also sizes batches (stages/batching.py): 8 s / (0.3 s + 2 s) = 3 pages.
 SOFT_DEADLINE = "8"
 FUNCTIONS = [("map", "on_http"), ("map", "on_event"), ("sample", "on_event"), ("scrape", "on_http"),
@@ -98,22 +102,32 @@ def crawl(pubsub_host: str, gcs_url: str, pg_server_url: str, pg_template: str,
     cloud = None
     big_pages: dict[str, Page] = {}
     small_pages: dict[str, Page] = {}
+    again_pages: dict[str, Page] = {}
     try:
         with TestSite(big_pages, host="127.0.0.2", max_seconds=300) as big, \
-                TestSite(small_pages, host="127.0.0.3", max_seconds=300) as small:
+                TestSite(small_pages, host="127.0.0.3", max_seconds=300) as small, \
+                TestSite(again_pages, host="127.0.0.4", max_seconds=300) as again:
             big_pages.update(_pages(big.url, BIG_PAGES, "big"))
             small_pages.update(_pages(small.url, SMALL_PAGES, "small"))
+            again_pages.update(_pages(again.url, AGAIN_PAGES, "again"))
             stack.use_emulators(pubsub_host, gcs_url).start_functions(FUNCTIONS)
             cloud = Cloud(stack, database_url, gcs_url)
             with tenancy.all_tenants():
                 subscriptions.add(cloud.meta, receiver.url, site="small.test", types=("document.new",),
                                   allow=parse_networks("127.0.0.0/8"))
             runs = {site: cloud.post_crawl({"url": s.url + "/", "site_domain": site})["run_id"]
-                    for site, s in (("big.test", big), ("small.test", small))}
+                    for site, s in (("big.test", big), ("small.test", small), ("again.test", again))}
             settled = {site: wait_for(lambda r=run: cloud.run_settled(r), 150, f"{site} to settle")
                        for site, run in runs.items()}
+            # Every process that fetched the third site keeps its host at the settings' delay; a run of
+            # its own delay must still get that delay.
+            second_from = len(again.log)
+            second = cloud.post_crawl({"url": again.url + "/", "site_domain": "again.test", "delay": RUN_DELAY})
+            settled["again.test, own delay"] = wait_for(lambda: cloud.run_settled(second["run_id"]), 90,
+                                                        "the run with its own delay to settle")
             wait_for(lambda: len(receiver.arrivals) >= SMALL_PAGES, 30, "the small site's deliveries")
-            yield {"cloud": cloud, "big": big, "small": small, "settled": settled, "receiver": receiver}
+            yield {"cloud": cloud, "big": big, "small": small, "again": again, "second_from": second_from,
+                   "settled": settled, "receiver": receiver}
     finally:
         receiver.server.shutdown()
         receiver.server.server_close()
@@ -163,3 +177,14 @@ def test_deliveries_go_through_the_notify_function_while_the_crawl_runs(crawl):
     with crawl["cloud"].engine.connect() as conn:
         states = conn.execute(sa.text("SELECT DISTINCT state FROM knowledge.notify_deliveries")).scalars().all()
     assert set(states) == {"delivered"}
+
+
+def test_a_runs_own_delay_spaces_every_request_of_that_run_though_the_processes_knew_the_host(crawl):
+    assert crawl["settled"]["again.test"]["status"] == "finished"
+    second = crawl["settled"]["again.test, own delay"]
+    assert second["status"] == "finished"
+    assert second["fetched"] + second["not_modified"] == AGAIN_PAGES
+    log = crawl["again"].log[crawl["second_from"]:]  # map's, sample's and scrape's requests
+    assert len(log) >= AGAIN_PAGES + 2
+    gaps = [(b.at - a.at, b.path) for a, b in pairwise(log)]
+    assert min(gap for gap, _ in gaps) >= RUN_DELAY - 0.02, gaps

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +16,7 @@ from gleaner import taskentry
 from gleaner.fetch.politeness import Turn
 from gleaner.messages import ScrapeBatch, encode
 from gleaner.store.hostslots import HostSlots
-from gleaner.store.siteleases import SiteLease, SiteLeases
+from gleaner.store.siteleases import SiteLease, SiteLeases, Waiter
 
 RUN = "6f1c0e1e-0000-4000-8000-0000000000aa"
 
@@ -126,3 +127,87 @@ def test_a_batch_back_at_its_turn_to_find_the_holder_late_waits_for_the_holder_n
     back = leases.take("late.test", slots=1, expected=5.0, lease=60.0, queue=False)
     assert isinstance(back, float) and back <= 5.0
     engine.dispose()
+
+
+class _QueueRecorder(_DeferRecorder):
+    """A bus that also records the tasks sent at once and what the stages publish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enqueued: list[ScrapeBatch] = []
+        self.published: list[Any] = []
+
+    def enqueue(self, batch: ScrapeBatch) -> bool:
+        self.enqueued.append(batch)
+        return True
+
+    def publish(self, message: Any, *, ordering_key: str | None = None) -> None:
+        self.published.append(message)
+
+
+def test_a_holder_that_finishes_sends_the_waiting_batch_at_once_and_its_delayed_copy_does_nothing(make_deps):
+    from gleaner import siteleases
+
+    deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1)
+    bus = _QueueRecorder()
+    deps.bus_override = bus
+    first = ScrapeBatch(run_id=RUN, site_domain="early.test", batch_no=0, document_ids=("a",) * 60)
+    holder = siteleases.take(deps, first)
+    assert isinstance(holder, SiteLease)
+    waiting = ScrapeBatch(run_id=RUN, site_domain="early.test", batch_no=1, document_ids=("b",))
+    answer = json.loads(taskentry.run_task(_task(waiting), ScrapeBatch, deps)[0])
+    (later, seconds), = bus.deferred
+    assert answer["outcome"] == "deferred" and seconds > 20.0  # the holder's expected end: 60 pages x 0.5 s
+    # The holder is done long before that: the waiting batch goes now, under a name of its own.
+    siteleases.give_back(deps, holder)
+    (woken,), = [bus.enqueued]
+    assert woken.task_name == f"{RUN}-1-d1-w" and woken.document_ids == waiting.document_ids
+    body, status, _ = taskentry.run_task(_task(woken), ScrapeBatch, deps)
+    assert status == 200 and json.loads(body)["outcome"] == "done"
+    # Its delayed copy, arriving at the old turn, finds the batch run and neither runs nor waits again.
+    body, status, _ = taskentry.run_task(_task(later), ScrapeBatch, deps)
+    assert status == 200 and json.loads(body)["outcome"] == "run-by-other-copy"
+    assert len(bus.deferred) == 1 and len(bus.enqueued) == 1
+
+
+def test_a_delayed_copy_that_comes_first_runs_the_batch_and_the_woken_one_then_does_nothing(database_url):
+    engine = _engine(database_url)
+    leases = SiteLeases(engine)
+    holder = leases.take("twice.test", slots=1, expected=5.0, lease=60.0)
+    assert isinstance(holder, SiteLease)
+    assert isinstance(leases.take("twice.test", slots=1, expected=5.0, lease=60.0,
+                                  wait_as=Waiter("run-7-d1", b"first")), float)
+    assert isinstance(leases.take("twice.test", slots=1, expected=5.0, lease=60.0,
+                                  wait_as=Waiter("run-8-d1", b"second")), float)
+    # The first waiter's delayed copy comes back to find the holder late: it keeps its place in line.
+    assert isinstance(leases.take("twice.test", slots=1, expected=5.0, lease=60.0, queue=False, claim="run-7-d1",
+                                  wait_as=Waiter("run-7-d2", b"first again")), float)
+    assert leases.give_back(holder) == Waiter("run-7-d2", b"first again")
+    # That copy's own delayed task arrives first: it takes the slot, and the woken copy then finds nothing.
+    got = leases.take("twice.test", slots=1, expected=5.0, lease=60.0, queue=False, claim="run-7-d2")
+    assert isinstance(got, SiteLease)
+    assert leases.take("twice.test", slots=1, expected=5.0, lease=60.0, queue=False, claim="run-7-d2") is None
+    assert leases.give_back(got) == Waiter("run-8-d1", b"second")  # the next one in line
+    engine.dispose()
+
+
+def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
+    from gleaner import siteleases, tenancy
+
+    deps = make_deps(shared_politeness=True, host_delay=0.1, host_concurrency=2)
+    run = "6f1c0e1e-0000-4000-8000-0000000000bb"
+    with tenancy.scope("own.test"):
+        host = deps.metadata.upsert_source_host("own.test", "127.0.0.9", own_site=True)
+        deps.metadata.create_run(run, "own.test", host, "http://127.0.0.9/", {"politeness": {
+            "host_delay": 2.0, "host_concurrency": 1}}, "manual", "api")
+    deps.bus_override = _QueueRecorder()
+    batch = ScrapeBatch(run_id=run, site_domain="own.test", batch_no=0, document_ids=("a", "b", "c"))
+    assert siteleases.politeness(deps, batch) == (2.0, 1)
+    assert isinstance(siteleases.take(deps, batch), SiteLease)
+    # The settings would let two batches hold the site at once; the run asked for one.
+    deferred = siteleases.take(deps, replace(batch, batch_no=1))
+    assert isinstance(deferred, siteleases.Deferred) and deferred.seconds > 5.0  # 3 pages x the run's 2 s
+    # A Crawl-delay in the run's robots.txt paces the batch too, though this process never met the host.
+    with tenancy.scope("own.test"):
+        deps.metadata.save_run_robots(run, "http://127.0.0.9", "rules", "ok", b"User-agent: *\nCrawl-delay: 4\n")
+    assert siteleases.politeness(deps, batch) == (4.0, 1)

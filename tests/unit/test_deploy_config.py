@@ -662,6 +662,9 @@ def _stage_modules() -> dict[str, set[str]]:
         path = SHARED / (own.replace(".", "/") + ".py")
         modules.setdefault(stage, set()).update({own, *(m for m in _imports(ast.parse(path.read_text()))
                                                        if m.startswith("gleaner."))})
+    # scrape's Cloud Tasks entry takes the batch's site slot before the handler and wakes a waiter after it.
+    entry = ast.parse((SHARED / "gleaner" / "taskentry.py").read_text())
+    modules["scrape"].update(m for m in _imports(entry) if m.startswith("gleaner."))
     return modules
 
 

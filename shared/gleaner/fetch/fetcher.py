@@ -58,7 +58,7 @@ from gleaner.fetch.judgement import (
     retry_after,
     robots_rules_from,
 )
-from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable, SharedTurns, Turn
+from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable, SharedTurns, Turn, asked_of
 from gleaner.fetch.robots import RobotsRules, RobotsState
 from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
@@ -310,11 +310,11 @@ class Fetcher:
     # -- one exchange: address policy, politeness, budget, backoff ------------------------------
 
     async def _host(self, hostname: str) -> HostState:
-        state = self._hosts.peek(hostname)
-        if state is None:  # first sight: the operator's per-host settings may come from the database
-            state = await loop.in_thread(lambda: self._hosts.get(
-                hostname, default_delay=self.settings.host_delay, default_concurrency=self.settings.host_concurrency,
-                sources=self.settings.politeness_sources))
+        state, s = self._hosts.peek(hostname), self.settings  # unseen, or set for another run's politeness
+        if state is None or state.asked != asked_of(s.host_delay, s.host_concurrency, s.politeness_sources):
+            state = await loop.in_thread(lambda: self._hosts.get(hostname, default_delay=s.host_delay,
+                                                                 default_concurrency=s.host_concurrency,
+                                                                 sources=s.politeness_sources))
         return state
 
     async def _admit(self, request: FetchRequest, url: str, hop: int) -> CheckedUrl | FetchResult:

@@ -45,6 +45,12 @@ def choose(configured: float, configured_source: str, site: float | None) -> tup
     return site, str(Source.SITE)
 
 
+def asked_of(default_delay: float, default_concurrency: int, sources: Mapping[str, str]) -> tuple[float, int, str, str]:
+    """What a fetcher asks of a host's politeness: its settings' delay and concurrency and their sources."""
+    return (float(default_delay), int(default_concurrency), str(sources.get("host_delay", Source.DEFAULT)),
+            str(sources.get("host_concurrency", Source.DEFAULT)))
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """A claimed shared slot on a host; given back with :meth:`SharedTurns.release`."""
@@ -77,6 +83,8 @@ class HostState:
     crawl_delay: float = 0.0  # the largest Crawl-delay robots.txt asked for
     delay_source: str = Source.DEFAULT
     concurrency_source: str = Source.DEFAULT
+    site: tuple[float | None, int | None] = (None, None)  # the operator's setting for the host, read once
+    asked: tuple[float, int, str, str] | None = None  # what the fetcher that set it asked for (asked_of)
 
 
 class HostTable:
@@ -100,20 +108,33 @@ class HostTable:
         and the site's own."""
         hostname = hostname.lower()
         sources = sources or {}
+        asked = asked_of(default_delay, default_concurrency, sources)
         with self._lock:
             state = self._hosts.get(hostname)
-            if state is None:
-                site_delay, site_concurrency = (self._politeness(hostname) if self._politeness is not None
-                                                else (None, None))
-                delay, delay_source = choose(default_delay, sources.get("host_delay", Source.DEFAULT),
-                                             None if site_delay is None else max(0.0, float(site_delay)))
-                concurrency, concurrency_source = choose(
-                    default_concurrency, sources.get("host_concurrency", Source.DEFAULT),
-                    max(1, int(site_concurrency)) if site_concurrency else None)
-                state = HostState(asyncio.Semaphore(int(concurrency)), float(delay), int(concurrency),
-                                  delay_source=delay_source, concurrency_source=concurrency_source)
-                self._hosts[hostname] = state
-            return state
+            if state is not None and state.asked == asked:
+                return state
+            site = state.site if state is not None else (
+                self._politeness(hostname) if self._politeness is not None else (None, None))
+            site_delay, site_concurrency = site
+            delay, delay_source = choose(default_delay, asked[2], None if site_delay is None
+                                         else max(0.0, float(site_delay)))
+            concurrency, concurrency_source = choose(default_concurrency, asked[3],
+                                                     max(1, int(site_concurrency)) if site_concurrency else None)
+            if state is not None and state.slots.locked():
+                # Another run (its own --delay) is fetching the host in this process: keep its turns, and
+                # space every request by the larger delay while both are at it.
+                state.delay = max(state.delay, float(delay))
+                state.asked = asked
+                return state
+            # New, or asked for by a run whose own politeness differs (a long-lived function instance
+            # serves many runs): that run's delay and concurrency apply from its next request, spaced
+            # from the last one this process sent, with the Crawl-delay already learnt.
+            fresh = HostState(asyncio.Semaphore(int(concurrency)), float(delay), int(concurrency),
+                              delay_source=delay_source, concurrency_source=concurrency_source, site=site, asked=asked)
+            if state is not None:
+                fresh.next_at, fresh.crawl_delay = state.next_at, state.crawl_delay
+            self._hosts[hostname] = fresh
+            return fresh
 
     def forget(self, hostname: str) -> None:
         """Read the host's settings again at its next request (an operator changed them)."""

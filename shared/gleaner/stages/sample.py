@@ -139,7 +139,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         # The sitemap says these did not change since their last fetch: settled without a request.
         unchanged = meta.unchanged_since_last_fetch(run_id, include)
         include = [d for d in include if d not in unchanged]
-    settings = deps.settings
+    settings = deps.run_settings(run_id)  # a run's own --delay paces its batches
     # Sized to the host's pace (delay, Crawl-delay) so a task settles its batch before its soft deadline.
     size = batch_size_for((p.fetch_url for p in included), deps.host_table, default_delay=settings.host_delay,
                           default_concurrency=settings.host_concurrency,

@@ -106,7 +106,8 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     if left or found:
         # The soft deadline passed before these could start, or rendered pages linked to pages new to the run:
         # a new task (its own name) takes them on.
-        deps.bus.enqueue(replace(message, document_ids=tuple(left + found), part=message.part + 1))
+        deps.bus.enqueue(replace(message, document_ids=tuple(left + found), part=message.part + 1,
+                                 queued=False, woken=False))
     counts = batch.counts
     log.info("scraped batch %s part %s: %s fetched, %s not modified, %s failed, %s handed on",
              message.batch_no, message.part, counts["fetched"], counts["not-modified"], counts["failed"], len(left),

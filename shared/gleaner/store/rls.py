@@ -97,10 +97,11 @@ PARENT_POLICIES: dict[str, tuple[str, str]] = {
 OWNER_READ_TABLES = frozenset({"knowledge.text_chunks"})
 # Tables that hold no tenant's data: the schema version, the per-host politeness turns every
 # tenant's crawls share (a host, a slot number and a lease), the scrape batches a site may run at once
-# (a site key, a slot and a lease: the same politeness, one level up), and the back office's failed
+# (a site key, a slot and a lease: the same politeness, one level up) and the batches waiting for them
+# (a task: run and document ids, no content, read only by scrape), and the back office's failed
 # logins per peer address (throttling happens before anyone is known, so before any tenant).
 GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.site_leases",
-                           "knowledge.backoffice_login_failures"})
+                           "knowledge.site_waiters", "knowledge.backoffice_login_failures"})
 
 
 def parent_isolation_sql(table: str) -> str:

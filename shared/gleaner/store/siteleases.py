@@ -11,6 +11,11 @@ is one short transaction, serialised per site by a transaction-scoped advisory l
 property of all the site's slots). A holder that dies lets go when ``lease_until`` passes. Times are
 the database's clock, the one every instance shares.
 
+A batch sent away is also written down (``knowledge.site_waiters``, with its task) so the holder that
+gives its slot back names the oldest one to send at once (:meth:`SiteLeases.give_back`): a holder done
+early does not leave the slot idle until its expected end. The waiter's delayed task stays as the
+fallback; whichever copy arrives first takes the row (``claim``), the other finds it gone.
+
 Errors: a database failure is a :class:`~gleaner.errors.RetryableError` (the task is delivered
 again).
 """
@@ -25,6 +30,8 @@ from sqlalchemy.engine import Engine
 
 from gleaner.errors import RetryableError
 
+# A waiter row older than this is dropped: its batch's both copies were lost (its run is long swept).
+WAITER_KEEP_SECONDS = 86_400.0
 # The advisory-lock key space of these claims (the second argument of hashtextextended).
 _LOCK_SEED = 0x51AE1E
 
@@ -38,21 +45,40 @@ class SiteLease:
     holder: str
 
 
+@dataclass(frozen=True, slots=True)
+class Waiter:
+    """A batch sent away to wait for a slot: its deferred task's name and its encoded task."""
+
+    task: str
+    body: bytes
+
+
 class SiteLeases:
     """Per-site batch slots in PostgreSQL."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def take(self, site: str, *, slots: int, expected: float, lease: float, queue: bool = True) -> SiteLease | float:
+    def take(self, site: str, *, slots: int, expected: float, lease: float, queue: bool = True,
+             claim: str | None = None, wait_as: Waiter | None = None) -> SiteLease | float | None:
         """A slot for a batch expected to take ``expected`` seconds (held at most ``lease``), or the
         seconds until its turn: the holder's expected end, behind the batches already waiting when
-        ``queue`` (a batch coming back at its turn to find the holder late waits for the holder only)."""
+        ``queue`` (a batch coming back at its turn to find the holder late waits for the holder only).
+
+        ``claim`` names the waiter row of a batch that was written down (its task name): None when the
+        row is gone, because the batch's other copy (woken, or the fallback) took it and runs it. When
+        every slot is taken, ``wait_as`` is written down as a waiter, keeping a claimed row's place."""
         holder = str(uuid.uuid4())
         try:
             with self.engine.begin() as conn:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:s, :seed))"),
                              {"s": site, "seed": _LOCK_SEED})
+                since = None
+                if claim is not None:
+                    since = conn.execute(sa.text("DELETE FROM knowledge.site_waiters WHERE task = :t"
+                                                 " RETURNING queued_at"), {"t": claim}).scalar()
+                    if since is None:
+                        return None
                 conn.execute(sa.text(
                     "INSERT INTO knowledge.site_leases (site, slot) SELECT :s, n FROM generate_series(0, :k - 1) AS n"
                     " ON CONFLICT DO NOTHING"), {"s": site, "k": slots})
@@ -63,6 +89,12 @@ class SiteLeases:
                     " FROM knowledge.site_leases WHERE site = :s AND slot < :k ORDER BY slot"),
                     {"s": site, "k": slots}).all()
                 free = [int(r[0]) for r in rows if not r[1]]
+                if not free and wait_as is not None:
+                    conn.execute(sa.text(
+                        "INSERT INTO knowledge.site_waiters (task, site, batch, queued_at)"
+                        " VALUES (:t, :s, :b, COALESCE(CAST(:since AS timestamptz), clock_timestamp()))"
+                        " ON CONFLICT (task) DO NOTHING"),
+                        {"t": wait_as.task, "s": site, "b": wait_as.body, "since": since})
                 if not free and not queue:
                     return min(float(r[3]) for r in rows)
                 if not free:
@@ -82,13 +114,46 @@ class SiteLeases:
             raise RetryableError(f"cannot take a batch slot on {site}: {exc}") from exc
         return SiteLease(site, free[0], holder)
 
-    def give_back(self, lease: SiteLease) -> None:
-        """Free the slot (a no-op if its lease ran out and another batch took it)."""
+    def robots_bodies(self, run_id: str) -> list[bytes]:
+        """The robots.txt bodies the run's fetches obey (``crawl_run_robots``, as its tenant reads them)."""
+        try:
+            with self.engine.connect() as conn:
+                return [bytes(b) for b in conn.execute(sa.text(
+                    "SELECT body FROM knowledge.crawl_run_robots WHERE run_id = :r AND body IS NOT NULL"),
+                    {"r": run_id}).scalars()]
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot read the robots.txt of run {run_id}: {exc}") from exc
+
+    def give_back(self, lease: SiteLease) -> Waiter | None:
+        """Free the slot (a no-op if its lease ran out and another batch took it); the oldest waiter not
+        yet sent for, now marked sent for, which the caller sends at once."""
         try:
             with self.engine.begin() as conn:
-                conn.execute(sa.text(
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:s, :seed))"),
+                             {"s": lease.site, "seed": _LOCK_SEED})
+                freed = conn.execute(sa.text(
                     "UPDATE knowledge.site_leases SET holder = NULL, expected_at = NULL, lease_until = NULL"
                     " WHERE site = :s AND slot = :n AND holder = CAST(:u AS uuid)"),
-                    {"s": lease.site, "n": lease.slot, "u": lease.holder})
+                    {"s": lease.site, "n": lease.slot, "u": lease.holder}).rowcount
+                if not freed:
+                    return None
+                # Rows whose both copies were lost (a purged queue) would wait here for ever.
+                conn.execute(sa.text("DELETE FROM knowledge.site_waiters WHERE site = :s"
+                                     " AND queued_at < clock_timestamp() - make_interval(secs => :keep)"),
+                             {"s": lease.site, "keep": WAITER_KEEP_SECONDS})
+                row = conn.execute(sa.text(
+                    "UPDATE knowledge.site_waiters SET woken_at = clock_timestamp() WHERE task = ("
+                    " SELECT task FROM knowledge.site_waiters WHERE site = :s AND woken_at IS NULL"
+                    " ORDER BY queued_at, task LIMIT 1) RETURNING task, batch"), {"s": lease.site}).first()
         except sa.exc.DBAPIError as exc:
             raise RetryableError(f"cannot give back the batch slot on {lease.site}: {exc}") from exc
+        return Waiter(str(row[0]), bytes(row[1])) if row is not None else None
+
+    def unwake(self, waiter: Waiter) -> None:
+        """The waiter could not be sent for: the next slot given back sends for it again."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.text("UPDATE knowledge.site_waiters SET woken_at = NULL WHERE task = :t"),
+                             {"t": waiter.task})
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot put back the waiter {waiter.task}: {exc}") from exc
