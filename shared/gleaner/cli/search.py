@@ -94,5 +94,6 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
     if not counts["vectors"]:
         click.echo(f"{counts['chunks']} chunks; this database has no pgvector: search ranks by full text only")
         return
-    click.echo(f"embedded {done} chunks in {counts['seconds']} s; {counts['chunks']} chunks, by model: "
+    click.echo(f"embedded {done} chunks and moved {merge.merged} fresh vectors into the vector index in"
+               f" {counts['seconds']} s; {counts['chunks']} chunks, by model: "
                + (", ".join(f"{m} {n}" for m, n in counts["embedded"].items()) or "none"))

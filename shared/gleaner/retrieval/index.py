@@ -98,8 +98,11 @@ _CHUNKS_EMBEDDED = sa.text(
 _UNEMBEDDED = ("(embedding IS NULL AND fresh_embedding IS NULL) OR embedding_model IS DISTINCT FROM :m")
 
 
+_FLOAT = "{:.6f}".format  # a bound method mapped over a vector: the f-string's text, at less cost
+
+
 def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+    return "[" + ",".join(map(_FLOAT, vector)) + "]"
 
 
 class IndexUnavailable(GleanerError):

@@ -18,7 +18,9 @@ Lucene's refresh and merge or Milvus's growing and sealed segments:
 - the candidate functions of migrations 0031 and 0033 read both: the HNSW index's nearest over
   ``embedding`` and, beside them, the exact nearest of the fresh vectors (each compared: the fresh
   set is kept small), scored with the same cosine, so a search answers as if every vector were in
-  the one index.
+  the one index. The fresh column's storage is MAIN: its vectors stay in their rows (pgvector's type
+  defaults to out-of-line storage, and reading thousands of them through the TOAST table would be
+  most of a search's time).
 
 Where the server has no pgvector, nothing here applies (search keeps 0031's full-text path).
 """
@@ -43,6 +45,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'knowledge'
                AND table_name = 'text_chunks' AND column_name = 'embedding') THEN
         ALTER TABLE knowledge.text_chunks ADD COLUMN fresh_embedding public.vector(384);
+        -- Kept in the row: search reads every fresh vector, and the vector type's own storage
+        -- (external) moves it to the TOAST table once a chunk's row passes 2 kB, a second lookup each.
+        ALTER TABLE knowledge.text_chunks ALTER COLUMN fresh_embedding SET STORAGE MAIN;
         CREATE INDEX text_chunks_fresh ON knowledge.text_chunks (text_hash, ordinal)
             WHERE fresh_embedding IS NOT NULL;
         EXECUTE $sql$
