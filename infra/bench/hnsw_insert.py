@@ -84,7 +84,8 @@ def main() -> None:
             with admin.connect() as c:
                 checkpoints = c.execute(sa.text("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
                                         ).scalar()
-            print(f"{size} vectors: bulk build {build / max(size, 1) * 1000:.2f} ms a vector; insert {ms:.2f} ms,"
+            built = f"bulk build {build / size * 1000:.2f} ms a vector" if size else "an empty index"
+            print(f"{size} vectors: {built}; insert {ms:.2f} ms,"
                   f" {kib:.1f} KiB WAL a vector after a checkpoint, {ms2:.2f} ms, {kib2:.1f} KiB after;"
                   f" checkpoints so far {checkpoints}", flush=True)
         with admin.connect() as c:

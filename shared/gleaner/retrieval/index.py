@@ -23,6 +23,7 @@ Until a chunk is embedded it is found by full text alone.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,8 @@ from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
 from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
 from gleaner.store.events import record_changes
+
+log = logging.getLogger(__name__)
 
 TEXTS_PER_EMBED_ROUND = 64  # texts read per round of embed_pending: bounded memory, batches stay full
 FRESH_CHECK_EVERY = 500  # fresh vectors this SearchIndex writes between two counts of the fresh set
@@ -143,8 +146,11 @@ class SearchIndex:
         self._written_since_check += fresh
         if self._written_since_check >= FRESH_CHECK_EVERY:
             self._written_since_check = 0
-            if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
-                merge_fresh(self.engine)
+            try:
+                if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
+                    merge_fresh(self.engine)
+            except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batch is committed: a later merge catches up
+                log.warning("merging fresh vectors into the vector index failed: %s", exc)
         return added
 
     def _index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> tuple[int, int]:
