@@ -7,6 +7,7 @@ pages on distinct topics.
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -184,3 +185,21 @@ def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, 
     assert merge_fresh(deps.engine).merged == fresh_left
     assert _where(deps) == (0, len(TOPICS) + 1, 0)
     assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+
+
+def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, database_url, tmp_path):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home")}
+    chunks = len(TOPICS) + 1
+    first = CliRunner().invoke(main, ["index", "--json"], env=env)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.output)
+    assert (report["embedded_now"], report["merged_now"], report["merge"], report["fresh"]) == (
+        0, chunks, "rebuild", 0)
+    deps, _site = topics
+    assert _where(deps) == (0, chunks, 0)
+    again = json.loads(CliRunner().invoke(main, ["index", "--json"], env=env).output)
+    assert (again["merged_now"], again["merge"]) == (0, "none")
