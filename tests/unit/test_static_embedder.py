@@ -40,6 +40,21 @@ def test_text_without_a_meaningful_piece_still_gets_a_unit_vector(model):
         assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
 
 
+def test_a_text_cut_word_by_word_gets_the_pieces_and_the_vector_of_the_whole_text(model):
+    # The word cache is a shortcut only: every text, plain or not, is embedded from exactly the pieces
+    # the tokenizer gives the whole text, so vectors do not depend on what the process read before.
+    texts = ["Spring tides come when sun and moon line up; neap tides (at right angles) don't.",
+             "e.g. U.S.A.\tcosts $5.00 -- see #tag @me a_b x=y\r\nNEW line", "x" * 150,
+             "Café naïve résumé", "日本語のテキスト and words", "form\x0bfeed\x1cjoins", "", "   "]
+    for text in texts:
+        assert model._pieces(text) == model._tokenizer.encode(text, add_special_tokens=False).ids
+    some = [texts[0], texts[1], texts[3]]  # ("x" * 150 is one unknown piece: the fixed unit vector)
+    whole = [model._table[model._tokenizer.encode(t, add_special_tokens=False).ids].sum(axis=0) for t in some]
+    expected = [(v / np.linalg.norm(v)).tolist() for v in whole]
+    assert model.embed(some) == expected
+    assert model.embed(some) == expected  # again, from the cache
+
+
 def test_the_table_is_cached_under_the_source_models_hash_and_a_damaged_file_is_not_used(model, tmp_path):
     from gleaner.retrieval.minilm import MODEL_SHA256
 

@@ -75,7 +75,8 @@ def _search_mode(engine: Any, embed_model: str) -> str:
             " information_schema.columns WHERE table_schema = 'knowledge' AND table_name = 'text_chunks'"
             " AND column_name = 'embedding')")).one()
         by_model = dict(conn.execute(sa.text(
-            "SELECT embedding_model, count(*) FROM knowledge.text_chunks WHERE embedding IS NOT NULL"
+            # embedding_model is set exactly while a vector is held, indexed or fresh (migration 0037).
+            "SELECT embedding_model, count(*) FROM knowledge.text_chunks WHERE embedding_model IS NOT NULL"
             " GROUP BY embedding_model")).all()) if vectors else {}
     if not chunks:
         return "not set up yet (the next command migrates the schema)"

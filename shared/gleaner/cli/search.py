@@ -25,7 +25,17 @@ def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
     done = embed_pending(index, deps.embedder) + embed_references(deps, deps.embedder)
     if done:
         say(f"indexed {done} new chunks for search in {time.monotonic() - started:.1f} s")
+    merge_into_vector_index(deps, say)
     return done
+
+
+def merge_into_vector_index(deps: Deps, say: Callable[[str], None]) -> None:
+    """The fresh vectors (searchable already, compared one by one) into the HNSW index."""
+    from gleaner.retrieval.fresh import merge_fresh
+
+    report = merge_fresh(deps.engine)
+    if report.merged:
+        say(f"moved {report.merged} fresh vectors into the vector index ({report.way}) in {report.seconds:.1f} s")
 
 
 @main.command("search")
@@ -58,7 +68,8 @@ def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @guard
 def index_cmd(reembed: bool, as_json: bool) -> None:
-    """Embed every chunk that has no vector of the current model yet; show the index's counts."""
+    """Embed every chunk that has no vector of the current model yet, move fresh vectors into the
+    vector index; show the index's counts."""
     from gleaner.retrieval.composites import index_unindexed_composites
     from gleaner.retrieval.index import embed_pending
     from gleaner.retrieval.references import embed_references
@@ -69,9 +80,13 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
         dropped = index.drop_other_models(deps.embedder.model) if reembed and index.has_vectors() else 0
         started = time.monotonic()
         done = embed_pending(index, deps.embedder)
+        from gleaner.retrieval.fresh import merge_fresh
+
+        merge = merge_fresh(deps.engine)
         counts = index.counts()
         counts["references_embedded_now"] = embed_references(deps, deps.embedder)
     counts.update({"embedded_now": done, "dropped": dropped, "composites_indexed_now": composites,
+                   "merged_now": merge.merged, "merge": str(merge.way),
                    "seconds": round(time.monotonic() - started, 2)})
     if as_json:
         click.echo(json.dumps(counts))
@@ -79,5 +94,6 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
     if not counts["vectors"]:
         click.echo(f"{counts['chunks']} chunks; this database has no pgvector: search ranks by full text only")
         return
-    click.echo(f"embedded {done} chunks in {counts['seconds']} s; {counts['chunks']} chunks, by model: "
+    click.echo(f"embedded {done} chunks and moved {merge.merged} fresh vectors into the vector index in"
+               f" {counts['seconds']} s; {counts['chunks']} chunks, by model: "
                + (", ".join(f"{m} {n}" for m, n in counts["embedded"].items()) or "none"))

@@ -111,7 +111,9 @@ def _statement(vectors: bool) -> sa.TextClause:
     if vectors:
         ctes.append("meaning AS (SELECT * FROM knowledge.chunk_vector_candidates(CAST(:v AS public.vector), :m, :k,"
                     " CAST(:h AS text[])))")
-        embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (ch.embedding OPERATOR(public.<=>)"
+        # The chunk's vector, fresh or in the HNSW index (gleaner.retrieval.fresh): at most one is set.
+        embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (COALESCE(ch.embedding,"
+                     " ch.fresh_embedding) OPERATOR(public.<=>)"
                      " CAST(:v AS public.vector))) ELSE 0 END")
         score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
         keys = "SELECT text_hash, ordinal FROM words UNION SELECT text_hash, ordinal FROM meaning"

@@ -11,15 +11,19 @@ version with an enabled ``skill`` or ``config`` routing gets a ``routing_handove
 
 Embedding: with a model cheap enough (the static default, ``Embedder.inline``), the new chunks are
 written with their vectors, in the same transaction, so a page is searchable by meaning as soon as
-it is ingested. Otherwise (MiniLM, or GLEANER_EMBED_AFTER_CRAWL off, or where the model is not
-installed) :func:`embed_pending` embeds chunks without a vector of the current model: the CLI runs
-it when a crawl ends, ``gleaner index`` on demand, and a model change is ``gleaner index --reembed``.
+it is ingested. Vectors are written *fresh* (``fresh_embedding``, outside the HNSW index, searched
+exactly) and enter the index by gleaner.retrieval.fresh's merge, off the crawl's path; ingest
+merges itself only when the fresh set passes its bound. Otherwise (MiniLM, or
+GLEANER_EMBED_AFTER_CRAWL off, or where the model is not installed) :func:`embed_pending` embeds
+chunks without a vector of the current model (fresh, too): the CLI runs it when a crawl ends,
+``gleaner index`` on demand, and a model change is ``gleaner index --reembed``.
 Until a chunk is embedded it is found by full text alone.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,9 +36,13 @@ from gleaner.provenance.canonical import CanonicalText
 from gleaner.retrieval.chunks import Chunk, chunk_text, embedding_input
 from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
+from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
 from gleaner.store.events import record_changes
 
+log = logging.getLogger(__name__)
+
 TEXTS_PER_EMBED_ROUND = 64  # texts read per round of embed_pending: bounded memory, batches stay full
+FRESH_CHECK_EVERY = 500  # fresh vectors this SearchIndex writes between two counts of the fresh set
 
 _ENTER = sa.text(
     "INSERT INTO knowledge.search_index (document_id, site_domain, snapshot_id, text_hash)"
@@ -77,10 +85,11 @@ _CHUNKS = sa.text(
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"
 )
-# The same rows with their vectors (an inline embedder): one write per chunk, no later UPDATE.
+# The same rows with their vectors (an inline embedder): one write per chunk, no later UPDATE. The
+# vectors are fresh: searchable at once, in the HNSW index after a merge (gleaner.retrieval.fresh).
 _CHUNKS_EMBEDDED = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv,"
-    " embedding, embedding_model, embedding_dim)"
+    " fresh_embedding, embedding_model, embedding_dim)"
     " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t),"
     " CAST(v AS public.vector), :m, :d"
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text, v text)"
@@ -88,8 +97,15 @@ _CHUNKS_EMBEDDED = sa.text(
 )
 
 
+# A chunk without a vector of model :m (none yet, or another model's), fresh or indexed.
+_UNEMBEDDED = ("(embedding IS NULL AND fresh_embedding IS NULL) OR embedding_model IS DISTINCT FROM :m")
+
+
+_FLOAT = "{:.6f}".format  # a bound method mapped over a vector: the f-string's text, at less cost
+
+
 def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+    return "[" + ",".join(map(_FLOAT, vector)) + "]"
 
 
 class IndexUnavailable(GleanerError):
@@ -113,6 +129,7 @@ class SearchIndex:
         self._vectors: bool | None = None
         # Asked only when a batch has new chunks: the model loads on the first page that needs it.
         self._inline_embedder = inline_embedder
+        self._written_since_check = 0
 
     def has_vectors(self) -> bool:
         """Whether this database has pgvector and the embedding column (else: full text only)."""
@@ -125,8 +142,21 @@ class SearchIndex:
 
     def index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> int:
         """Index the batch's current, rag-routed versions (see the module docstring); returns chunks added."""
+        added, fresh = self._index_snapshots(items)
+        self._written_since_check += fresh
+        if self._written_since_check >= FRESH_CHECK_EVERY:
+            self._written_since_check = 0
+            try:
+                if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
+                    merge_fresh(self.engine)
+            except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batch is committed: a later merge catches up
+                log.warning("merging fresh vectors into the vector index failed: %s", exc)
+        return added
+
+    def _index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> tuple[int, int]:
+        """(chunks added, of which with a fresh vector)."""
         if not items:
-            return 0
+            return 0, 0
         ids = [snapshot_id for snapshot_id, _text in items]
         texts = {text.text_hash: text for _snapshot_id, text in items}
         with self.engine.begin() as conn:
@@ -142,7 +172,7 @@ class SearchIndex:
                                      " WHERE id = ANY(CAST(:d AS uuid[])) AND NOT kb_indexed"), {"d": kept})
             wanted = sorted({r[1] for r in [*entered, *composed] if r[1] in texts})
             if not wanted:
-                return 0
+                return 0, 0
             done = {r[0] for r in conn.execute(sa.text(
                 "SELECT DISTINCT text_hash FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
                 {"h": wanted})}
@@ -156,6 +186,7 @@ class SearchIndex:
                     rows.append({"h": text_hash, "o": c.ordinal, "s": c.start, "e": c.end, "hd": c.heading,
                                  "t": text.text[c.start:c.end].decode("utf-8", "replace")})
                     inputs.append(embedding_input(text.text, c))
+            embedder = None
             if rows:
                 embedder = self._inline_embedder() if self.has_vectors() else None
                 if embedder is None:
@@ -165,7 +196,7 @@ class SearchIndex:
                         row["v"] = _vector_literal(vector)
                     conn.execute(_CHUNKS_EMBEDDED, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False),
                                                     "m": embedder.model, "d": embedder.dimension})
-        return len(rows)
+        return len(rows), (len(rows) if embedder is not None else 0)
 
     # -- embeddings -------------------------------------------------------------------------------
 
@@ -174,7 +205,7 @@ class SearchIndex:
         with self.engine.connect() as conn:
             hashes = [r[0] for r in conn.execute(sa.text(
                 "SELECT DISTINCT text_hash FROM knowledge.text_chunks"
-                " WHERE embedding IS NULL OR embedding_model IS DISTINCT FROM :m LIMIT :n"),
+                f" WHERE {_UNEMBEDDED} LIMIT :n"),
                 {"m": model, "n": texts})]
             if not hashes:
                 return []
@@ -185,19 +216,20 @@ class SearchIndex:
             for r in conn.execute(sa.text(
                     "SELECT text_hash, ordinal, chunk_start, chunk_end, heading FROM knowledge.text_chunks"
                     " WHERE text_hash = ANY(CAST(:h AS text[]))"
-                    " AND (embedding IS NULL OR embedding_model IS DISTINCT FROM :m) ORDER BY text_hash, ordinal"),
+                    f" AND ({_UNEMBEDDED}) ORDER BY text_hash, ordinal"),
                     {"h": hashes, "m": model}):
                 chunks.setdefault(r[0], []).append(Chunk(r[1], r[2], r[3], r[4]))
         return [(h, bodies[h].encode("utf-8"), chunks[h]) for h in hashes if h in bodies and h in chunks]
 
     def store_vectors(self, model: str, dimension: int, rows: Sequence[tuple[str, int, list[float]]]) -> None:
+        """Write vectors fresh (searchable at once; the merge puts them in the HNSW index)."""
         if not rows:
             return
         payload = json.dumps([{"h": h, "o": o, "v": _vector_literal(v)}
                               for h, o, v in rows], separators=(",", ":"))
         with self.engine.begin() as conn:
             conn.execute(sa.text(
-                "UPDATE knowledge.text_chunks c SET embedding = CAST(r.v AS public.vector),"
+                "UPDATE knowledge.text_chunks c SET fresh_embedding = CAST(r.v AS public.vector), embedding = NULL,"
                 " embedding_model = :m, embedding_dim = :d"
                 " FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, v text)"
                 " WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"rows": payload, "m": model, "d": dimension})
@@ -206,20 +238,22 @@ class SearchIndex:
         """Forget vectors made by any other model, so the re-embedding never ranks two models together."""
         with self.engine.begin() as conn:
             dropped = conn.execute(sa.text(
-                "UPDATE knowledge.text_chunks SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL"
+                "UPDATE knowledge.text_chunks SET embedding = NULL, fresh_embedding = NULL, embedding_model = NULL,"
+                " embedding_dim = NULL"
                 " WHERE embedding_model IS DISTINCT FROM :m AND embedding_model IS NOT NULL"), {"m": model})
         return int(dropped.rowcount or 0)
 
     def counts(self) -> dict[str, Any]:
-        """Chunks in the index, embedded ones per model, and whether vectors are available (gleaner info)."""
+        """Chunks in the index, embedded ones per model, fresh ones, whether vectors are available (gleaner info)."""
         with self.engine.connect() as conn:
             total = int(conn.execute(sa.text("SELECT count(*) FROM knowledge.text_chunks")).scalar_one())
             models: dict[str, int] = {}
             if self.has_vectors():
                 models = {str(m): int(n) for m, n in conn.execute(sa.text(
                     "SELECT embedding_model, count(*) FROM knowledge.text_chunks"
-                    " WHERE embedding IS NOT NULL GROUP BY embedding_model"))}
-        return {"vectors": self.has_vectors(), "chunks": total, "embedded": models}
+                    " WHERE embedding IS NOT NULL OR fresh_embedding IS NOT NULL GROUP BY embedding_model"))}
+        fresh = fresh_count(self.engine) if self.has_vectors() else 0
+        return {"vectors": self.has_vectors(), "chunks": total, "embedded": models, "fresh": fresh}
 
 
 def embed_pending(index: SearchIndex, embedder: Embedder, max_chunks: int | None = None) -> int:

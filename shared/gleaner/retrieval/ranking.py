@@ -2,7 +2,8 @@
 
 Two candidate lists, merged and re-scored:
 
-- by meaning: the HNSW index's nearest chunks to the query's vector (cosine), when pgvector is there;
+- by meaning: the HNSW index's nearest chunks to the query's vector (cosine), when pgvector is there,
+  and the nearest of the fresh vectors not in that index yet, each compared (gleaner.retrieval.fresh);
 - by words: chunks whose full-text vector matches any of the query's stemmed words.
 
 Every candidate gets both scores, each 0-1: ``embedding_score`` is the cosine similarity (below 0

@@ -53,6 +53,10 @@ SIF_A = 1e-4  # Model2Vec's default SIF coefficient
 DISTILL_BATCH = 512  # three-piece sequences per forward pass: no padding, so bigger batches only amortise
 # Rows that never stand for text: placeholders the vocabulary reserves and the markers the tokenizer adds.
 _NOT_TEXT = re.compile(r"\[(unused\d+|PAD|UNK|CLS|SEP|MASK)\]")
+# Printable ASCII and tab, newline, carriage return: there the tokenizer's normaliser changes nothing
+# but case and its whitespace is exactly str.split()'s, so a text's pieces are its words' pieces.
+_PLAIN = re.compile(r"[\t\n\r\x20-\x7e]*")
+WORD_CACHE = 200_000  # words whose pieces a process keeps (then the cache starts again)
 
 
 def default_cache_dir() -> Path:
@@ -82,13 +86,36 @@ class StaticEmbedder:
         # The mean has no window: a chunk is read whole, however long.
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+        self._words: dict[str, tuple[int, ...]] = {}
+
+    def _pieces(self, text: str) -> list[int]:
+        """The text's word-piece ids, as the tokenizer gives them.
+
+        Cutting a text into pieces was most of embedding's time, and a crawl repeats its words: for a
+        plain ASCII text the pieces are those of each of its whitespace-separated words in turn (the
+        pre-tokenizer cuts at whitespace first), each word's cut once per process. Any other text
+        goes through the tokenizer whole (control characters, accents, CJK: its normaliser's rules).
+        One text a call, never encode_batch: its thread pool spins on a busy 2-core machine."""
+        if not _PLAIN.fullmatch(text):
+            return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        ids: list[int] = []
+        words = self._words
+        for word in text.split():
+            pieces = words.get(word)
+            if pieces is None:
+                if len(words) >= WORD_CACHE:
+                    words.clear()
+                pieces = words[word] = tuple(self._tokenizer.encode(word, add_special_tokens=False).ids)
+            ids.extend(pieces)
+        return ids
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
         out: list[list[float]] = []
-        for encoding in self._tokenizer.encode_batch(list(texts), add_special_tokens=False):
-            vector = self._table[encoding.ids].sum(axis=0) if encoding.ids else None
+        for text in texts:
+            ids = self._pieces(text)
+            vector = self._table[ids].sum(axis=0) if ids else None
             norm = float(np.linalg.norm(vector)) if vector is not None else 0.0
             if vector is None or norm < 1e-9:
                 # No piece with meaning (symbols only): a fixed unit vector, since pgvector's cosine

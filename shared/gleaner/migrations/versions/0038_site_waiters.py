@@ -1,7 +1,7 @@
 """site_waiters: the scrape batches waiting for their site's batch slot, so a finishing holder hands it on.
 
 Revision ID: 0038
-Revises: 0036
+Revises: 0037
 Create Date: 2026-12-02
 
 A batch that finds its site's slots all taken goes back to the queue due at the holder's expected end
@@ -16,7 +16,7 @@ tenant-scoped: politeness belongs to the server, whoever crawls it.
 from alembic import op
 
 revision = "0038"
-down_revision = "0036"
+down_revision = "0037"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,205 @@
+"""Fresh vectors: a page is searchable by meaning the moment it is ingested, before its vectors enter
+the HNSW index, and the merge that moves them there changes no answer (gleaner.retrieval.fresh).
+
+Real components: the embedded PostgreSQL with pgvector, the packaged static model, loopback sites of
+pages on distinct topics.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from gleaner import tenancy
+from gleaner.operator.rules import add_rule
+from gleaner.retrieval import fresh, search
+from gleaner.retrieval.fresh import MergeWay, fresh_count, merge_fresh
+from gleaner.runner import crawl, new_request
+from gleaner.store.erasure import erase_document
+from gleaner.store.rls import ADMIN_OPTION
+from gleaner.testsite import Page, TestSite
+from tests.integration.paraphrase_site import QUESTIONS, TOPICS, topic_html, topic_pages
+
+SITE = "topics.test"
+TIDES = "why does the sea at the shore rise and fall twice a day"
+
+
+def _crawl(deps, site, site_domain=SITE):
+    return crawl(deps, new_request(site.url + "/", site_domain=site_domain))
+
+
+def _hits(deps, query, site_domain=SITE, limit=3):
+    return [(h["url"], h["text_hash"], h["start"], h["end"], h["embedding_score"], h["fulltext_score"])
+            for h in search(deps, query, site_domain=site_domain, limit=limit)["results"]]
+
+
+def _where(deps):
+    """(chunks with a fresh vector, with an indexed one, with both)."""
+    with deps.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+        return tuple(conn.execute(sa.text(
+            "SELECT count(*) FILTER (WHERE fresh_embedding IS NOT NULL), count(*) FILTER (WHERE embedding IS NOT NULL),"
+            " count(*) FILTER (WHERE fresh_embedding IS NOT NULL AND embedding IS NOT NULL)"
+            " FROM knowledge.text_chunks")).one())
+
+
+@pytest.fixture
+def topics(deps):
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: there are no vectors to merge")
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        _crawl(deps, site)
+        yield deps, site
+
+
+def test_a_page_is_found_by_a_paraphrase_before_the_merge_and_the_same_after_it(topics):
+    deps, site = topics
+    chunks = len(TOPICS) + 1
+    assert _where(deps) == (chunks, 0, 0)  # ingest wrote every vector fresh: none in the HNSW index yet
+    before = {q: _hits(deps, q) for q in QUESTIONS}
+    assert before[TIDES][0][0] == site.url + "/tides"
+    assert sum(site.url + path in [h[0] for h in hits] for q, path in QUESTIONS.items()
+               for hits in [before[q]]) >= 0.9 * len(QUESTIONS)
+
+    report = merge_fresh(deps.engine)
+    assert (report.merged, report.way) == (chunks, MergeWay.REBUILD)  # an empty index: built in bulk
+    assert _where(deps) == (0, chunks, 0)
+    assert {q: _hits(deps, q) for q in QUESTIONS} == before  # the same hits, the same scores
+
+    again = merge_fresh(deps.engine)  # idempotent: nothing left to move
+    assert (again.merged, again.way) == (0, MergeWay.NONE)
+    assert {q: _hits(deps, q) for q in QUESTIONS} == before
+
+
+def test_fresh_vectors_beside_an_indexed_set_are_moved_row_by_row_with_the_same_answers(topics):
+    deps, _site = topics
+    merge_fresh(deps.engine)  # the topic pages into the HNSW index
+    extra = {"/lighthouse": ("Lighthouse keeping", "The keeper trimmed the wick and wound the clockwork that turned"
+                             " the lens through the night, so ships could fix their position off the rocks.",
+                             "Logbooks recorded the weather, passing vessels and the oil burned.")}
+    with TestSite(topic_pages(extra), max_seconds=300) as other:
+        _crawl(deps, other, site_domain="coast.test")
+    question = "who looked after the lamp that warned sailors away from the reef"
+    fresh_now, indexed, _both = _where(deps)
+    assert 0 < fresh_now < indexed
+    before = _hits(deps, question, site_domain="coast.test")
+    assert before[0][0] == other.url + "/lighthouse"
+    report = merge_fresh(deps.engine)
+    assert (report.merged, report.way) == (fresh_now, MergeWay.MOVE)
+    assert _where(deps) == (0, indexed + fresh_now, 0)
+    assert _hits(deps, question, site_domain="coast.test") == before
+
+
+@pytest.mark.parametrize("merged_first", [False, True], ids=["old-version-fresh", "old-version-indexed"])
+def test_a_changed_page_s_old_chunks_leave_search_with_the_version_from_either_set(topics, merged_first):
+    deps, site = topics
+    if merged_first:
+        merge_fresh(deps.engine)
+    question = "mountains that spew molten rock and ash"
+    old = {h[1] for h in _hits(deps, question) if h[0] == site.url + "/volcanoes"}
+    assert old
+    site.pages["/volcanoes"] = Page(topic_html(
+        "Growing tomatoes", "Tomatoes need a sunny spot, support canes and steady watering. Pinch out the side "
+        "shoots that grow between the stem and the leaves so the plant puts its strength into the fruit.",
+        "Feed them every week once the first flowers open, and pick each tomato when it is fully red."),
+        modified=1_700_000_600.0)
+    assert _crawl(deps, site)["snapshots"]["changed"] == 1
+    for hits in (_hits(deps, question, limit=10), _hits(deps, "magma pumice crater", limit=10)):
+        assert not old & {h[1] for h in hits}
+    new = _hits(deps, "caring for a red fruit plant in the vegetable patch")
+    assert new[0][0] == site.url + "/volcanoes" and new[0][1] not in old
+    merge_fresh(deps.engine)
+    assert _hits(deps, "caring for a red fruit plant in the vegetable patch") == new
+    assert not old & {h[1] for h in _hits(deps, question, limit=10)}
+
+
+def test_blocked_and_erased_documents_never_come_back_from_the_fresh_set(topics):
+    deps, site = topics
+    questions = {path: q for q, path in QUESTIONS.items()}
+    assert site.url + "/jazz" in [h[0] for h in _hits(deps, questions["/jazz"])]
+    add_rule(deps, SITE, "/jazz", "block", reason="not ours to index")
+    doc = deps.metadata.document_by_url(site.url + "/wine")
+    erase_document(deps.provenance, deps.blobs, deps.blocklist, doc["id"], "asked", "test")
+    assert _where(deps)[0] == len(TOPICS)  # the erased text's fresh chunk went with it
+    for _ in range(2):  # fresh, then merged
+        for path in ("/jazz", "/wine"):
+            assert site.url + path not in [h[0] for h in _hits(deps, questions[path], limit=10)]
+        merge_fresh(deps.engine)
+
+
+def test_another_tenant_s_fresh_chunks_stay_out_of_a_site_scope(topics):
+    deps, _site = topics
+    extra = {"/lighthouse": ("Lighthouse keeping", "The keeper trimmed the wick and wound the clockwork that turned"
+                             " the lens through the night, so ships could fix their position off the rocks.",
+                             "Logbooks recorded the weather, passing vessels and the oil burned.")}
+    with TestSite(topic_pages(extra), max_seconds=300) as other:
+        _crawl(deps, other, site_domain="coast.test")
+    question = "who looked after the lamp that warned sailors away from the reef"
+    assert fresh_count(deps.engine) > len(TOPICS)  # both tenants' chunks are fresh
+    with tenancy.scope(SITE):
+        seen = search(deps, question, limit=10)["results"]
+        assert seen and {h["site_domain"] for h in seen} == {SITE}
+        assert search(deps, question, site_domain="coast.test")["results"] == []
+    with tenancy.scope("coast.test"):
+        assert search(deps, question, limit=1)["results"][0]["url"] == other.url + "/lighthouse"
+
+
+def test_ingest_merges_when_the_fresh_set_passes_its_bound(deps, monkeypatch):
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector")
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 5)
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        _crawl(deps, site)
+    fresh_left, indexed, both = _where(deps)
+    assert fresh_left <= 5 and indexed > 0 and both == 0 and fresh_left + indexed == len(TOPICS) + 1
+    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+
+
+def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, monkeypatch):
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector")
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 3)
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
+    monkeypatch.setattr(fresh, "MERGE_BATCH", 2)
+    stop = threading.Event()
+    ways: list[MergeWay] = []
+
+    def keep_merging():  # a second merger racing the crawl's inserts and ingest's own merges (rebuilds too)
+        while not stop.is_set():
+            ways.append(merge_fresh(deps.engine, allow_rebuild=False).way)
+
+    merger = threading.Thread(target=keep_merging)
+    merger.start()
+    try:
+        with TestSite(topic_pages(), max_seconds=300) as site:
+            _crawl(deps, site)
+    finally:
+        stop.set()
+        merger.join()
+    assert MergeWay.MOVE in ways
+    fresh_left, indexed, both = _where(deps)
+    assert both == 0 and fresh_left + indexed == len(TOPICS) + 1  # every vector once, in one of the two sets
+    assert merge_fresh(deps.engine).merged == fresh_left
+    assert _where(deps) == (0, len(TOPICS) + 1, 0)
+    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+
+
+def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, database_url, tmp_path):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home")}
+    chunks = len(TOPICS) + 1
+    first = CliRunner().invoke(main, ["index", "--json"], env=env)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.output)
+    assert (report["embedded_now"], report["merged_now"], report["merge"], report["fresh"]) == (
+        0, chunks, "rebuild", 0)
+    deps, _site = topics
+    assert _where(deps) == (0, chunks, 0)
+    again = json.loads(CliRunner().invoke(main, ["index", "--json"], env=env).output)
+    assert (again["merged_now"], again["merge"]) == (0, "none")
