@@ -8,6 +8,7 @@ pages on distinct topics.
 from __future__ import annotations
 
 import json
+import random
 import threading
 
 import pytest
@@ -203,3 +204,20 @@ def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, databas
     assert _where(deps) == (0, chunks, 0)
     again = json.loads(CliRunner().invoke(main, ["index", "--json"], env=env).output)
     assert (again["merged_now"], again["merge"]) == (0, "none")
+
+
+def test_the_vector_literals_ingest_writes_are_the_vectors_to_six_decimals(deps):
+    """Ingest writes vectors as integers with an exponent (``19155e-6``): pgvector must read them as the
+    same float4 values as the plain six-decimal form, signs, zeros and the largest values included."""
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector")
+    from gleaner.retrieval.index import _vector_literals
+
+    rng = random.Random(11)
+    vectors = [[rng.uniform(-1, 1) for _ in range(384)] for _ in range(40)]
+    vectors += [[0.0] * 383 + [1.0], [-1.0] + [0.0] * 383, [rng.uniform(-1e-5, 1e-5) for _ in range(384)]]
+    with deps.engine.connect() as conn:
+        for vector, literal in zip(vectors, _vector_literals(vectors), strict=True):
+            plain = "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+            assert conn.execute(sa.text("SELECT CAST(:a AS public.vector) = CAST(:b AS public.vector)"),
+                                {"a": literal, "b": plain}).scalar(), (literal[:80], plain[:80])
