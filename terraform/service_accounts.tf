@@ -22,6 +22,8 @@ locals {
   deletes_blobs = ["map-http", "map", "sample", "scrape", "snapshot"]
   # Scrape batches that hit their soft deadline enqueue their remainder; sample enqueues the batches.
   enqueues_scrape = ["sample", "scrape"]
+  # A scrape batch that gives its site's slot back deletes the delayed task of the batch it sends for.
+  deletes_scrape_tasks = ["scrape"]
 }
 
 resource "google_service_account" "fn" {

@@ -31,3 +31,13 @@ resource "google_cloud_tasks_queue_iam_member" "enqueuers" {
   role     = "roles/cloudtasks.enqueuer"
   member   = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
+
+# A waiting batch sent for early no longer needs its delayed task: scrape deletes it (DeleteTask)
+# rather than pay for an invocation that finds the batch run and does nothing.
+resource "google_cloud_tasks_queue_iam_member" "task_deleters" {
+  for_each = toset(local.deletes_scrape_tasks)
+  name     = google_cloud_tasks_queue.scrape.id
+  location = var.region
+  role     = "roles/cloudtasks.taskDeleter"
+  member   = "serviceAccount:${google_service_account.fn[each.key].email}"
+}

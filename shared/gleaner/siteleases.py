@@ -6,14 +6,18 @@ So a scrape task first takes one of its site's batch slots (``knowledge.site_lea
 the site's concurrency); a task that finds them all taken is handed back to the queue to come back
 when the first holder expects to be done (Cloud Tasks ``schedule_time``), and answers at once::
 
-    slot free            -> run the batch, give the slot back when it ends (whatever happened), and
-                            send the oldest batch waiting for the site at once (``-w``: woken)
+    slot free            -> run the batch, renewing the slot's lease while it runs (a slow batch keeps
+                            its slot), give the slot back when it ends (whatever happened), and send
+                            the oldest batch waiting for the site at once (``-w``: woken), deleting
+                            that batch's delayed task (its run would be a billed no-op)
     every slot taken     -> a new task for the same batch (its own name) at its turn: the holder's
                             expected end, behind the batches already sent away (a batch back at its
                             turn that finds the holder late waits for the holder only); answer 200:
                             Cloud Tasks counts no failed attempt, no instance waits. The batch is
                             also written down as a waiter, so the holder that finishes sends for it
-                            then, early or late; its delayed task is the fallback (a holder that died)
+                            then, early or late; its delayed task is the fallback (a holder that died),
+                            scheduled before the waiter is written down for good: if scheduling fails
+                            the task's retry finds its place again
     the other copy ran   -> (woken and fallback both arrived) nothing to do: answer 200
     database unreachable -> RetryableError: the task is delivered again
 
@@ -27,6 +31,10 @@ exist because several instances crawl one site at once.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from gleaner import tenancy
@@ -39,6 +47,11 @@ log = logging.getLogger(__name__)
 # Added to a batch's expected time before a holder that died lets its slot go: a live holder's
 # last request may take its whole fetch timeout, and writing its outcomes takes a little more.
 LEASE_MARGIN_SECONDS = 60.0
+# A holder renews its lease every this many seconds at most (less when its renewal window is short).
+RENEW_EVERY_SECONDS = 30.0
+# Past this, a batch's task has outlived its dispatch deadline (Cloud Tasks counts the attempt failed
+# and sends it again): a holder still running then is stuck, and its slot is let go.
+HOLD_AT_MOST_SECONDS = 1800.0
 # A waiting batch comes back no sooner than this: looking every instant would be the database polling
 # this replaces.
 MIN_DEFER_SECONDS = 1.0
@@ -97,24 +110,67 @@ def take(deps: Deps, batch: ScrapeBatch) -> SiteLease | Deferred | RunElsewhere 
     s = deps.settings
     expected = expected_seconds(len(batch.document_ids), spacing, s.scrape_soft_deadline)
     again = replace(batch, deferrals=batch.deferrals + 1, queued=True, woken=False)
+    waits: list[float] = []
+
+    def schedule(turn: float) -> None:
+        # Back at its turn to find the holder late: the holder sends for it when done, so the fallback
+        # can wait a batch's time rather than ask again every second.
+        waits.append(turn if turn >= MIN_DEFER_SECONDS else max(MIN_DEFER_SECONDS, expected))
+        deps.bus.defer(again, waits[-1])
+
     # A batch already sent away once came back at its turn: it does not go behind the others again.
     got = SiteLeases(deps.engine).take(batch.site_domain, slots=concurrency, expected=expected,
-                                       lease=expected + 2 * s.fetch_timeout + LEASE_MARGIN_SECONDS,
+                                       lease=expected + renewal_seconds(deps),
                                        queue=batch.deferrals == 0,
                                        claim=waiter_key(batch) if batch.queued else None,
-                                       wait_as=Waiter(again.task_name, encode(again)))
+                                       wait_as=Waiter(again.task_name, encode(again)), schedule=schedule)
     if got is None:
         log.info("batch %s of %s was run by its other copy", batch.task_name, batch.site_domain)
         return RunElsewhere(batch.task_name)
     if isinstance(got, SiteLease):
         return got
-    # Back at its turn to find the holder late: the holder sends for it when done, so the fallback can
-    # wait a batch's time rather than ask again every second.
-    wait = got if got >= MIN_DEFER_SECONDS else max(MIN_DEFER_SECONDS, expected)
-    deps.bus.defer(again, wait)
+    wait = waits[-1]
     log.info("batch %s of %s waits %.1fs for its site's turn as %s", batch.task_name, batch.site_domain, wait,
              again.task_name)
     return Deferred(wait, again.task_name)
+
+
+def renewal_seconds(deps: Deps) -> float:
+    """How long a live holder may go without a word: its last request may take its whole fetch timeout
+    (twice: a redirect), and writing its outcomes a little more."""
+    return 2 * deps.settings.fetch_timeout + LEASE_MARGIN_SECONDS
+
+
+@contextmanager
+def kept(deps: Deps, lease: SiteLease | None) -> Iterator[None]:
+    """Renew the batch's lease while the body runs, so a batch slower than its expected time (a slow
+    host, a long Crawl-delay) keeps its slot and no second batch of the site takes an instance; one
+    whose process died stops renewing and lets go a renewal window later."""
+    if lease is None:
+        yield
+        return
+    window = renewal_seconds(deps)
+    every = min(RENEW_EVERY_SECONDS, window / 3)
+    done = threading.Event()
+
+    def renew() -> None:
+        leases = SiteLeases(deps.engine)
+        give_up_at = time.monotonic() + HOLD_AT_MOST_SECONDS
+        while not done.wait(every) and time.monotonic() < give_up_at:
+            try:
+                if not leases.renew(lease, window):
+                    log.warning("batch slot %s/%s was taken over: its lease ran out", lease.site, lease.slot)
+                    return
+            except Exception as exc:  # the database may be back by the next beat; the lease still holds
+                log.warning("%s", exc)
+
+    beat = threading.Thread(target=renew, name=f"lease-{lease.site}", daemon=True)
+    beat.start()
+    try:
+        yield
+    finally:
+        done.set()
+        beat.join(timeout=5.0)
 
 
 def give_back(deps: Deps, lease: SiteLease | None) -> None:
@@ -143,3 +199,8 @@ def give_back(deps: Deps, lease: SiteLease | None) -> None:
             leases.unwake(waiter)
         except RetryableError as again:
             log.warning("%s", again)
+        return
+    try:  # its delayed copy would only find the batch gone: an invocation billed for nothing
+        deps.bus.cancel(waiter.task)
+    except Exception as exc:  # then it comes, and answers 200 doing nothing
+        log.warning("could not delete the delayed task %s: %s", waiter.task, exc)

@@ -8,8 +8,8 @@ error mapping is the one drawn there::
     Cloud Tasks HTTP (notify)    DeliveryTask  400 bad input, 200 delivered or done     503 (the receiver failed)
 
 A scrape batch first takes one of its site's batch slots (:mod:`gleaner.siteleases`); when they
-are all taken the batch is handed back to the queue for later and the task answers 200 at once, and
-when it ends it sends the batch waiting longest for that slot.
+are all taken the batch is handed back to the queue for later and the task answers 200 at once; while
+it runs its lease is renewed, and when it ends it sends the batch waiting longest for that slot.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def _run_task(request: Any, expect: type[M], deps: Deps | None) -> HttpResponse:
             if isinstance(taken, siteleases.RunElsewhere):
                 return _json_response({"outcome": "run-by-other-copy", "task": taken.task_name}, 200)
             lease = taken
-        outcome = _dispatch(message, deps)
+        with siteleases.kept(deps, lease):
+            outcome = _dispatch(message, deps)
     except Exception as exc:
         if attempt is not None and attempt >= deps.settings.max_delivery_attempts:
             from gleaner.deadletters import record_failure

@@ -49,6 +49,9 @@ class QueueBus:
     def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
         return self.enqueue(batch)
 
+    def cancel(self, task_name: str) -> bool:
+        return False  # defer enqueued at once: nothing held back
+
     def enqueue(self, batch: ScrapeBatch) -> bool:
         with self.lock:
             if batch.task_name in self.names:

@@ -28,11 +28,14 @@ BATCH = ScrapeBatch(run_id="6f1c0e1e-0000-4000-8000-000000000001", site_domain="
 
 
 class TasksRecorder:
-    """A loopback stand-in for cloudtasks.googleapis.com's CreateTask, recording each request."""
+    """A loopback stand-in for cloudtasks.googleapis.com's CreateTask and DeleteTask, recording each
+    request; deleting a task that does not exist (any more) answers 404 NOT_FOUND, as the service does."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.names: set[str] = set()
+        self.deletes: list[str] = []
+        self.deleted: set[str] = set()
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +52,20 @@ class TasksRecorder:
                 else:
                     recorder.names.add(name)
                     status, answer = 200, {**body["task"], "createTime": "2026-11-29T00:00:00Z"}
+                self._answer(status, answer)
+
+            def do_DELETE(self) -> None:
+                path = self.path.split("?", 1)[0]
+                recorder.deletes.append(path)
+                name = path.removeprefix("/v2/")
+                if name in recorder.names - recorder.deleted:
+                    recorder.deleted.add(name)
+                    self._answer(200, {})
+                else:
+                    self._answer(404, {"error": {"code": 404, "status": "NOT_FOUND",
+                                                 "message": "The task no longer exists"}})
+
+            def _answer(self, status: int, answer: dict[str, Any]) -> None:
                 data = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -222,3 +239,33 @@ def test_a_deferred_batch_is_a_new_named_task_scheduled_for_later(tasks_recorder
 
     at = datetime.fromisoformat(task["scheduleTime"].replace("Z", "+00:00")).timestamp()
     assert before + 29 <= at <= time.time() + 31
+
+
+def test_a_deferred_task_no_longer_needed_is_deleted_and_one_already_gone_is_no_error(tasks_recorder):
+    from dataclasses import replace
+
+    bus = tasks_bus(tasks_recorder)
+    later = replace(BATCH, deferrals=1, queued=True)
+    assert bus.defer(later, 60.0) is True
+    assert bus.cancel(later.task_name) is True
+    queue = "projects/proj/locations/europe-west1/queues/gleaner-scrape"
+    assert tasks_recorder.deletes == [f"/v2/{queue}/tasks/{BATCH.run_id}-3-d1"]
+    # Deleted already, or run and gone: Cloud Tasks answers NOT_FOUND, which is what was wanted.
+    assert bus.cancel(later.task_name) is False
+    assert bus.cancel(replace(BATCH, deferrals=7).task_name) is False
+
+
+def test_in_emulator_mode_a_cancelled_deferred_batch_is_never_published(pubsub_host, pubsub_project):
+    from dataclasses import replace
+
+    subscription = _topic_with_subscription(pubsub_host, pubsub_project, ScrapeBatch.topic)
+    bus = GcpBus(Settings(bus="gcp", project=pubsub_project, pubsub_emulator_host=pubsub_host,
+                          tasks_backend="pubsub"))
+    dropped, kept = replace(BATCH, deferrals=1), replace(BATCH, batch_no=4, deferrals=1)
+    assert bus.defer(dropped, 0.5) is True and bus.defer(kept, 0.5) is True
+    assert bus.cancel(dropped.task_name) is True
+    assert bus.cancel(dropped.task_name) is False  # once gone, gone
+    got = pull_all(pubsub_host, subscription, expect=2, timeout=4.0)  # waits out both timers
+    assert [decode(m.data) for m in got] == [kept]
+    assert bus.cancel(kept.task_name) is False  # published already: nothing left to stop
+    bus.close()

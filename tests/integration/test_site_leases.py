@@ -4,6 +4,7 @@ and waiters for a host's shared turn ask the database once per spacing, not ten 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -130,12 +131,21 @@ def test_a_batch_back_at_its_turn_to_find_the_holder_late_waits_for_the_holder_n
 
 
 class _QueueRecorder(_DeferRecorder):
-    """A bus that also records the tasks sent at once and what the stages publish."""
+    """A bus that also records the tasks sent at once, the delayed ones deleted, and what the stages
+    publish; like Cloud Tasks, deleting a task that is not (or no longer) scheduled finds nothing."""
 
     def __init__(self) -> None:
         super().__init__()
         self.enqueued: list[ScrapeBatch] = []
         self.published: list[Any] = []
+        self.cancelled: list[str] = []
+
+    def cancel(self, task_name: str) -> bool:
+        scheduled = {b.task_name for b, _ in self.deferred} - set(self.cancelled)
+        if task_name not in scheduled:
+            return False
+        self.cancelled.append(task_name)
+        return True
 
     def enqueue(self, batch: ScrapeBatch) -> bool:
         self.enqueued.append(batch)
@@ -162,9 +172,12 @@ def test_a_holder_that_finishes_sends_the_waiting_batch_at_once_and_its_delayed_
     siteleases.give_back(deps, holder)
     (woken,), = [bus.enqueued]
     assert woken.task_name == f"{RUN}-1-d1-w" and woken.document_ids == waiting.document_ids
+    # Its delayed copy is deleted: it would only be an invocation billed for nothing.
+    assert bus.cancelled == [later.task_name]
     body, status, _ = taskentry.run_task(_task(woken), ScrapeBatch, deps)
     assert status == 200 and json.loads(body)["outcome"] == "done"
-    # Its delayed copy, arriving at the old turn, finds the batch run and neither runs nor waits again.
+    # Should the delete come too late, the delayed copy arriving at the old turn finds the batch run and
+    # neither runs nor waits again.
     body, status, _ = taskentry.run_task(_task(later), ScrapeBatch, deps)
     assert status == 200 and json.loads(body)["outcome"] == "run-by-other-copy"
     assert len(bus.deferred) == 1 and len(bus.enqueued) == 1
@@ -211,3 +224,85 @@ def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
     with tenancy.scope("own.test"):
         deps.metadata.save_run_robots(run, "http://127.0.0.9", "rules", "ok", b"User-agent: *\nCrawl-delay: 4\n")
     assert siteleases.politeness(deps, batch) == (4.0, 1)
+
+
+def test_a_batch_slower_than_its_expected_time_keeps_its_slot_and_the_next_batch_waits(make_deps, monkeypatch):
+    from gleaner import siteleases
+
+    # A renewal window of 0.5 s (2 x 0.1 s fetch timeout + 0.3 s): without renewals the one-page batch's
+    # lease (0.5 s expected + the window) runs out a second in, while it is still fetching.
+    monkeypatch.setattr(siteleases, "LEASE_MARGIN_SECONDS", 0.3)
+    deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1, fetch_timeout=0.1)
+    bus = _QueueRecorder()
+    deps.bus_override = bus
+    slow = ScrapeBatch(run_id=RUN, site_domain="slow.test", batch_no=0, document_ids=("a",))
+    running, finish = threading.Event(), threading.Event()
+
+    def still_fetching(message: Any, deps: Any) -> str:
+        if message.batch_no == 0:  # the slow one
+            running.set()
+            assert finish.wait(30)
+        return "done"
+
+    monkeypatch.setattr(taskentry, "_dispatch", still_fetching)
+    answers: list[Any] = []
+    holder = threading.Thread(target=lambda: answers.append(taskentry.run_task(_task(slow), ScrapeBatch, deps)))
+    holder.start()
+    try:
+        assert running.wait(30)
+        time.sleep(2.0)  # four times the lease it took
+        second = ScrapeBatch(run_id=RUN, site_domain="slow.test", batch_no=1, document_ids=("b",))
+        answer = json.loads(taskentry.run_task(_task(second), ScrapeBatch, deps)[0])
+        assert answer.get("outcome") == "deferred", answer  # the slow batch still holds the site's only slot
+    finally:
+        finish.set()
+        holder.join(30)
+    assert json.loads(answers[0][0])["outcome"] == "done"
+    # Done, it sends for the batch that waited.
+    assert [b.task_name for b in bus.enqueued] == [f"{RUN}-1-d1-w"]
+
+
+class _FailingOnce(_QueueRecorder):
+    """A bus whose scheduling of a delayed task fails once (Cloud Tasks unreachable for a moment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_next = False
+
+    def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
+        if self.fail_next:
+            self.fail_next = False
+            from gleaner.errors import RetryableError
+
+            raise RetryableError("cannot create task: unavailable")
+        return super().defer(batch, seconds)
+
+
+def test_a_waiter_whose_fallback_could_not_be_scheduled_runs_on_its_retry_after_the_holder_died(make_deps,
+                                                                                                database_url):
+    deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1)
+    bus = _FailingOnce()
+    deps.bus_override = bus
+    engine = _engine(database_url)
+    # A holder that will die: it never gives its slot back, and its lease ends in 3 s.
+    assert isinstance(SiteLeases(engine).take("dies.test", slots=1, expected=0.5, lease=3.0), SiteLease)
+    waiting = ScrapeBatch(run_id=RUN, site_domain="dies.test", batch_no=2, document_ids=("c",))
+    assert json.loads(taskentry.run_task(_task(waiting), ScrapeBatch, deps)[0])["outcome"] == "deferred"
+    (fallback, _), = bus.deferred
+    # The fallback comes back while the holder still holds the slot, and sending it away again fails:
+    # the task answers 503 and Cloud Tasks will deliver it again.
+    bus.fail_next = True
+    body, status, _ = taskentry.run_task(_task(fallback), ScrapeBatch, deps)
+    assert status == 503, body
+    deadline = time.monotonic() + 20
+    with engine.connect() as conn:  # the holder's lease runs out
+        while conn.execute(sa.text("SELECT bool_or(lease_until > clock_timestamp()) FROM knowledge.site_leases"
+                                   " WHERE site = 'dies.test'")).scalar():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+            conn.rollback()
+    # Its retry still finds its place, takes the free slot and runs the batch (before, it took itself
+    # for its other copy and did nothing, and nobody was left to send for the waiter).
+    body, status, _ = taskentry.run_task(_task(fallback), ScrapeBatch, deps)
+    assert status == 200 and json.loads(body)["outcome"] == "done", body
+    engine.dispose()

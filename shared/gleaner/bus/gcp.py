@@ -14,7 +14,8 @@ and ``enqueue_delivery`` (the notify queue).
   subscription delivers the same body, unwrapped, to the same ``on_http``.
 - ``defer`` is ``enqueue`` with a Cloud Tasks ``schedule_time``. Pub/Sub has no delayed delivery,
   so in emulator mode a timer of this process publishes the batch when it is due: not durable,
-  which only the emulator accepts.
+  which only the emulator accepts. ``cancel`` deletes such a task (Cloud Tasks ``DeleteTask``; in
+  emulator mode it stops the timer, when this process set it); one that is gone already is no error.
 - ``enqueue_delivery`` creates a task on the notify queue for the notify function. In emulator
   mode, when ``GLEANER_NOTIFY_TASK_URL`` names the notify function, the task is published to the
   ``notify`` topic, whose push subscription delivers it unwrapped to that function.
@@ -59,6 +60,8 @@ class GcpBus:
         self._publisher = publisher
         self._tasks = tasks_client
         self._lock = threading.Lock()
+        # Emulator mode's deferred batches not yet published, by task name (cancel stops them).
+        self._timers: dict[str, threading.Timer] = {}
 
     # -- clients --------------------------------------------------------------------------------
 
@@ -117,13 +120,36 @@ class GcpBus:
         if self.settings.tasks_backend == "pubsub":
             timer = threading.Timer(max(0.0, seconds), self._publish_later, (batch,))
             timer.daemon = True
+            with self._lock:
+                self._timers[batch.task_name] = timer
             timer.start()
             return True
         at = datetime.now(UTC) + timedelta(seconds=max(0.0, seconds))
         return self._create_named_task(build_task_request(self.settings, self.queue_path(), batch, at=at),
                                        batch.task_name)
 
+    def cancel(self, task_name: str) -> bool:
+        from google.api_core import exceptions as gexc
+
+        if self.settings.tasks_backend == "pubsub":
+            with self._lock:  # whoever takes the timer out first, its run or this, decides
+                timer = self._timers.pop(task_name, None)
+            if timer is None:
+                return False
+            timer.cancel()
+            return True
+        try:
+            self.tasks.delete_task(name=f"{self.queue_path()}/tasks/{task_name}")
+        except gexc.NotFound:  # it ran (or is running), or was deleted before: nothing left to stop
+            return False
+        except gexc.GoogleAPIError as exc:
+            raise RetryableError(f"cannot delete task {task_name}: {exc}") from exc
+        return True
+
     def _publish_later(self, batch: ScrapeBatch) -> None:
+        with self._lock:
+            if self._timers.pop(batch.task_name, None) is None:
+                return  # cancelled as it fell due
         try:
             self.publish(batch, ordering_key=batch.site_domain)
         except Exception:  # a timer thread has no caller to tell: say so where the operator looks

@@ -119,6 +119,10 @@ class LocalBus:
         """At once: the in-process bus runs one process, whose own host table keeps the site's pace."""
         return self.enqueue(batch)
 
+    def cancel(self, task_name: str) -> bool:
+        """Nothing is held back here (:meth:`defer` enqueues at once), so there is nothing to delete."""
+        return False
+
     def announce(self, event: ChangeEvent) -> None:
         """Hand a change event to this process's subscribers of `documents-changed`, at once."""
         from gleaner.changes.events import TOPIC

@@ -10,7 +10,9 @@ Two verbs, matching the two cloud services that implement them:
   JSON itself as the message (downstream systems subscribe to it);
 - ``enqueue_delivery(id)``: one named task making a webhook delivery attempt;
 - ``defer(batch, seconds)``: ``enqueue`` no sooner than ``seconds`` from now (a batch whose site's
-  batch slots are all taken goes back to the queue rather than holding an instance).
+  batch slots are all taken goes back to the queue rather than holding an instance);
+- ``cancel(task_name)``: delete a deferred task not yet run (a waiting batch sent for early no longer
+  needs its delayed fallback, whose run would be a billed invocation that does nothing).
 
 The in-process implementation (:mod:`gleaner.bus.local`) is what the CLI runs.
 """
@@ -41,6 +43,11 @@ class Bus(Protocol):
 
     def defer(self, batch: ScrapeBatch, seconds: float) -> bool:
         """Schedule the scrape task ``batch.task_name`` to run in ``seconds``; False if already scheduled."""
+        ...
+
+    def cancel(self, task_name: str) -> bool:
+        """Delete the deferred scrape task ``task_name``; False if there is none (it ran, was deleted, or this
+        bus never holds one back)."""
         ...
 
     def enqueue_delivery(self, delivery_id: str, not_before: datetime | None = None) -> bool:

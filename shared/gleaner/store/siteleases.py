@@ -14,7 +14,13 @@ the database's clock, the one every instance shares.
 A batch sent away is also written down (``knowledge.site_waiters``, with its task) so the holder that
 gives its slot back names the oldest one to send at once (:meth:`SiteLeases.give_back`): a holder done
 early does not leave the slot idle until its expected end. The waiter's delayed task stays as the
-fallback; whichever copy arrives first takes the row (``claim``), the other finds it gone.
+fallback; whichever copy arrives first takes the row (``claim``), the other finds it gone. That
+fallback is scheduled inside the transaction that writes the waiter down (``schedule``): if scheduling
+fails, neither the new row nor a claimed row's deletion commits, so the task's retry finds its row
+again rather than taking itself for its other copy and leaving a waiter nobody sends for.
+
+A holder slower than its expected time keeps its slot by renewing the lease while it works
+(:meth:`SiteLeases.renew`); one that dies stops renewing and lets go.
 
 Errors: a database failure is a :class:`~gleaner.errors.RetryableError` (the task is delivered
 again).
@@ -23,6 +29,7 @@ again).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -60,14 +67,16 @@ class SiteLeases:
         self.engine = engine
 
     def take(self, site: str, *, slots: int, expected: float, lease: float, queue: bool = True,
-             claim: str | None = None, wait_as: Waiter | None = None) -> SiteLease | float | None:
+             claim: str | None = None, wait_as: Waiter | None = None,
+             schedule: Callable[[float], object] | None = None) -> SiteLease | float | None:
         """A slot for a batch expected to take ``expected`` seconds (held at most ``lease``), or the
         seconds until its turn: the holder's expected end, behind the batches already waiting when
         ``queue`` (a batch coming back at its turn to find the holder late waits for the holder only).
 
         ``claim`` names the waiter row of a batch that was written down (its task name): None when the
         row is gone, because the batch's other copy (woken, or the fallback) took it and runs it. When
-        every slot is taken, ``wait_as`` is written down as a waiter, keeping a claimed row's place."""
+        every slot is taken, ``wait_as`` is written down as a waiter, keeping a claimed row's place, and
+        ``schedule`` is called with the wait before that commits (an error it raises undoes both)."""
         holder = str(uuid.uuid4())
         try:
             with self.engine.begin() as conn:
@@ -96,13 +105,18 @@ class SiteLeases:
                         " ON CONFLICT (task) DO NOTHING"),
                         {"t": wait_as.task, "s": site, "b": wait_as.body, "since": since})
                 if not free and not queue:
-                    return min(float(r[3]) for r in rows)
+                    wait = min(float(r[3]) for r in rows)
+                    if schedule is not None:
+                        schedule(wait)
+                    return wait
                 if not free:
                     wait, slot = min((float(r[2]), int(r[0])) for r in rows)
                     conn.execute(sa.text(  # the next batch sent away waits behind this one
                         "UPDATE knowledge.site_leases SET queued_until = clock_timestamp()"
                         " + make_interval(secs => :until) WHERE site = :s AND slot = :n"),
                         {"until": wait + expected, "s": site, "n": slot})
+                    if schedule is not None:
+                        schedule(wait)
                     return wait
                 conn.execute(sa.text(
                     "UPDATE knowledge.site_leases SET holder = CAST(:u AS uuid),"
@@ -113,6 +127,19 @@ class SiteLeases:
         except sa.exc.DBAPIError as exc:
             raise RetryableError(f"cannot take a batch slot on {site}: {exc}") from exc
         return SiteLease(site, free[0], holder)
+
+    def renew(self, lease: SiteLease, seconds: float) -> bool:
+        """Hold the slot at least ``seconds`` more (a lease never shortens); False when it is no longer
+        this holder's (its lease ran out and another batch took it)."""
+        try:
+            with self.engine.begin() as conn:
+                return bool(conn.execute(sa.text(
+                    "UPDATE knowledge.site_leases SET lease_until = GREATEST(lease_until,"
+                    " clock_timestamp() + make_interval(secs => :secs))"
+                    " WHERE site = :s AND slot = :n AND holder = CAST(:u AS uuid)"),
+                    {"secs": seconds, "s": lease.site, "n": lease.slot, "u": lease.holder}).rowcount)
+        except sa.exc.DBAPIError as exc:
+            raise RetryableError(f"cannot renew the batch slot on {lease.site}: {exc}") from exc
 
     def robots_bodies(self, run_id: str) -> list[bytes]:
         """The robots.txt bodies the run's fetches obey (``crawl_run_robots``, as its tenant reads them)."""
