@@ -16,7 +16,9 @@ where per-site batch slots matter. ``--code DIR`` runs another checkout's ``shar
 ``functions/`` (e.g. ``git archive b685b50 shared functions | tar -x -C /tmp/before``) for the
 figures before. Also reported: PostgreSQL transactions per page (``pg_stat_database.xact_commit``:
 the waiters' polling shows there), each host's smallest gap between two requests (politeness
-holds), and wall time.
+holds), wall time, and what scrape's invocations did (``scrape_outcomes``: ``done``, ``deferred``,
+and ``run-by-other-copy``, a waiting batch's delayed copy arriving after its woken copy ran: a billed
+invocation that does nothing).
 
     PYTHONPATH=shared .venv/bin/python infra/bench/instance_seconds.py --hosts 5 --pages 20 --delay 0.5 \\
         --concurrency 8 --out infra/bench/results/instance_seconds.json
@@ -33,7 +35,7 @@ import tempfile
 import textwrap
 import time
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 from contextlib import ExitStack
 from itertools import pairwise
 from pathlib import Path
@@ -60,8 +62,17 @@ _spec.loader.exec_module(_original)
 _lock = threading.Lock()
 
 
-def _record(entry, started, ended):
-    line = json.dumps({{"stage": "{stage}", "entry": entry, "pid": os.getpid(), "start": started, "end": ended}})
+def _outcome(response):
+    """The ``outcome`` of a JSON answer (a scrape task's: done, deferred, run-by-other-copy), else None."""
+    try:
+        return json.loads(response[0]).get("outcome")
+    except Exception:
+        return None
+
+
+def _record(entry, started, ended, outcome=None):
+    line = json.dumps({{"stage": "{stage}", "entry": entry, "pid": os.getpid(), "start": started, "end": ended,
+                       "outcome": outcome}})
     with _lock, open(os.environ["BENCH_INVOCATIONS"], "a") as log:
         log.write(line + "\\n")
 '''
@@ -70,10 +81,13 @@ HTTP = '''
 @functions_framework.http
 def on_http(request):
     started = time.time()
+    outcome = None
     try:
-        return _original.on_http(request)
+        response = _original.on_http(request)
+        outcome = _outcome(response)
+        return response
     finally:
-        _record("on_http", started, time.time())
+        _record("on_http", started, time.time(), outcome)
 '''
 EVENT = '''
 
@@ -240,6 +254,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             times = [r.at for r in site.log[start:]]
             gaps.append(min((b - a for a, b in pairwise(times)), default=float("inf")))
         total = sum(per_fn.values())
+        noops = [i for i in invocations if i.get("outcome") == "run-by-other-copy"]
         summed = instance_seconds(invocations, set())
         big = {}
         if args.big:  # the big site's slot idle beyond its delay: batches waiting while none fetched
@@ -264,6 +279,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # The same invocations billed as if each had had an instance of its own (concurrency 1).
             "scrape_invocation_seconds_summed": round(summed.get("scrape.on_http", 0.0), 2),
             "db_transactions_per_page": round(xacts / max(pages, 1), 1),
+            "scrape_outcomes": dict(sorted(Counter(str(i.get("outcome")) for i in invocations
+                                                   if i["stage"] == "scrape" and i["entry"] == "on_http").items())),
+            # Invocations that did nothing (the batch's other copy ran it) and the instance time they held.
+            "noop_invocations": len(noops),
+            "noop_invocation_seconds": round(sum(i["end"] - i["start"] for i in noops), 3),
             **big,
         }
 

@@ -226,13 +226,14 @@ def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
     assert siteleases.politeness(deps, batch) == (4.0, 1)
 
 
-def test_a_batch_slower_than_its_expected_time_keeps_its_slot_and_the_next_batch_waits(make_deps, monkeypatch):
+def test_a_batch_slower_than_its_expected_time_keeps_its_slot_and_the_next_batch_waits(make_deps, database_url,
+                                                                                         monkeypatch):
     from gleaner import siteleases
 
-    # A renewal window of 0.5 s (2 x 0.1 s fetch timeout + 0.3 s): without renewals the one-page batch's
-    # lease (0.5 s expected + the window) runs out a second in, while it is still fetching.
-    monkeypatch.setattr(siteleases, "LEASE_MARGIN_SECONDS", 0.3)
-    deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1, fetch_timeout=0.1)
+    # A renewal window of 3 s (2 x 1 s fetch timeout + 1 s), renewed every second: without renewals the
+    # one-page batch's lease (0.5 s expected + the window) runs out while it is still fetching.
+    monkeypatch.setattr(siteleases, "LEASE_MARGIN_SECONDS", 1.0)
+    deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1, fetch_timeout=1.0)
     bus = _QueueRecorder()
     deps.bus_override = bus
     slow = ScrapeBatch(run_id=RUN, site_domain="slow.test", batch_no=0, document_ids=("a",))
@@ -241,22 +242,29 @@ def test_a_batch_slower_than_its_expected_time_keeps_its_slot_and_the_next_batch
     def still_fetching(message: Any, deps: Any) -> str:
         if message.batch_no == 0:  # the slow one
             running.set()
-            assert finish.wait(30)
+            assert finish.wait(60)
         return "done"
 
     monkeypatch.setattr(taskentry, "_dispatch", still_fetching)
     answers: list[Any] = []
     holder = threading.Thread(target=lambda: answers.append(taskentry.run_task(_task(slow), ScrapeBatch, deps)))
     holder.start()
+    engine = _engine(database_url)
     try:
         assert running.wait(30)
-        time.sleep(2.0)  # four times the lease it took
+        with engine.connect() as conn:  # wait, by the database's clock, until the lease it took is 1 s past
+            taken_until = conn.execute(sa.text("SELECT clock_timestamp() + interval '4.5 seconds'")).scalar()
+            deadline = time.monotonic() + 30
+            while conn.execute(sa.text("SELECT clock_timestamp() < :t"), {"t": taken_until}).scalar():
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
         second = ScrapeBatch(run_id=RUN, site_domain="slow.test", batch_no=1, document_ids=("b",))
         answer = json.loads(taskentry.run_task(_task(second), ScrapeBatch, deps)[0])
         assert answer.get("outcome") == "deferred", answer  # the slow batch still holds the site's only slot
     finally:
         finish.set()
         holder.join(30)
+        engine.dispose()
     assert json.loads(answers[0][0])["outcome"] == "done"
     # Done, it sends for the batch that waited.
     assert [b.task_name for b in bus.enqueued] == [f"{RUN}-1-d1-w"]
