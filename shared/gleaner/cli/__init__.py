@@ -7,9 +7,10 @@ own module here and one import line below.
 
 import sys
 
-from gleaner.earlystart import is_gleaner, start_database
+from gleaner.earlystart import end_quickly, is_gleaner, start_database, start_extraction
 
 if is_gleaner(sys.argv[0]):  # first: the embedded database starts while the modules below are imported
+    end_quickly()
     start_database(sys.argv[1:])
 
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)
@@ -33,5 +34,8 @@ from gleaner.cli import (  # noqa: F401
     versions,
 )
 from gleaner.cli.base import main
+
+if is_gleaner(sys.argv[0]):  # then the extractors' imports, in their own process, while the database finishes starting
+    start_extraction(sys.argv[1:])
 
 __all__ = ["main"]
