@@ -103,16 +103,13 @@ def main() -> None:
         pass
     else:
         start_database(sys.argv[1:])
-    try:  # as the command does (a tree before session 12 has neither)
-        from gleaner.earlystart import end_quickly, start_extraction
+    try:  # as the command does (a tree before session 12 has no such step)
+        from gleaner.earlystart import end_quickly
     except ImportError:
-        end_quickly = start_extraction = None  # type: ignore[assignment]
-    if end_quickly is not None:
+        pass
+    else:
         end_quickly()
     from gleaner.cli import main as cli
-
-    if start_extraction is not None:
-        start_extraction(sys.argv[1:])
 
     install()
     cli.main(sys.argv[1:], prog_name="gleaner")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.earlystart import command_of, is_gleaner, start_database, start_extraction
+from gleaner.earlystart import command_of, is_gleaner, start_database
 
 
 def test_the_command_is_the_first_word_after_the_root_options():
@@ -31,37 +31,6 @@ def test_nothing_starts_for_other_commands_other_databases_or_a_new_data_dir(tmp
     assert not start_database(["tick"])
 
 
-def test_a_crawling_command_starts_the_extractors_early_and_its_pool_forks_from_them(tmp_path, monkeypatch):
-    from multiprocessing import forkserver as stdlib_forkserver
-
-    import psutil
-
-    from gleaner.extract.pool import ExtractPool
-
-    monkeypatch.setenv("GLEANER_HOME", str(tmp_path))
-    monkeypatch.setenv("GLEANER_EXTRACT_WORKERS", "2")
-    assert not start_extraction(["sites", "list"])
-    assert not start_extraction(["tick", "--help"])
-    monkeypatch.setenv("GLEANER_EXTRACT_WORKERS", "1")  # extraction runs in the command's own process
-    assert not start_extraction(["tick"])
-    assert stdlib_forkserver._forkserver._forkserver_pid is None
-    monkeypatch.setenv("GLEANER_EXTRACT_WORKERS", "2")
-    assert start_extraction(["tick"])
-    server = stdlib_forkserver._forkserver._forkserver_pid
-    assert server is not None and psutil.pid_exists(server)
-    pool = ExtractPool(workers=2)
-    try:
-        page = (b"<html><head><title>Early</title></head><body><main><h1>Early</h1><p>A page the workers of"
-                b" the early forkserver extract, long enough to be the main content of it.</p></main></body></html>")
-        extracted = pool.submit([(page, "utf-8", "http://127.0.0.1/early", "text/html")]).result(timeout=120)
-        assert extracted[0].title == "Early"
-        assert stdlib_forkserver._forkserver._forkserver_pid == server  # its workers came from the early one
-    finally:
-        pool.close()
-    # The pool never asked for it, yet its close stopped it: nothing holds the command's output open after it.
-    assert stdlib_forkserver._forkserver._forkserver_pid is None and not psutil.pid_exists(server)
-
-
 EXIT = """
 import sys
 from gleaner.earlystart import end_quickly
@@ -84,5 +53,5 @@ def test_a_command_ends_without_the_interpreters_last_full_collection():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     plain = subprocess.run([sys.executable, "-c", EXIT, "plain"], capture_output=True, text=True, env=env, check=True)
     quick = subprocess.run([sys.executable, "-c", EXIT, "quick"], capture_output=True, text=True, env=env, check=True)
-    assert plain.stdout == "collected at exit"  # what the last collection costs: every object is looked at
+    assert plain.stdout == "collected at exit"  # the last collection looks at every object the process made
     assert quick.stdout == ""

@@ -7,7 +7,7 @@ own module here and one import line below.
 
 import sys
 
-from gleaner.earlystart import end_quickly, is_gleaner, start_database, start_extraction
+from gleaner.earlystart import end_quickly, is_gleaner, start_database
 
 if is_gleaner(sys.argv[0]):  # first: the embedded database starts while the modules below are imported
     end_quickly()
@@ -34,8 +34,5 @@ from gleaner.cli import (  # noqa: F401
     versions,
 )
 from gleaner.cli.base import main
-
-if is_gleaner(sys.argv[0]):  # then the extractors' imports, in their own process, while the database finishes starting
-    start_extraction(sys.argv[1:])
 
 __all__ = ["main"]

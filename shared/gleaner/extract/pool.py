@@ -8,17 +8,21 @@ run whose pages all come back unchanged starts none.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import suppress
 from typing import Any, TypeVar
 
-from gleaner.extract import forkserver
-from gleaner.extract.forkserver import PRELOAD
 from gleaner.extract.orphan import worker_started
 from gleaner.extract.page import ExtractedPage, extract_pages
 
 Items = list[tuple[bytes, str | None, str, str | None]]
+# What the forkserver imports before it forks a worker: the extractors (trafilatura, lxml, pypdf are
+# costly imports, which extract/ itself defers) and what trafilatura builds on first use (extract/warm.py),
+# done once there instead of in every worker; serverwatch ends it with its parent (extract/orphan.py).
+PRELOAD = ["gleaner.extract.serverwatch", "gleaner.extract.page", "trafilatura", "pypdf", "gleaner.extract.warm"]
 T = TypeVar("T")
 
 
@@ -49,7 +53,11 @@ class ExtractPool:
         with self._lock:
             if self._prestarted or self._warming is not None or self._closed:
                 return
-            forkserver.start()  # spawns it and returns; the imports go on in that process
+            import multiprocessing
+            from multiprocessing import forkserver
+
+            multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+            forkserver.ensure_running()  # spawns it and returns; the imports go on in that process
             self._prestarted = True
 
     def warm(self) -> None:
@@ -122,8 +130,33 @@ class ExtractPool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-        if self._prestarted or warming is not None or forkserver.started_early():
-            forkserver.stop()
+        if self._prestarted or warming is not None:
+            _stop_forkserver()
+
+
+def _stop_forkserver() -> None:
+    """Stop the forkserver now that its workers are gone, rather than when it sees this process exit.
+
+    It inherited this process's stdout and stderr: until it exits (polling for its parent's end, see
+    extract/orphan.py), whoever reads the command's output (a pipe, a caller's subprocess) waits for
+    it. It holds nothing to clean up, so it is killed rather than asked: asked, it would first finish
+    its imports (a prestarted one) and then tear its interpreter down, while this command waits. A
+    pool started later in this process starts a new one (a process has one forkserver: its pool closes
+    at the end). ``_stop`` is the standard library's own way
+    to forget it (its tests use it); a Python without it leaves the forkserver to its watch.
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if stop is None:
+        return
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is not None:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    with suppress(OSError):  # already gone
+        stop()
 
 
 def _hand_over(executor: ProcessPoolExecutor, fn: Callable[..., Any], args: tuple[Any, ...],
