@@ -103,6 +103,12 @@ def main() -> None:
         pass
     else:
         start_database(sys.argv[1:])
+    try:  # as the command does (a tree before session 12 has no such step)
+        from gleaner.earlystart import end_quickly
+    except ImportError:
+        pass
+    else:
+        end_quickly()
     from gleaner.cli import main as cli
 
     install()

@@ -204,3 +204,30 @@ def test_watch_starts_a_site_when_it_falls_due_while_another_sites_run_goes_on(m
     assert later_times[0] < slow_times[-1]  # while the slow site's run was still fetching
     runs = deps.metadata.recent_runs(limit=10)
     assert sorted(r["status"] for r in runs) == ["finished", "finished"]
+
+
+def test_a_ticks_runs_fetch_while_its_upkeep_still_runs(env, make_deps, hosts, monkeypatch, tmp_path):
+    """`gleaner tick` runs retention beside its runs: no site's first request waits for it."""
+    from click.testing import CliRunner
+
+    import gleaner.stages.upkeep as upkeep_stage
+    from gleaner.cli import main
+
+    add_sites(make_deps(), hosts[:1], DELAYS[:1])
+    asked_meanwhile: list[int] = []
+    retention = upkeep_stage.upkeep
+
+    def slow_upkeep(deps: Deps) -> Any:
+        deadline = time.monotonic() + 30
+        while not hosts[0].log and time.monotonic() < deadline:  # before: the tick's runs waited for this
+            time.sleep(0.05)
+        asked_meanwhile.append(len(hosts[0].log))
+        return retention(deps)
+
+    monkeypatch.setattr(upkeep_stage, "upkeep", slow_upkeep)
+    monkeypatch.chdir(tmp_path)  # no gleaner.toml of the working tree
+    result = CliRunner().invoke(main, ["tick", "--json"], env=env)
+
+    assert result.exit_code == 0, result.output
+    assert asked_meanwhile and asked_meanwhile[0] > 0
+    assert [(r["status"], r["fetched"]) for r in json.loads(result.stdout)["runs"]] == [("finished", PAGES)]

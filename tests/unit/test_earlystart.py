@@ -29,3 +29,29 @@ def test_nothing_starts_for_other_commands_other_databases_or_a_new_data_dir(tmp
     (tmp_path / "pg" / "PG_VERSION").write_text("16\n")
     monkeypatch.setenv("GLEANER_DATABASE_URL", "postgresql://u@127.0.0.1:1/db")
     assert not start_database(["tick"])
+
+
+EXIT = """
+import sys
+from gleaner.earlystart import end_quickly
+if sys.argv[1] == "quick":
+    end_quickly()
+class Cycle:
+    def __del__(self):
+        sys.stdout.write("collected at exit")
+cycle = Cycle()
+cycle.me = cycle
+del cycle
+"""
+
+
+def test_a_command_ends_without_the_interpreters_last_full_collection():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    plain = subprocess.run([sys.executable, "-c", EXIT, "plain"], capture_output=True, text=True, env=env, check=True)
+    quick = subprocess.run([sys.executable, "-c", EXIT, "quick"], capture_output=True, text=True, env=env, check=True)
+    assert plain.stdout == "collected at exit"  # the last collection looks at every object the process made
+    assert quick.stdout == ""

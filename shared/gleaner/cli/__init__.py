@@ -7,9 +7,10 @@ own module here and one import line below.
 
 import sys
 
-from gleaner.earlystart import is_gleaner, start_database
+from gleaner.earlystart import end_quickly, is_gleaner, start_database
 
 if is_gleaner(sys.argv[0]):  # first: the embedded database starts while the modules below are imported
+    end_quickly()
     start_database(sys.argv[1:])
 
 import gleaner.cli.submit  # noqa: F401  (gleaner submit: a crawl to a deployed Gleaner)

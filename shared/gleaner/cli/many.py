@@ -11,6 +11,7 @@ site left due behind that run starts then, not at the next tick).
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 from collections.abc import Iterator, Sequence
@@ -40,6 +41,7 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
     from gleaner.operator.schedule import TickReport, watch
 
     deps.extract_pool.prestart()  # its imports overlap the first tick's database work and map stage
+    gc.freeze()  # what the imports built lives as long as the process: no full collection scans it again
     woken = threading.Event()
     stop = threading.Event()
     failed: list[BaseException] = []
@@ -102,6 +104,7 @@ def _interruptible(engine: Engine) -> Iterator[None]:
 
 
 def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None) -> list[dict[str, Any]]:
+    gc.freeze()  # what the imports built lives as long as the process: no full collection scans it again
     engine = Engine(deps)
 
     def pages_total(run_id: str) -> int:

@@ -226,13 +226,20 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
 
 def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
     """Start every due site's run and drive them all at once in this process (the multi-site engine)."""
-    from gleaner.operator.schedule import tick
+    import threading
+
+    from gleaner.operator.schedule import run_upkeep, tick
 
     if deps.settings.bus != "gcp":  # this process will likely extract: the forkserver imports while the database starts
         deps.extract_pool.prestart()
-    report = tick(deps)
+    report = tick(deps, upkeep=False)
+    # Retention beside the runs, not before them: no site's first request waits for it. Ctrl-C leaves it
+    # cut short (each part is bounded and marks what it did: the next tick goes on from there).
+    keeping = threading.Thread(target=run_upkeep, args=(deps,), name="gleaner-upkeep", daemon=True)
+    keeping.start()
     data = report.to_dict()
     data["runs"] = _drive_started(deps, report)
+    keeping.join()
     embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     if not as_json:
         for run in data["runs"]:

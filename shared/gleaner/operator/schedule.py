@@ -120,8 +120,11 @@ def crawl_request(site: DueSite, request_id: str) -> CrawlRequested:
 
 
 @across_tenants  # the scheduler serves every site: Cloud Scheduler's tick and `gleaner tick` alike
-def tick(deps: Deps, now: datetime | None = None) -> TickReport:
-    """Start a crawl of every site due at ``now``; idempotent under concurrent and repeated ticks."""
+def tick(deps: Deps, now: datetime | None = None, *, upkeep: bool = True) -> TickReport:
+    """Start a crawl of every site due at ``now``; idempotent under concurrent and repeated ticks.
+
+    ``upkeep=False``: the caller runs :func:`upkeep` itself (``gleaner tick`` beside its runs, whose
+    first requests then wait for none of it)."""
     now = now or datetime.now(UTC)
     settings = deps.settings
     started: list[StartedRun] = []
@@ -141,8 +144,16 @@ def tick(deps: Deps, now: datetime | None = None) -> TickReport:
                                       interval, next_at.isoformat()))
     for run in started:
         log.info("tick: started run %s of %s (next in %ss)", run.run_id, run.site_domain, run.interval_seconds)
-    _upkeep(deps)
+    if upkeep:
+        _upkeep(deps)
     return TickReport(tuple(started), tuple(running))
+
+
+@across_tenants
+def run_upkeep(deps: Deps) -> None:
+    """A tick's retention on its own (see ``tick(upkeep=False)``); it may run while the tick's runs go on,
+    as the cloud's sweep runs it beside every crawl."""
+    _upkeep(deps)
 
 
 def _upkeep(deps: Deps) -> None:
