@@ -20,9 +20,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
+import pg8000.core
 import pg8000.legacy
 import sqlalchemy as sa
-from pg8000.converters import array_out
+from pg8000.converters import array_out, make_params
 from sqlalchemy.engine import Engine
 
 _CONVERT = pg8000.legacy.convert_paramstyle  # pg8000's own, for named placeholders and the first rewrite
@@ -64,10 +65,54 @@ def _convert_paramstyle(style: str, query: str, args: Any) -> tuple[str, Any]:
     return _CONVERT(style, query, args)
 
 
+_EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed  # pg8000's own: COPY (a stream) goes through it
+_EXECUTE = pg8000.core.EXECUTE_MSG
+_SYNC = pg8000.core.SYNC_MSG
+_UNNAMED_DESCRIBE = pg8000.core.STATEMENT + pg8000.core.NULL_BYTE
+
+
+def _bind(params: tuple[Any, ...], encoding: str) -> bytes:
+    """A Bind message's body for the unnamed statement and portal, every value as text (pg8000's own layout)."""
+    out = bytearray(b"\x00\x00\x00\x00" + len(params).to_bytes(2, "big"))
+    for value in params:
+        if value is None:
+            out += b"\xff\xff\xff\xff"
+        else:
+            data = value.encode(encoding)
+            out += len(data).to_bytes(4, "big") + data
+    out += b"\x00\x00"
+    return bytes(out)
+
+
+def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = (), stream: Any = None) -> Any:
+    """pg8000's ``execute_unnamed`` in one exchange: Parse, Describe, Bind, Execute, Sync, then the answers."""
+    if stream is not None:
+        return _EXECUTE_UNNAMED(self, statement, vals, oids, stream)
+    # Everything that can fail in Python first: nothing half-written is left in the socket's buffer.
+    encoding = self._client_encoding
+    bind = _bind(make_params(self.py_types, vals), encoding)
+    parse = bytearray(b"\x00" + statement.encode(encoding) + b"\x00" + len(oids).to_bytes(2, "big"))
+    for oid in oids:
+        parse += (0 if oid == -1 else oid).to_bytes(4, "big", signed=True)
+    context = pg8000.core.Context(statement)
+    if self._sock is None:
+        raise pg8000.core.InterfaceError("connection is closed")
+    self._send_message(pg8000.core.PARSE, parse)
+    self._send_message(pg8000.core.DESCRIBE, _UNNAMED_DESCRIBE)
+    self._send_message(pg8000.core.BIND, bind)
+    pg8000.core._write(self._sock, _EXECUTE)
+    pg8000.core._write(self._sock, _SYNC)
+    pg8000.core._flush(self._sock)
+    self.handle_messages(context)
+    return context
+
+
 def install(engine: Engine) -> None:
     """Every connection of ``engine`` sends list parameters through :func:`array_literal`; pg8000's
-    placeholder rewrite is kept per statement text (for the process: it is pg8000's module function)."""
+    placeholder rewrite is kept per statement text and its statements go in one exchange each (for the
+    process: they are pg8000's module function and connection method)."""
     pg8000.legacy.convert_paramstyle = _convert_paramstyle
+    pg8000.core.CoreConnection.execute_unnamed = _execute_pipelined
 
     @sa.event.listens_for(engine, "connect")
     def _register(dbapi_connection: Any, _record: Any) -> None:
