@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pg8000.core
@@ -23,7 +24,7 @@ class Exchanges:
         monkeypatch.setattr(pg8000.core, "_flush", counted)
 
 
-def test_a_transaction_of_one_statement_costs_four_exchanges_not_ten(deps: Any, monkeypatch: pytest.MonkeyPatch
+def test_a_transaction_of_one_statement_costs_three_exchanges_not_ten(deps: Any, monkeypatch: pytest.MonkeyPatch
                                                                      ) -> None:
     engine = deps.metadata.engine
     with engine.begin() as conn:  # a pooled connection, warmed (its first use pings it)
@@ -31,9 +32,9 @@ def test_a_transaction_of_one_statement_costs_four_exchanges_not_ten(deps: Any, 
     exchanges = Exchanges(monkeypatch)
     with engine.begin() as conn:
         rows = conn.execute(sa.text("SELECT CAST(:a AS int) + 1, 'x'"), {"a": 41}).all()
-    # BEGIN, the tenant guard, the statement, COMMIT: pg8000 alone made the guard, the statement and
-    # COMMIT three exchanges each.
-    assert exchanges.count == 4
+    # BEGIN with the tenant guard, the statement, COMMIT: pg8000 alone sent BEGIN on its own and made the
+    # guard, the statement and COMMIT three exchanges each.
+    assert exchanges.count == 3
     assert [tuple(r) for r in rows] == [(42, "x")]
 
 
@@ -63,3 +64,33 @@ def test_an_error_in_any_step_leaves_the_connection_usable(deps: Any) -> None:
             # The same connection answers the next statement with its own result, not a leftover.
             assert conn.execute(sa.text("SELECT CAST(:b AS text)"), {"b": query[:10]}).scalar_one() == query[:10]
             conn.rollback()
+
+
+def test_a_transaction_opens_with_its_first_statement_whichever_way_that_statement_goes(deps: Any) -> None:
+    engine = deps.metadata.engine
+    with engine.connect() as conn:
+        # The first statement without parameters (pg8000's simple query), the next with: one transaction.
+        started = conn.execute(sa.text("SELECT now()")).scalar_one()
+        time.sleep(0.01)
+        assert conn.execute(sa.text("SELECT now() + CAST(:z AS interval)"), {"z": "0 s"}).scalar_one() == started
+        conn.rollback()
+        conn.execute(sa.text("CREATE TEMP TABLE seen (n int)"))
+        conn.execute(sa.text("INSERT INTO seen VALUES (:n)"), {"n": 1})
+        conn.rollback()  # everything since the first statement goes: it was one transaction
+        assert conn.execute(sa.text("SELECT to_regclass('pg_temp.seen') IS NULL")).scalar_one() is True
+        conn.rollback()
+        conn.execute(sa.text("CREATE TEMP TABLE kept (n int)"))
+        conn.execute(sa.text("INSERT INTO kept VALUES (:n)"), {"n": 2})
+        conn.commit()
+        assert conn.execute(sa.text("SELECT n FROM kept")).scalar_one() == 2
+        conn.commit()
+
+
+def test_autocommit_statements_open_no_transaction(deps: Any) -> None:
+    with deps.metadata.engine.connect().execution_options(isolation_level="AUTOCOMMIT", gleaner_admin=True) as conn:
+        conn.execute(sa.text("CREATE TEMP TABLE auto (n int)"))
+        conn.execute(sa.text("INSERT INTO auto VALUES (:n)"), {"n": 3})
+        # Outside a transaction block: no BEGIN went with the statements.
+        assert conn.execute(sa.text("SELECT count(*) FROM auto WHERE n = :n"), {"n": 3}).scalar_one() == 1
+        assert conn.exec_driver_sql("SHOW transaction_isolation").scalar_one()
+        assert conn.connection.dbapi_connection._in_transaction is False

@@ -65,7 +65,11 @@ def _convert_paramstyle(style: str, query: str, args: Any) -> tuple[str, Any]:
     return _CONVERT(style, query, args)
 
 
-_EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed  # pg8000's own: COPY (a stream) goes through it
+_EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed
+_EXECUTE_SIMPLE = pg8000.core.CoreConnection.execute_simple
+_ROLLBACK = pg8000.legacy.Connection.rollback
+_BEGIN = "begin transaction"  # what pg8000's cursor sends before a transaction's first statement
+_PENDING = "_gleaner_begin_pending"  # pg8000's own: COPY (a stream) goes through it
 _EXECUTE = pg8000.core.EXECUTE_MSG
 _SYNC = pg8000.core.SYNC_MSG
 _UNNAMED_DESCRIBE = pg8000.core.STATEMENT + pg8000.core.NULL_BYTE
@@ -97,6 +101,11 @@ def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = ()
     context = pg8000.core.Context(statement)
     if self._sock is None:
         raise pg8000.core.InterfaceError("connection is closed")
+    if getattr(self, _PENDING, False):
+        setattr(self, _PENDING, False)
+        self._send_message(pg8000.core.PARSE, _BEGIN_PARSE)
+        self._send_message(pg8000.core.BIND, _bind((), encoding))
+        pg8000.core._write(self._sock, _EXECUTE)
     self._send_message(pg8000.core.PARSE, parse)
     self._send_message(pg8000.core.DESCRIBE, _UNNAMED_DESCRIBE)
     self._send_message(pg8000.core.BIND, bind)
@@ -107,12 +116,43 @@ def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = ()
     return context
 
 
+_BEGIN_PARSE = b"\x00" + _BEGIN.encode("ascii") + b"\x00\x00\x00"
+
+
+def _begin_later(self: Any, statement: str) -> Any:
+    """pg8000's ``execute_simple``, except that its BEGIN waits to go with the transaction's first statement."""
+    if statement == _BEGIN and not self.autocommit:
+        setattr(self, _PENDING, True)
+        return pg8000.core.Context(statement)
+    if not getattr(self, _PENDING, False):
+        return _EXECUTE_SIMPLE(self, statement)
+    setattr(self, _PENDING, False)
+    # Two queries in one exchange; both answers are read whatever the first says, so nothing is left unread.
+    self.send_QUERY(_BEGIN)
+    self.send_QUERY(statement)
+    pg8000.core._flush(self._sock)
+    context = pg8000.core.Context(statement)
+    try:
+        self.handle_messages(pg8000.core.Context(_BEGIN))
+    finally:
+        self.handle_messages(context)
+    return context
+
+
+def _rollback(self: Any) -> None:
+    """A rollback of a transaction that sent nothing yet: its BEGIN is forgotten (it was never sent)."""
+    setattr(self, _PENDING, False)
+    _ROLLBACK(self)
+
+
 def install(engine: Engine) -> None:
     """Every connection of ``engine`` sends list parameters through :func:`array_literal`; pg8000's
     placeholder rewrite is kept per statement text and its statements go in one exchange each (for the
     process: they are pg8000's module function and connection method)."""
     pg8000.legacy.convert_paramstyle = _convert_paramstyle
     pg8000.core.CoreConnection.execute_unnamed = _execute_pipelined
+    pg8000.core.CoreConnection.execute_simple = _begin_later
+    pg8000.legacy.Connection.rollback = _rollback
 
     @sa.event.listens_for(engine, "connect")
     def _register(dbapi_connection: Any, _record: Any) -> None:
