@@ -289,7 +289,7 @@ class Deps:
         counting reads the run's whole ledger; seconds since it started) counts against it.
         Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
-        own = self._run_options(run_id) if run_id is not None else {}
+        own = self.run_options(run_id) if run_id is not None else {}
         settings = self.run_settings(run_id)
         settings = settings.with_(**overrides) if overrides else settings
         if self.fetcher_factory is not None:
@@ -330,7 +330,7 @@ class Deps:
         """The settings a run fetches with: its own politeness (`crawl --delay/--concurrency`, recorded by
         map) counts as given on the command line, on the first crawl and on a resume, in every process
         alike, so it beats the site's own setting as it does where the crawl was typed."""
-        own = dict(self._run_options(run_id).get("politeness") or {}) if run_id is not None else {}
+        own = dict(self.run_options(run_id).get("politeness") or {}) if run_id is not None else {}
         if not own:
             return self.settings
         from gleaner.fetch.politeness import Source
@@ -338,12 +338,16 @@ class Deps:
         sources = {**self.settings.politeness_sources, **{name: str(Source.COMMAND_LINE) for name in own}}
         return self.settings.with_(**own, politeness_sources=sources)
 
-    def _run_options(self, run_id: str) -> dict[str, Any]:
-        """A run's own options (a scheduled site's budget, a crawl's politeness), read once per run and process."""
+    def run_options(self, run_id: str) -> dict[str, Any]:
+        """A run's own options (limit, globs, render, a scheduled site's budget, a crawl's politeness), read
+        once per run and process: they are written with the run and never change. An unknown run (or one
+        without options) is asked again next time."""
         with self._lock:
             if run_id in self._options_by_run:
                 return self._options_by_run[run_id]
         options = self.metadata.run_options(run_id)
+        if not options:
+            return options
         with self._lock:
             self._options_by_run[run_id] = options
             while len(self._options_by_run) > 32:  # a long-lived function instance sees many runs
