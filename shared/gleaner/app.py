@@ -51,6 +51,10 @@ T = TypeVar("T")
 # Canonical texts kept between scrape and ingest in one process: a few scrape batches' worth
 # (100 pages of ~16 KB each); the oldest go first, and ingest recomputes what is gone.
 CANONICAL_HANDOVER_BYTES = 32 * 2**20
+# Runs whose options and robots.txt decisions a process keeps: more than a tick runs at once (a bound
+# below that made every fetcher of a many-site tick read them again), few enough for a long-lived
+# function instance that sees run after run.
+RUNS_REMEMBERED = 256
 
 
 class _built_once(Generic[T]):
@@ -312,7 +316,7 @@ class Deps:
                 robots = self._robots_by_run.get(run_id)
                 if robots is None:
                     robots = self._robots_by_run[run_id] = RunRobots(self.metadata, run_id)
-                while len(self._robots_by_run) > 32:  # a long-lived function instance sees many runs
+                while len(self._robots_by_run) > RUNS_REMEMBERED:
                     self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher
 
@@ -350,7 +354,7 @@ class Deps:
             return options
         with self._lock:
             self._options_by_run[run_id] = options
-            while len(self._options_by_run) > 32:  # a long-lived function instance sees many runs
+            while len(self._options_by_run) > RUNS_REMEMBERED:
                 self._options_by_run.pop(next(iter(self._options_by_run)))
         return options
 
