@@ -9,7 +9,8 @@ the other over the same hosts:
 - Scrapy: ``multisite_scrapy.py``, one process, one slot per host at the same delay, trafilatura in parse.
 
 Reported per tool: the process's wall time, the crawl's span (its first request to its last, from the
-servers' logs), peak RSS of the process tree, and each host's smallest gap between two requests. The
+servers' logs), peak RSS of the process tree, its CPU seconds (Gleaner's: the main process, the
+extraction workers and PostgreSQL apart), and each host's smallest gap between two requests. The
 politeness floor is (PAGES + 1) x D: a host's robots.txt, sitemap and pages, one start per delay.
 
     PYTHONPATH=shared .venv/bin/python infra/bench/multisite.py --hosts 5 --pages 30 --delay 0.5
