@@ -94,3 +94,26 @@ def test_autocommit_statements_open_no_transaction(deps: Any) -> None:
         assert conn.execute(sa.text("SELECT count(*) FROM auto WHERE n = :n"), {"n": 3}).scalar_one() == 1
         assert conn.exec_driver_sql("SHOW transaction_isolation").scalar_one()
         assert conn.connection.dbapi_connection._in_transaction is False
+
+
+def test_a_connection_whose_answers_were_cut_short_is_never_used_again(deps: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = deps.metadata.engine
+    with engine.begin() as conn:  # warm: every later transaction takes a pooled connection
+        conn.execute(sa.text("SELECT 1")).all()
+    read = pg8000.core._read
+    reads = {"left": 3}
+
+    def interrupted(sock: Any, size: int) -> bytes:
+        reads["left"] -= 1
+        if reads["left"] == 0:
+            raise KeyboardInterrupt  # Ctrl-C once the server's first answer of the transaction was read
+        return read(sock, size)
+
+    monkeypatch.setattr(pg8000.core, "_read", interrupted)
+    with pytest.raises(KeyboardInterrupt), engine.begin() as conn:  # cut short in the tenant guard
+        conn.execute(sa.text("SELECT CAST(:a AS text)"), {"a": "first"}).all()
+    # Whichever connection the pool hands out next answers this statement, not the interrupted one.
+    for n in range(3):
+        with engine.begin() as conn:
+            assert conn.execute(sa.text("SELECT CAST(:a AS text), 2"), {"a": f"next {n}"}).one() == (f"next {n}", 2)

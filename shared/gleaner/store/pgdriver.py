@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from functools import lru_cache
 from typing import Any
@@ -66,7 +67,6 @@ def _convert_paramstyle(style: str, query: str, args: Any) -> tuple[str, Any]:
 
 
 _EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed
-_EXECUTE_SIMPLE = pg8000.core.CoreConnection.execute_simple
 _ROLLBACK = pg8000.legacy.Connection.rollback
 _BEGIN = "begin transaction"  # what pg8000's cursor sends before a transaction's first statement
 _PENDING = "_gleaner_begin_pending"  # pg8000's own: COPY (a stream) goes through it
@@ -101,19 +101,45 @@ def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = ()
     context = pg8000.core.Context(statement)
     if self._sock is None:
         raise pg8000.core.InterfaceError("connection is closed")
-    if getattr(self, _PENDING, False):
-        setattr(self, _PENDING, False)
-        self._send_message(pg8000.core.PARSE, _BEGIN_PARSE)
-        self._send_message(pg8000.core.BIND, _bind((), encoding))
+    begin = getattr(self, _PENDING, False)
+    setattr(self, _PENDING, False)
+    try:
+        if begin:
+            self._send_message(pg8000.core.PARSE, _BEGIN_PARSE)
+            self._send_message(pg8000.core.BIND, _bind((), encoding))
+            pg8000.core._write(self._sock, _EXECUTE)
+        self._send_message(pg8000.core.PARSE, parse)
+        self._send_message(pg8000.core.DESCRIBE, _UNNAMED_DESCRIBE)
+        self._send_message(pg8000.core.BIND, bind)
         pg8000.core._write(self._sock, _EXECUTE)
-    self._send_message(pg8000.core.PARSE, parse)
-    self._send_message(pg8000.core.DESCRIBE, _UNNAMED_DESCRIBE)
-    self._send_message(pg8000.core.BIND, bind)
-    pg8000.core._write(self._sock, _EXECUTE)
-    pg8000.core._write(self._sock, _SYNC)
-    pg8000.core._flush(self._sock)
-    self.handle_messages(context)
+        pg8000.core._write(self._sock, _SYNC)
+        pg8000.core._flush(self._sock)
+        self.handle_messages(context)
+    except BaseException as exc:
+        _cut_short(self, exc, context)
+        raise
     return context
+
+
+def _read_answers(self: Any, context: Any) -> None:
+    """``handle_messages``, closing the connection if they are not all read (see the module docstring)."""
+    try:
+        self.handle_messages(context)
+    except BaseException as exc:
+        _cut_short(self, exc, context)
+        raise
+
+
+def _cut_short(self: Any, exc: BaseException, context: Any) -> None:
+    """After an exchange raised: close the connection unless it is in step (see the module docstring)."""
+    # handle_messages raises the server's error (context.error) only once it read ReadyForQuery.
+    if exc is context.error:
+        return
+    sock, self._sock, usock, self._usock = self._sock, None, self._usock, None
+    for closing in (sock, usock):
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                closing.close()
 
 
 _BEGIN_PARSE = b"\x00" + _BEGIN.encode("ascii") + b"\x00\x00\x00"
@@ -124,18 +150,30 @@ def _begin_later(self: Any, statement: str) -> Any:
     if statement == _BEGIN and not self.autocommit:
         setattr(self, _PENDING, True)
         return pg8000.core.Context(statement)
-    if not getattr(self, _PENDING, False):
-        return _EXECUTE_SIMPLE(self, statement)
-    setattr(self, _PENDING, False)
-    # Two queries in one exchange; both answers are read whatever the first says, so nothing is left unread.
-    self.send_QUERY(_BEGIN)
-    self.send_QUERY(statement)
-    pg8000.core._flush(self._sock)
     context = pg8000.core.Context(statement)
+    if not getattr(self, _PENDING, False):
+        try:
+            self.send_QUERY(statement)
+            pg8000.core._flush(self._sock)
+            self.handle_messages(context)
+        except BaseException as exc:
+            _cut_short(self, exc, context)
+            raise
+        return context
+    setattr(self, _PENDING, False)
+    # Two queries in one exchange: both answers are read (or the connection closed), nothing left unread.
+    first = pg8000.core.Context(_BEGIN)
     try:
-        self.handle_messages(pg8000.core.Context(_BEGIN))
-    finally:
-        self.handle_messages(context)
+        self.send_QUERY(_BEGIN)
+        self.send_QUERY(statement)
+        pg8000.core._flush(self._sock)
+        self.handle_messages(first)
+    except BaseException as exc:
+        _cut_short(self, exc, first)
+        if self._sock is not None:  # BEGIN refused by the server, in step: the statement's answers follow
+            _read_answers(self, context)
+        raise
+    _read_answers(self, context)
     return context
 
 
