@@ -9,7 +9,8 @@ the other over the same hosts:
 - Scrapy: ``multisite_scrapy.py``, one process, one slot per host at the same delay, trafilatura in parse.
 
 Reported per tool: the process's wall time, the crawl's span (its first request to its last, from the
-servers' logs), peak RSS of the process tree, and each host's smallest gap between two requests. The
+servers' logs), peak RSS of the process tree, its CPU seconds (Gleaner's: the main process, the
+extraction workers and PostgreSQL apart), and each host's smallest gap between two requests. The
 politeness floor is (PAGES + 1) x D: a host's robots.txt, sitemap and pages, one start per delay.
 
     PYTHONPATH=shared .venv/bin/python infra/bench/multisite.py --hosts 5 --pages 30 --delay 0.5
@@ -62,10 +63,16 @@ def host_pages(host: int, base: str, pages: int) -> dict[str, Page]:
 
 
 class PeakRss:
-    """The largest summed RSS of a process and its descendants, sampled every 0.2 s."""
+    """The largest summed RSS of a process and its descendants, sampled every 0.2 s; with ``pgdata``, also
+    the CPU seconds of the process (its own, its live children's and those it reaped: the extraction
+    workers) and of the PostgreSQL server whose command line names ``pgdata`` (the postmaster's own, its
+    live backends' and the ones it reaped)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, pgdata: str | None = None) -> None:
         self.peak = 0
+        self.pgdata = pgdata
+        self.cpu = {"main": 0.0, "workers": 0.0, "postgres": 0.0}
+        self._postmaster: psutil.Process | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, args=(pid,), daemon=True)
         self._thread.start()
@@ -85,6 +92,36 @@ class PeakRss:
                 with suppress(psutil.Error):  # a process that just ended
                     total += proc.memory_info().rss
             self.peak = max(self.peak, total)
+            if self.pgdata is not None:
+                self._cpu(root, tree[1:])
+
+    def _cpu(self, root: psutil.Process, children: list[psutil.Process]) -> None:
+        with suppress(psutil.Error):
+            own = root.cpu_times()
+            live = 0.0
+            for proc in children:
+                with suppress(psutil.Error):
+                    if proc.name().startswith("postgres"):
+                        continue
+                    t = proc.cpu_times()
+                    live += t.user + t.system
+            self.cpu["main"] = max(self.cpu["main"], own.user + own.system)
+            self.cpu["workers"] = max(self.cpu["workers"], own.children_user + own.children_system + live)
+        if self._postmaster is None:
+            for proc in psutil.process_iter(["name", "cmdline"]):
+                if (proc.info["name"] or "").startswith("postgres") and self.pgdata in " ".join(
+                        proc.info["cmdline"] or []):
+                    self._postmaster = proc
+                    break
+        if self._postmaster is not None:
+            with suppress(psutil.Error):
+                pm = self._postmaster.cpu_times()
+                total = pm.user + pm.system + pm.children_user + pm.children_system
+                for proc in self._postmaster.children():
+                    with suppress(psutil.Error):
+                        t = proc.cpu_times()
+                        total += t.user + t.system
+                self.cpu["postgres"] = max(self.cpu["postgres"], total)
 
     def stop(self) -> int:
         self._stop.set()
@@ -92,14 +129,16 @@ class PeakRss:
         return self.peak
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int, subprocess.CompletedProcess[str]]:
-    """The process's start (monotonic), wall time, peak RSS and outcome."""
+def timed(cmd: list[str], env: dict[str, str], pgdata: str | None = None
+          ) -> tuple[float, float, PeakRss, subprocess.CompletedProcess[str]]:
+    """The process's start (monotonic), wall time, peak RSS (and CPU, with ``pgdata``) and outcome."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    rss = PeakRss(proc.pid)
+    rss = PeakRss(proc.pid, pgdata)
     out, err = proc.communicate(timeout=3600)
     wall = time.monotonic() - started
-    return started, wall, rss.stop(), subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    rss.stop()
+    return started, wall, rss, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def spacing(sites: list[TestSite], since: list[int], delay: float, started: float) -> dict[str, Any]:
@@ -180,7 +219,7 @@ def tool_env() -> dict[str, str]:
 
 
 def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
-            trace: bool) -> dict[str, Any]:
+            trace: bool, statements: bool = False) -> dict[str, Any]:
     """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
     with tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
         env = tool_env()
@@ -193,13 +232,24 @@ def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, e
         if trace:
             env["MULTISITE_TRACE"] = str(Path(home) / "trace.json")
             command = [python, str(HERE / "multisite_trace.py"), "tick", "--json"]
-        started, wall, rss, done = timed(command, env)
+        elif statements:
+            env["MULTISITE_STATEMENTS"] = str(Path(home) / "statements.json")
+            command = [python, str(HERE / "multisite_statements.py"), "tick", "--json"]
+        started, wall, rss, done = timed(command, env, pgdata=home)
         if done.returncode != 0:
             raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
         runs = json.loads(done.stdout)["runs"]
-        result = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
-                  "pages": sum(r["fetched"] for r in runs), "statuses": sorted({r["status"] for r in runs}),
+        pages = sum(r["fetched"] for r in runs)
+        result = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
+                  "pages": pages, "statuses": sorted({r["status"] for r in runs}),
+                  "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
+                  "cpu_ms_per_page": round(sum(rss.cpu.values()) * 1000 / max(1, pages), 1),
                   **spacing(sites, since, delay, started)}
+        if statements:
+            counted = json.loads(Path(env["MULTISITE_STATEMENTS"]).read_text())
+            result["statements"] = counted["statements"]
+            result["transactions"] = counted["transactions"]
+            result["statement_counts"] = counted
         if trace:
             result["timeline"] = timeline(json.loads(Path(env["MULTISITE_TRACE"]).read_text()), started, sites,
                                           since)
@@ -212,15 +262,17 @@ def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
         out = Path(home) / "scrapy.json"
         env = tool_env()
         started, wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
-                                          "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)})
+                                          "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)},
+                                         pgdata=home)
         if done.returncode != 0:
             raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
-        return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss / 2**20),
+        return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
+                "cpu_seconds": round(rss.cpu["main"] + rss.cpu["workers"], 2),
                 "pages": json.loads(out.read_text())["pages"], **spacing(sites, since, delay, started)}
 
 
 def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = False, trace: bool = False,
-        baseline: Path | None = None) -> dict[str, Any]:
+        baseline: Path | None = None, statements: bool = False, scrapy_too: bool = True) -> dict[str, Any]:
     """One N: Gleaner (and the baseline tree's Gleaner, if given), then Scrapy, over the same hosts."""
     with ExitStack() as stack:
         sites = []
@@ -233,8 +285,12 @@ def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = Fals
         results: dict[str, Any] = {"hosts": hosts, "pages_per_host": pages, "delay": delay,
                                    "floor_seconds": round((pages + 1) * delay, 2), "load_before": os.getloadavg()}
         if baseline is not None:
-            results["baseline"] = gleaner(sites, delay, python, baseline, embed=embed, trace=trace)
-        results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", embed=embed, trace=trace)
+            results["baseline"] = gleaner(sites, delay, python, baseline, embed=embed, trace=trace,
+                                          statements=statements)
+        results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", embed=embed, trace=trace,
+                                     statements=statements)
+        if not scrapy_too:
+            return results
         results["scrapy"] = scrapy(sites, delay, python)
         g, s, floor = results["gleaner"], results["scrapy"], results["floor_seconds"]
         results["ratios"] = {
@@ -261,6 +317,9 @@ def main() -> None:
     parser.add_argument("--embed", action="store_true",
                         help="let tick embed its new chunks for search too (Scrapy does nothing like it)")
     parser.add_argument("--trace", action="store_true", help="add the tick's timeline (multisite_trace.py)")
+    parser.add_argument("--statements", action="store_true",
+                        help="count SQL statements and transactions per stage (multisite_statements.py)")
+    parser.add_argument("--no-scrapy", action="store_true", help="Gleaner (and the baseline) only")
     parser.add_argument("--baseline", type=Path, metavar="SHARED",
                         help="also time the Gleaner of another tree's shared/ (before/after in one command)")
     args = parser.parse_args()
@@ -270,7 +329,7 @@ def main() -> None:
                               "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}, "runs": []}
     for hosts in args.hosts:
         result = run(hosts, args.pages, args.delay, sys.executable, embed=args.embed, trace=args.trace,
-                     baseline=args.baseline)
+                     baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy)
         report["runs"].append(result)
         print(json.dumps(result), flush=True)
     report["machine"]["load_after"] = os.getloadavg()

@@ -51,6 +51,10 @@ T = TypeVar("T")
 # Canonical texts kept between scrape and ingest in one process: a few scrape batches' worth
 # (100 pages of ~16 KB each); the oldest go first, and ingest recomputes what is gone.
 CANONICAL_HANDOVER_BYTES = 32 * 2**20
+# Runs whose options and robots.txt decisions a process keeps: more than a tick runs at once (a bound
+# below that made every fetcher of a many-site tick read them again), few enough for a long-lived
+# function instance that sees run after run.
+RUNS_REMEMBERED = 256
 
 
 class _built_once(Generic[T]):
@@ -289,7 +293,7 @@ class Deps:
         counting reads the run's whole ledger; seconds since it started) counts against it.
         Per-host delay and concurrency come from ``knowledge.source_hosts``.
         """
-        own = self._run_options(run_id) if run_id is not None else {}
+        own = self.run_options(run_id) if run_id is not None else {}
         settings = self.run_settings(run_id)
         settings = settings.with_(**overrides) if overrides else settings
         if self.fetcher_factory is not None:
@@ -312,7 +316,7 @@ class Deps:
                 robots = self._robots_by_run.get(run_id)
                 if robots is None:
                     robots = self._robots_by_run[run_id] = RunRobots(self.metadata, run_id)
-                while len(self._robots_by_run) > 32:  # a long-lived function instance sees many runs
+                while len(self._robots_by_run) > RUNS_REMEMBERED:
                     self._robots_by_run.pop(next(iter(self._robots_by_run)))
         from gleaner.fetch.fetcher import Fetcher
 
@@ -330,7 +334,7 @@ class Deps:
         """The settings a run fetches with: its own politeness (`crawl --delay/--concurrency`, recorded by
         map) counts as given on the command line, on the first crawl and on a resume, in every process
         alike, so it beats the site's own setting as it does where the crawl was typed."""
-        own = dict(self._run_options(run_id).get("politeness") or {}) if run_id is not None else {}
+        own = dict(self.run_options(run_id).get("politeness") or {}) if run_id is not None else {}
         if not own:
             return self.settings
         from gleaner.fetch.politeness import Source
@@ -338,15 +342,19 @@ class Deps:
         sources = {**self.settings.politeness_sources, **{name: str(Source.COMMAND_LINE) for name in own}}
         return self.settings.with_(**own, politeness_sources=sources)
 
-    def _run_options(self, run_id: str) -> dict[str, Any]:
-        """A run's own options (a scheduled site's budget, a crawl's politeness), read once per run and process."""
+    def run_options(self, run_id: str) -> dict[str, Any]:
+        """A run's own options (limit, globs, render, a scheduled site's budget, a crawl's politeness), read
+        once per run and process: they are written with the run and never change. An unknown run (or one
+        without options) is asked again next time."""
         with self._lock:
             if run_id in self._options_by_run:
                 return self._options_by_run[run_id]
         options = self.metadata.run_options(run_id)
+        if not options:
+            return options
         with self._lock:
             self._options_by_run[run_id] = options
-            while len(self._options_by_run) > 32:  # a long-lived function instance sees many runs
+            while len(self._options_by_run) > RUNS_REMEMBERED:
                 self._options_by_run.pop(next(iter(self._options_by_run)))
         return options
 

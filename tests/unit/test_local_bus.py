@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
+from gleaner.bus.coalesce import merge_pages
 from gleaner.bus.local import LocalBus
 from gleaner.errors import PermanentError, RetryableError
-from gleaner.messages import CrawlMapped, ScrapeBatch
+from gleaner.messages import CrawlMapped, FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
 
 
 def _batch(no: int) -> ScrapeBatch:
@@ -181,3 +182,53 @@ def test_a_drain_kept_open_takes_a_message_published_from_outside_at_once_and_en
         drainer.join(10)
     assert not drainer.is_alive()
     assert ended == ["later", "r"] and not bus.active("r")
+
+
+def _pages(run: str, *docs: str) -> PagesFetched:
+    return PagesFetched(run_id=run, site_domain="s", batch_no=1, pages=tuple(
+        FetchedPage(document_id=d, content_hash="c" + d, raw_hash="r" + d, content_key=None, raw_key=None,
+                    fetch_status=200, fetch_time_ms=1, byte_size=1) for d in docs))
+
+
+def test_queued_pages_and_snapshots_of_one_run_reach_their_stage_together_each_page_once() -> None:
+    bus = LocalBus(concurrency=4)
+    got: list[tuple[str, tuple[str, ...]]] = []
+    lock = threading.Lock()
+
+    def snapshot(message: PagesFetched) -> None:  # type: ignore[override]
+        with lock:
+            got.append((message.run_id, tuple(p.document_id for p in message.pages)))
+
+    def ingest(message: SnapshotsWritten) -> None:  # type: ignore[override]
+        with lock:
+            got.append(("ingest " + str(message.run_id), message.snapshot_ids))
+
+    bus.subscribe(PagesFetched.topic, snapshot)  # type: ignore[arg-type]
+    bus.subscribe(SnapshotsWritten.topic, ingest)  # type: ignore[arg-type]
+    bus.publish(_pages("a", "1", "2"))
+    bus.publish(_pages("b", "9"))
+    bus.publish(_pages("a", "3"))
+    bus.publish(_pages("a", "2"))  # announced again (a redelivered batch): snapshotted on its own, as published
+    for ids in (("s1",), ("s2", "s1"), ("s3",)):
+        bus.publish(SnapshotsWritten(run_id="a", site_domain="s", snapshot_ids=ids))
+    bus.drain()
+    assert sorted(got) == [("a", ("1", "2", "3")), ("a", ("2",)), ("b", ("9",)),
+                           ("ingest a", ("s1", "s2", "s3"))]
+    assert not bus.active("a") and not bus.active("b") and bus.pending() == 0
+
+
+def test_pages_of_one_run_waiting_past_a_batch_worth_go_in_more_than_one_message() -> None:
+    bus = LocalBus(concurrency=1, merges={PagesFetched.topic: merge_pages})
+    sizes: list[int] = []
+    bus.subscribe(PagesFetched.topic, lambda m: sizes.append(len(m.pages)))  # type: ignore[attr-defined]
+    for n in range(15):
+        bus.publish(_pages("a", *(f"{n}-{i}" for i in range(10))))
+    bus.drain(until=_set_event())
+    assert sizes == [100, 50]
+    assert not bus.active("a")
+
+
+def _set_event() -> threading.Event:
+    done = threading.Event()
+    done.set()
+    return done

@@ -15,6 +15,10 @@ host still take turns. The local runner raises the per-run limit so batch N+1 fe
 while batch N is extracted. Handlers are idempotent and safe to run concurrently (the
 cloud runs them so), so this changes timing only.
 
+Queued PagesFetched and SnapshotsWritten messages of one run are handed to their stage as one
+(:mod:`gleaner.bus.coalesce`, ``merges``): when snapshot and ingest fall behind, a run's waiting
+messages cost their transactions once.
+
 ``max_runs`` bounds the runs in progress: a message of a run not yet under way waits while
 that many runs have messages queued or in flight (the others finish first). ``isolate``
 turns an unexpected exception of one handler into a give-up of that message (logged with its
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from gleaner.bus.coalesce import Merge, default_merges
 from gleaner.errors import PermanentError, RetryableError
 from gleaner.messages import Message, ScrapeBatch, decode, encode
 
@@ -76,6 +81,8 @@ class LocalBus:
     max_runs: int | None = None
     # Give up on a message whose handler raised an unexpected exception, rather than stop the drain.
     isolate: bool = False
+    # Topic -> how two queued messages of one run go as one (None: they do not); see gleaner.bus.coalesce.
+    merges: dict[str, Merge] = field(default_factory=default_merges)
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     # Told about every message the bus gives up on (dead-lettered or dropped as permanent), with why.
@@ -243,10 +250,29 @@ class LocalBus:
                         continue
                     self._under_way.add(run)
                 busy[key] = busy.get(key, 0) + 1
-                taken.append(item)
+                merge = self.merges.get(key[0])
+                taken.append(self._merged(item, run, merge) if merge is not None and run is not None else item)
             kept.extend(self._queue)
             self._queue = kept
         return taken
+
+    def _merged(self, item: tuple[Message, int], run: str, merge: Merge) -> tuple[Message, int]:
+        """The taken message with the later queued messages of its topic and run merged in (first tries
+        only: a message being retried keeps its own attempts); called with the lock held."""
+        message, attempts = item
+        if attempts:
+            return item
+        rest: deque[tuple[Message, int]] = deque()
+        for other in self._queue:
+            if other[1] == 0 and other[0].topic == message.topic and _run_of(other[0]) == run:
+                both = merge(message, other[0])
+                if both is not None:
+                    message = both
+                    self._load[run] -= 1  # two queued messages are one now; the run keeps the taken one
+                    continue
+            rest.append(other)
+        self._queue = rest
+        return message, attempts
 
     def _dispatch(self, message: Message, attempts: int) -> None:
         for handler in self.handlers.get(message.topic, []):

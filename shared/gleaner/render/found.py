@@ -29,7 +29,7 @@ VIA = "rendered"
 def add_rendered_links(deps: Deps, run_id: str, site: str, sources: Sequence[tuple[RunPage, bytes, str]]) -> list[str]:
     """Add the pages the rendered DOMs of ``sources`` (page, DOM, its URL) link to and the run does not hold;
     the canonical URLs added, in the order found."""
-    options = deps.metadata.run_options(run_id)
+    options = deps.run_options(run_id)
     max_depth = int(options.get("max_depth", deps.settings.default_max_depth))
     limit = int(options.get("limit", deps.settings.default_limit))
     include = tuple(str(g) for g in options.get("include", ()))
@@ -72,7 +72,7 @@ def decide_found(deps: Deps, run_id: str, site: str, urls: Sequence[str], batch_
 
     wanted = set(urls)
     pages = [p for p in deps.metadata.sample_pages(run_id) if p.canonical_url in wanted]
-    exclude = tuple(str(g) for g in deps.metadata.run_options(run_id).get("exclude", ()))
+    exclude = tuple(str(g) for g in deps.run_options(run_id).get("exclude", ()))
     decisions: list[Decision] = []
     sections: dict[str, tuple[str, str, str, float, dict[str, object]] | None] = {}
     for page in pages:

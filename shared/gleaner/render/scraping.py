@@ -43,7 +43,7 @@ class RenderPlan:
     def __init__(self, deps: Deps, run_id: str, site_domain: str, pages: Iterable[RunPage]) -> None:
         self._deps = deps
         self._run_id = run_id
-        run_mode = parse_render_mode(deps.metadata.run_options(run_id).get("render")) or RenderMode.NEVER
+        run_mode = parse_render_mode(deps.run_options(run_id).get("render")) or RenderMode.NEVER
         rules = render_rules(deps, site_domain)
         modes = {p.document_id: mode_for(p.path, run_mode, rules) for p in pages}
         auto = [doc for doc, mode in modes.items() if mode is RenderMode.AUTO]

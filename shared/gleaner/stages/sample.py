@@ -66,7 +66,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
         log.warning("run %s is %s; nothing to sample", run_id, status)
         return []
     meta.set_run_status(run_id, "sampling", only_from=("mapped",))
-    options = deps.metadata.run_options(run_id)
+    options = deps.run_options(run_id)
     exclude = tuple(str(g) for g in options.get("exclude", ()))
     render = parse_render_mode(options.get("render")) or RenderMode.NEVER
     rules = render_rules(deps, message.site_domain)  # rules add --render: a section's mode may be its own

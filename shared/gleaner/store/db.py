@@ -99,6 +99,8 @@ def ping_when_idle(engine: Engine) -> None:
 
     @sa.event.listens_for(engine.pool, "checkout")
     def _taken(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if getattr(dbapi_connection, "_usock", True) is None:  # closed by pgdriver: an exchange was cut short
+            raise sa.exc.DisconnectionError("connection closed after an exchange was cut short")
         idle_since = record.info.get("idle_since")
         if idle_since is not None and time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
             return

@@ -16,13 +16,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from functools import lru_cache
 from typing import Any
 
+import pg8000.core
 import pg8000.legacy
 import sqlalchemy as sa
-from pg8000.converters import array_out
+from pg8000.converters import array_out, make_params
 from sqlalchemy.engine import Engine
 
 _CONVERT = pg8000.legacy.convert_paramstyle  # pg8000's own, for named placeholders and the first rewrite
@@ -64,10 +66,131 @@ def _convert_paramstyle(style: str, query: str, args: Any) -> tuple[str, Any]:
     return _CONVERT(style, query, args)
 
 
+_EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed
+_ROLLBACK = pg8000.legacy.Connection.rollback
+_BEGIN = "begin transaction"  # what pg8000's cursor sends before a transaction's first statement
+_PENDING = "_gleaner_begin_pending"  # pg8000's own: COPY (a stream) goes through it
+_EXECUTE = pg8000.core.EXECUTE_MSG
+_SYNC = pg8000.core.SYNC_MSG
+_UNNAMED_DESCRIBE = pg8000.core.STATEMENT + pg8000.core.NULL_BYTE
+
+
+def _bind(params: tuple[Any, ...], encoding: str) -> bytes:
+    """A Bind message's body for the unnamed statement and portal, every value as text (pg8000's own layout)."""
+    out = bytearray(b"\x00\x00\x00\x00" + len(params).to_bytes(2, "big"))
+    for value in params:
+        if value is None:
+            out += b"\xff\xff\xff\xff"
+        else:
+            data = value.encode(encoding)
+            out += len(data).to_bytes(4, "big") + data
+    out += b"\x00\x00"
+    return bytes(out)
+
+
+def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = (), stream: Any = None) -> Any:
+    """pg8000's ``execute_unnamed`` in one exchange: Parse, Describe, Bind, Execute, Sync, then the answers."""
+    if stream is not None:
+        return _EXECUTE_UNNAMED(self, statement, vals, oids, stream)
+    # Everything that can fail in Python first: nothing half-written is left in the socket's buffer.
+    encoding = self._client_encoding
+    bind = _bind(make_params(self.py_types, vals), encoding)
+    parse = bytearray(b"\x00" + statement.encode(encoding) + b"\x00" + len(oids).to_bytes(2, "big"))
+    for oid in oids:
+        parse += (0 if oid == -1 else oid).to_bytes(4, "big", signed=True)
+    context = pg8000.core.Context(statement)
+    if self._sock is None:
+        raise pg8000.core.InterfaceError("connection is closed")
+    begin = getattr(self, _PENDING, False)
+    setattr(self, _PENDING, False)
+    try:
+        if begin:
+            self._send_message(pg8000.core.PARSE, _BEGIN_PARSE)
+            self._send_message(pg8000.core.BIND, _bind((), encoding))
+            pg8000.core._write(self._sock, _EXECUTE)
+        self._send_message(pg8000.core.PARSE, parse)
+        self._send_message(pg8000.core.DESCRIBE, _UNNAMED_DESCRIBE)
+        self._send_message(pg8000.core.BIND, bind)
+        pg8000.core._write(self._sock, _EXECUTE)
+        pg8000.core._write(self._sock, _SYNC)
+        pg8000.core._flush(self._sock)
+        self.handle_messages(context)
+    except BaseException as exc:
+        _cut_short(self, exc, context)
+        raise
+    return context
+
+
+def _read_answers(self: Any, context: Any) -> None:
+    """``handle_messages``, closing the connection if they are not all read (see the module docstring)."""
+    try:
+        self.handle_messages(context)
+    except BaseException as exc:
+        _cut_short(self, exc, context)
+        raise
+
+
+def _cut_short(self: Any, exc: BaseException, context: Any) -> None:
+    """After an exchange raised: close the connection unless it is in step (see the module docstring)."""
+    # handle_messages raises the server's error (context.error) only once it read ReadyForQuery.
+    if exc is context.error:
+        return
+    sock, self._sock, usock, self._usock = self._sock, None, self._usock, None
+    for closing in (sock, usock):
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                closing.close()
+
+
+_BEGIN_PARSE = b"\x00" + _BEGIN.encode("ascii") + b"\x00\x00\x00"
+
+
+def _begin_later(self: Any, statement: str) -> Any:
+    """pg8000's ``execute_simple``, except that its BEGIN waits to go with the transaction's first statement."""
+    if statement == _BEGIN and not self.autocommit:
+        setattr(self, _PENDING, True)
+        return pg8000.core.Context(statement)
+    context = pg8000.core.Context(statement)
+    if not getattr(self, _PENDING, False):
+        try:
+            self.send_QUERY(statement)
+            pg8000.core._flush(self._sock)
+            self.handle_messages(context)
+        except BaseException as exc:
+            _cut_short(self, exc, context)
+            raise
+        return context
+    setattr(self, _PENDING, False)
+    # Two queries in one exchange: both answers are read (or the connection closed), nothing left unread.
+    first = pg8000.core.Context(_BEGIN)
+    try:
+        self.send_QUERY(_BEGIN)
+        self.send_QUERY(statement)
+        pg8000.core._flush(self._sock)
+        self.handle_messages(first)
+    except BaseException as exc:
+        _cut_short(self, exc, first)
+        if self._sock is not None:  # BEGIN refused by the server, in step: the statement's answers follow
+            _read_answers(self, context)
+        raise
+    _read_answers(self, context)
+    return context
+
+
+def _rollback(self: Any) -> None:
+    """A rollback of a transaction that sent nothing yet: its BEGIN is forgotten (it was never sent)."""
+    setattr(self, _PENDING, False)
+    _ROLLBACK(self)
+
+
 def install(engine: Engine) -> None:
     """Every connection of ``engine`` sends list parameters through :func:`array_literal`; pg8000's
-    placeholder rewrite is kept per statement text (for the process: it is pg8000's module function)."""
+    placeholder rewrite is kept per statement text and its statements go in one exchange each (for the
+    process: they are pg8000's module function and connection method)."""
     pg8000.legacy.convert_paramstyle = _convert_paramstyle
+    pg8000.core.CoreConnection.execute_unnamed = _execute_pipelined
+    pg8000.core.CoreConnection.execute_simple = _begin_later
+    pg8000.legacy.Connection.rollback = _rollback
 
     @sa.event.listens_for(engine, "connect")
     def _register(dbapi_connection: Any, _record: Any) -> None:
