@@ -61,6 +61,7 @@ from gleaner.retrieval import index as index_module  # noqa: E402
 from gleaner.retrieval import search  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
 from gleaner.retrieval.index import embed_pending  # noqa: E402
+from gleaner.retrieval.prepare import InProcessPreparer  # noqa: E402
 from gleaner.runner import crawl, new_request  # noqa: E402
 from gleaner.store import db  # noqa: E402
 
@@ -141,7 +142,8 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
     from gleaner.retrieval.fresh import fresh_count, merge_fresh
 
     (work / "empty").mkdir()
-    order = ("index_off", "fresh", "hnsw_inside_ingest", "hnsw_inside_ingest", "fresh", "index_off")
+    order = ("index_off", "fresh", "fresh_in_process", "hnsw_inside_ingest", "hnsw_inside_ingest",
+             "fresh_in_process", "fresh", "index_off")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
     kept: dict[str, tuple[Deps, str]] = {}
     default_embedder(EmbedModel.STATIC)  # loading is once per process (the table cached per machine): not timed
@@ -153,6 +155,8 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
             deps = _deps(server, f"crawl{turn}", work)
             if name == "index_off":
                 deps.__dict__["search_index"] = _NoIndex()
+            elif name != "fresh":  # session 11's (and 10's): chunked and embedded in the crawl's main process
+                deps.search_index._preparer = InProcessPreparer(deps.inline_embedder)
             index_module._CHUNKS_EMBEDDED = _INTO_HNSW if name == "hnsw_inside_ingest" else fresh_sql
             inside = _timed(deps.search_index)
             started = time.perf_counter()
@@ -171,6 +175,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
                             "pages_per_s_with_merge": round(summary["fetched"] / (seconds + merge.seconds), 2)})
             if name != "index_off":
                 run["text_chunks_writes"] = _table_writes(deps)
+                run["texts_sent_to_extraction_processes"] = getattr(deps.search_index._preparer, "sent", 0)
             runs[name].append(run)
             if name != "index_off" and name not in kept:
                 kept[name] = (deps, f"crawl{turn}")
@@ -182,6 +187,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
     fresh_deps, fresh_db = kept["fresh"]
     hnsw_deps, _hnsw_db = kept["hnsw_inside_ingest"]
     hnsw_deps.close()
+    kept["fresh_in_process"][0].close()
     with fresh_deps.engine.connect() as conn:
         chunks, embedded = conn.execute(sa.text(
             "SELECT count(*), count(embedding) FROM knowledge.text_chunks")).one()
@@ -204,6 +210,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
         "chunks_per_page": round(chunks / max(pages_on, 1), 1), "runs": runs,
         "pages_per_s": {"index_off": round(rate["index_off"], 2),
                         "index_on_fresh": round(rate["fresh"], 2),
+                        "index_on_fresh_in_process": round(rate["fresh_in_process"], 2),
                         "index_on_fresh_with_merge": round(with_merge, 2),
                         "index_on_hnsw_inside_ingest": round(rate["hnsw_inside_ingest"], 2)},
         "merge_seconds_per_crawl": round(merge_seconds / len(runs["fresh"]), 2),
@@ -212,9 +219,10 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
         "crawl_cost_of_indexing": {
             "fresh": round(1 - rate["fresh"] / rate["index_off"], 3),
             "fresh_with_merge": round(1 - with_merge / rate["index_off"], 3),
+            "fresh_in_process": round(1 - rate["fresh_in_process"] / rate["index_off"], 3),
             "hnsw_inside_ingest": round(1 - rate["hnsw_inside_ingest"] / rate["index_off"], 3)},
         # The same inside the indexing crawls: the share of their wall time in ingest's call into the index.
-        "indexing_share_of_crawl_seconds": {"fresh": share("fresh"),
+        "indexing_share_of_crawl_seconds": {"fresh": share("fresh"), "fresh_in_process": share("fresh_in_process"),
                                             "hnsw_inside_ingest": share("hnsw_inside_ingest")},
         "embedding": rates,
         "index_bytes_per_1000_pages": int(size / max(pages_on, 1) * 1000),
@@ -301,7 +309,8 @@ def main() -> None:
     parser.add_argument("--fresh", type=int, default=0, help="fresh chunks (not in the HNSW index yet) beside"
                         " the --chunks searched")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--only", choices=("all", "search"), default="all", help="search: latency part only")
+    parser.add_argument("--only", choices=("all", "search", "crawl"), default="all",
+                        help="search: latency part only; crawl: the first crawls only (indexing's cost)")
     parser.add_argument("--pgdata", type=Path, help="a kept data directory: the search database is seeded"
                         " and indexed once there, later runs reuse it")
     args = parser.parse_args()
@@ -314,6 +323,8 @@ def main() -> None:
         work = Path(tmp)
         server = pgserver.get_server(args.pgdata or work / "pg", cleanup_mode="stop")
         try:
+            if args.only == "crawl":
+                report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max)
             if args.only == "all":
                 report["recall"] = {model: paraphrase_recall(server, work, model) for model in ("static", "minilm")}
                 print(json.dumps({"recall": report["recall"]}), file=sys.stderr)
@@ -321,7 +332,7 @@ def main() -> None:
                 print(json.dumps({"first_crawl": report["first_crawl"]}), file=sys.stderr)
                 report["vector_index_upkeep"] = vector_index_upkeep(server)
                 print(json.dumps({"vector_index_upkeep": report["vector_index_upkeep"]}), file=sys.stderr)
-            if args.chunks:
+            if args.chunks and args.only != "crawl":
                 report["search"] = search_latency(server, work, args.chunks, args.queries, args.fresh)
         finally:
             server.cleanup()

@@ -171,9 +171,18 @@ class Deps:
     @_built_once
     def search_index(self) -> SearchIndex:
         """Chunks, embeddings and which documents are searchable (gleaner.retrieval)."""
+        from gleaner.retrieval.embedder import EmbedModel
         from gleaner.retrieval.index import SearchIndex
+        from gleaner.retrieval.prepare import InProcessPreparer, PooledPreparer
 
-        return SearchIndex(self.engine, inline_embedder=self.inline_embedder)
+        local = InProcessPreparer(self.inline_embedder)
+        s = self.settings
+        # New texts are chunked and embedded in the extraction processes while they run, with the same
+        # model this process would load (none when a test overrides the embedder or crawls do not embed).
+        offloaded = (s.embed_model if self.embedder_override is None and s.embed_after_crawl
+                     and s.embed_model == EmbedModel.STATIC else None)
+        preparer = PooledPreparer(lambda: self.extract_pool, offloaded, s.model_cache_dir, local)
+        return SearchIndex(self.engine, preparer=preparer)
 
     @property
     def embedder(self) -> Embedder:

@@ -37,6 +37,7 @@ class ExtractPool:
         self._queued: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] | None = []
         self._closed = False
         self._prestarted = False
+        self._aside: ProcessPoolExecutor | None = None
 
     @property
     def started(self) -> bool:
@@ -121,12 +122,31 @@ class ExtractPool:
         assert self._executor is not None
         return self._executor.submit(fn, *args)
 
+    def call_aside(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """A future for ``fn(*args)`` in one process of its own beside the extraction workers (started on
+        first use, from the same forkserver): for work a stage waits for (ingest's chunks and vectors,
+        retrieval/prepare.py), which must not queue behind the pages scrape has submitted while a bus
+        thread is held. Only while the workers run (:attr:`started`); else RuntimeError."""
+        with self._lock:
+            if self._closed or self._warming is None:
+                raise RuntimeError("the extraction processes are not running")
+            if self._aside is None:
+                import multiprocessing
+
+                ctx = multiprocessing.get_context("forkserver")
+                self._aside = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=worker_started)
+            aside = self._aside
+        return aside.submit(fn, *args)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             warming = self._warming
+            aside, self._aside = self._aside, None
         if warming is not None:
             warming.join()
+        if aside is not None:
+            aside.shutdown(wait=True, cancel_futures=True)
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
