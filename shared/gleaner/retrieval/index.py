@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -141,6 +142,8 @@ class SearchIndex:
         # Where new texts are chunked and embedded (retrieval/prepare.py); in-process unless told.
         self._preparer: ChunkPreparer = preparer or InProcessPreparer(inline_embedder)
         self._written_since_check = 0
+        self._merge_lock = threading.Lock()
+        self._merging: threading.Thread | None = None
 
     def has_vectors(self) -> bool:
         """Whether this database has pgvector and the embedding column (else: full text only)."""
@@ -159,10 +162,34 @@ class SearchIndex:
             self._written_since_check = 0
             try:
                 if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
-                    merge_fresh(self.engine)
+                    self._merge_in_background()
             except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batch is committed: a later merge catches up
-                log.warning("merging fresh vectors into the vector index failed: %s", exc)
+                log.warning("counting fresh vectors failed: %s", exc)
         return added
+
+    def _merge_in_background(self) -> None:
+        """Merge the fresh vectors on a thread of its own (one at a time): past the bound a merge moves
+        vectors one graph insert each, which ingest, and so the crawl, would otherwise wait for."""
+        with self._merge_lock:
+            if self._merging is not None and self._merging.is_alive():
+                return  # it moves what this batch added too (it loops until nothing is fresh)
+            self._merging = threading.Thread(target=self._merge, name="gleaner-merge-fresh", daemon=True)
+            self._merging.start()
+
+    def _merge(self) -> None:
+        try:
+            merge_fresh(self.engine)
+        except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batches are committed: a later merge catches up
+            log.warning("merging fresh vectors into the vector index failed: %s", exc)
+
+    def wait_for_merge(self, timeout: float | None = None) -> bool:
+        """Wait for a merge ingest started (the CLI's merge after a crawl, tests); False if one still runs."""
+        with self._merge_lock:
+            merging = self._merging
+        if merging is not None:
+            merging.join(timeout)
+            return not merging.is_alive()
+        return True
 
     def _index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> tuple[int, int]:
         """(chunks added, of which with a fresh vector)."""
