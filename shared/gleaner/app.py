@@ -171,17 +171,13 @@ class Deps:
     @_built_once
     def search_index(self) -> SearchIndex:
         """Chunks, embeddings and which documents are searchable (gleaner.retrieval)."""
-        from gleaner.retrieval.embedder import EmbedModel
         from gleaner.retrieval.index import SearchIndex
         from gleaner.retrieval.prepare import InProcessPreparer, PooledPreparer
 
-        local = InProcessPreparer(self.inline_embedder)
-        s = self.settings
-        # New texts are chunked and embedded in the extraction processes while they run, with the same
-        # model this process would load (none when a test overrides the embedder or crawls do not embed).
-        offloaded = (s.embed_model if self.embedder_override is None and s.embed_after_crawl
-                     and s.embed_model == EmbedModel.STATIC else None)
-        preparer = PooledPreparer(lambda: self.extract_pool, offloaded, s.model_cache_dir, local)
+        # New texts are chunked and embedded beside the extraction processes while they run, with the
+        # model this process would load (retrieval/prepare.py).
+        preparer = PooledPreparer(lambda: self.extract_pool, self._offloaded_model(), self.settings.model_cache_dir,
+                                  InProcessPreparer(self.inline_embedder))
         return SearchIndex(self.engine, preparer=preparer)
 
     @property
@@ -269,7 +265,23 @@ class Deps:
     def extract_pool(self) -> ExtractPool:
         from gleaner.extract.pool import ExtractPool
 
-        return ExtractPool(self.settings.extract_workers)
+        pool = ExtractPool(self.settings.extract_workers)
+        model = self._offloaded_model()
+        if model is not None:  # ingest's chunks and vectors are made beside the workers: its model loads early
+            from gleaner.retrieval.prepare import prepare_in_worker
+
+            cache = self.settings.model_cache_dir
+            pool.aside_warmup = (prepare_in_worker, ([], model, str(cache) if cache else None))
+        return pool
+
+    def _offloaded_model(self) -> str | None:
+        """The model ingest's chunks are embedded with beside the extraction processes: the process's
+        own (none when a test overrides the embedder, crawls do not embed, or the model is not inline)."""
+        from gleaner.retrieval.embedder import EmbedModel
+
+        s = self.settings
+        inline = self.embedder_override is None and s.embed_after_crawl and s.embed_model == EmbedModel.STATIC
+        return str(EmbedModel.STATIC) if inline else None
 
     @_built_once
     def renderer(self) -> BrowserRenderer | RemoteRenderer:

@@ -38,6 +38,9 @@ class ExtractPool:
         self._closed = False
         self._prestarted = False
         self._aside: ProcessPoolExecutor | None = None
+        # Run in the process beside the workers as soon as they are up (retrieval/prepare.py loads the
+        # embedder there), so a stage's first call_aside does not wait for it.
+        self.aside_warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
 
     @property
     def started(self) -> bool:
@@ -97,6 +100,10 @@ class ExtractPool:
                 queued, self._queued = self._queued or [], None
             for fn, args, outer in queued:
                 _hand_over(executor, fn, args, outer)
+            if self.aside_warmup is not None:
+                with suppress(RuntimeError):  # closed meanwhile
+                    fn, args = self.aside_warmup
+                    self.call_aside(fn, *args)
 
     def submit(self, items: Items) -> Future[list[ExtractedPage]]:
         """A future for a few fetched pages, (body, charset, url, content type) each (scrape overlaps extraction with
@@ -128,7 +135,7 @@ class ExtractPool:
         retrieval/prepare.py), which must not queue behind the pages scrape has submitted while a bus
         thread is held. Only while the workers run (:attr:`started`); else RuntimeError."""
         with self._lock:
-            if self._closed or self._warming is None:
+            if self._closed or self._warming is None or self._executor is None:
                 raise RuntimeError("the extraction processes are not running")
             if self._aside is None:
                 import multiprocessing
