@@ -61,7 +61,6 @@ from gleaner.retrieval import index as index_module  # noqa: E402
 from gleaner.retrieval import search  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
 from gleaner.retrieval.index import embed_pending  # noqa: E402
-from gleaner.retrieval.prepare import InProcessPreparer  # noqa: E402
 from gleaner.runner import crawl, new_request  # noqa: E402
 from gleaner.store import db  # noqa: E402
 
@@ -143,7 +142,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
     from gleaner.retrieval.fresh import fresh_count, merge_fresh
 
     (work / "empty").mkdir()
-    one = ("index_off", "fresh", "fresh_in_process", *(("hnsw_inside_ingest",) if hnsw else ()))
+    one = ("index_off", "fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))
     order = (*one, *reversed(one)) * rounds
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
     kept: dict[str, tuple[Deps, str]] = {}
@@ -156,8 +155,8 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
             deps = _deps(server, f"crawl{turn}", work)
             if name == "index_off":
                 deps.__dict__["search_index"] = _NoIndex()
-            elif name != "fresh":  # session 11's (and 10's): chunked and embedded in the crawl's main process
-                deps.search_index._preparer = InProcessPreparer(deps.inline_embedder)
+            elif name == "fresh_beside_extraction":  # GLEANER_EMBED_BESIDE_EXTRACTION (before anything is built)
+                deps.settings = deps.settings.with_(embed_beside_extraction=True)
             index_module._CHUNKS_EMBEDDED = _INTO_HNSW if name == "hnsw_inside_ingest" else fresh_sql
             inside = _timed(deps.search_index)
             started, cpu = time.perf_counter(), time.process_time()
@@ -188,7 +187,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
     merge_seconds = sum(r["merge_seconds"] for r in runs["fresh"])
     with_merge = sum(r["pages"] for r in runs["fresh"]) / (sum(r["seconds"] for r in runs["fresh"]) + merge_seconds)
     fresh_deps, fresh_db = kept["fresh"]
-    for name in ("hnsw_inside_ingest", "fresh_in_process"):
+    for name in ("hnsw_inside_ingest", "fresh_beside_extraction"):
         if name in kept:
             kept[name][0].close()
     with fresh_deps.engine.connect() as conn:
@@ -216,7 +215,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
         "chunks_per_page": round(chunks / max(pages_on, 1), 1), "runs": runs,
         "pages_per_s": {"index_off": round(rate["index_off"], 2),
                         "index_on_fresh": round(rate["fresh"], 2),
-                        "index_on_fresh_in_process": round(rate["fresh_in_process"], 2),
+                        "index_on_fresh_beside_extraction": round(rate["fresh_beside_extraction"], 2),
                         "index_on_fresh_with_merge": round(with_merge, 2),
                         **({"index_on_hnsw_inside_ingest": round(rate["hnsw_inside_ingest"], 2)} if hnsw else {})},
         "merge_seconds_per_crawl": round(merge_seconds / len(runs["fresh"]), 2),
@@ -225,13 +224,13 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
         "crawl_cost_of_indexing": {
             "fresh": round(1 - rate["fresh"] / rate["index_off"], 3),
             "fresh_with_merge": round(1 - with_merge / rate["index_off"], 3),
-            "fresh_in_process": round(1 - rate["fresh_in_process"] / rate["index_off"], 3),
+            "fresh_beside_extraction": round(1 - rate["fresh_beside_extraction"] / rate["index_off"], 3),
             **({"hnsw_inside_ingest": round(1 - rate["hnsw_inside_ingest"] / rate["index_off"], 3)} if hnsw else {})},
         # What indexing adds to the crawl's main process's CPU (all its threads), against indexing off:
         # that process is the crawl's bottleneck, and CPU seconds depend less on the machine's load.
         "main_process_cpu_added_by_indexing": {
             name: round(cpu_per_page(name) / cpu_per_page("index_off") - 1, 3)
-            for name in ("fresh", "fresh_in_process", *(("hnsw_inside_ingest",) if hnsw else ()))},
+            for name in ("fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))},
         # The same inside the indexing crawls: the share of their wall time in ingest's call into the index.
         "indexing_share_of_crawl_seconds": {name: share(name) for name in runs if name != "index_off"},
         "embedding": rates,

@@ -275,13 +275,14 @@ class Deps:
         return pool
 
     def _offloaded_model(self) -> str | None:
-        """The model ingest's chunks are embedded with beside the extraction processes: the process's
-        own (none when a test overrides the embedder, crawls do not embed, or the model is not inline)."""
+        """The model ingest's chunks are embedded with beside the extraction processes
+        (GLEANER_EMBED_BESIDE_EXTRACTION): the process's own (none when that is off, a test overrides
+        the embedder, crawls do not embed, or the model is not inline)."""
         from gleaner.retrieval.embedder import EmbedModel
 
         s = self.settings
         inline = self.embedder_override is None and s.embed_after_crawl and s.embed_model == EmbedModel.STATIC
-        return str(EmbedModel.STATIC) if inline else None
+        return str(EmbedModel.STATIC) if inline and s.embed_beside_extraction else None
 
     @_built_once
     def renderer(self) -> BrowserRenderer | RemoteRenderer:

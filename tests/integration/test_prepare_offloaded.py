@@ -69,7 +69,7 @@ def _same_as_in_process(deps) -> tuple[int, int]:
 
 @pytest.fixture
 def pooled(make_deps):
-    deps = make_deps(extract_workers=2)
+    deps = make_deps(extract_workers=2, embed_beside_extraction=True)
     if not deps.search_index.has_vectors():
         pytest.skip("this PostgreSQL has no pgvector")
     return deps
