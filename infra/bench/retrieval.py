@@ -135,13 +135,15 @@ def _table_writes(deps: Deps) -> dict[str, int]:
     return {"inserted": int(row[0]), "updated": int(row[1]), "hot_updated": int(row[2])}
 
 
-def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str, Any]:
+def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int = 1,
+                hnsw: bool = True) -> dict[str, Any]:
     """Indexing off, on (vectors fresh, merged after the crawl) and session 10's (into the HNSW index
     inside ingest), ABCCBA; the merge timed after each "fresh" crawl."""
     from gleaner.retrieval.fresh import fresh_count, merge_fresh
 
     (work / "empty").mkdir()
-    order = ("index_off", "fresh", "hnsw_inside_ingest", "hnsw_inside_ingest", "fresh", "index_off")
+    one = ("index_off", "fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))
+    order = (*one, *reversed(one)) * rounds
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
     kept: dict[str, tuple[Deps, str]] = {}
     default_embedder(EmbedModel.STATIC)  # loading is once per process (the table cached per machine): not timed
@@ -153,17 +155,21 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
             deps = _deps(server, f"crawl{turn}", work)
             if name == "index_off":
                 deps.__dict__["search_index"] = _NoIndex()
+            elif name == "fresh_beside_extraction":  # GLEANER_EMBED_BESIDE_EXTRACTION (before anything is built)
+                deps.settings = deps.settings.with_(embed_beside_extraction=True)
             index_module._CHUNKS_EMBEDDED = _INTO_HNSW if name == "hnsw_inside_ingest" else fresh_sql
             inside = _timed(deps.search_index)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 summary = crawl(deps, new_request(site.url + "/", site_domain="bench.test"))
             finally:
                 index_module._CHUNKS_EMBEDDED = fresh_sql
             seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu  # the crawl's main process (one interpreter lock): less load-bound
             run = {"pages": summary["fetched"], "seconds": round(seconds, 2),
                    "pages_per_s": round(summary["fetched"] / seconds, 2),
-                   "seconds_in_index_snapshots": round(inside[0], 2), "load": os.getloadavg()[0]}
+                   "seconds_in_index_snapshots": round(inside[0], 2), "main_process_cpu_s": round(cpu, 2),
+                   "load": os.getloadavg()[0]}
             if name == "fresh":  # searchable already; now into the HNSW index, off the crawl's path
                 run["fresh_after_crawl"] = fresh_count(deps.engine)
                 merge = merge_fresh(deps.engine)
@@ -171,6 +177,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
                             "pages_per_s_with_merge": round(summary["fetched"] / (seconds + merge.seconds), 2)})
             if name != "index_off":
                 run["text_chunks_writes"] = _table_writes(deps)
+                run["texts_sent_to_extraction_processes"] = getattr(deps.search_index._preparer, "sent", 0)
             runs[name].append(run)
             if name != "index_off" and name not in kept:
                 kept[name] = (deps, f"crawl{turn}")
@@ -180,8 +187,9 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
     merge_seconds = sum(r["merge_seconds"] for r in runs["fresh"])
     with_merge = sum(r["pages"] for r in runs["fresh"]) / (sum(r["seconds"] for r in runs["fresh"]) + merge_seconds)
     fresh_deps, fresh_db = kept["fresh"]
-    hnsw_deps, _hnsw_db = kept["hnsw_inside_ingest"]
-    hnsw_deps.close()
+    for name in ("hnsw_inside_ingest", "fresh_beside_extraction"):
+        if name in kept:
+            kept[name][0].close()
     with fresh_deps.engine.connect() as conn:
         chunks, embedded = conn.execute(sa.text(
             "SELECT count(*), count(embedding) FROM knowledge.text_chunks")).one()
@@ -195,6 +203,9 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
     size = _size(fresh_deps, "knowledge.text_chunks", "knowledge.search_index")
     fresh_deps.close()
 
+    def cpu_per_page(name: str) -> float:
+        return sum(r["main_process_cpu_s"] for r in runs[name]) / sum(r["pages"] for r in runs[name])
+
     def share(name: str) -> float:
         inside = sum(r["seconds_in_index_snapshots"] for r in runs[name])
         return round(inside / sum(r["seconds"] for r in runs[name]), 3)
@@ -204,18 +215,24 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int) -> dict[str
         "chunks_per_page": round(chunks / max(pages_on, 1), 1), "runs": runs,
         "pages_per_s": {"index_off": round(rate["index_off"], 2),
                         "index_on_fresh": round(rate["fresh"], 2),
+                        "index_on_fresh_beside_extraction": round(rate["fresh_beside_extraction"], 2),
                         "index_on_fresh_with_merge": round(with_merge, 2),
-                        "index_on_hnsw_inside_ingest": round(rate["hnsw_inside_ingest"], 2)},
+                        **({"index_on_hnsw_inside_ingest": round(rate["hnsw_inside_ingest"], 2)} if hnsw else {})},
         "merge_seconds_per_crawl": round(merge_seconds / len(runs["fresh"]), 2),
         # The issue's target: what indexing (chunks, full text, vectors searchable at once) costs the
         # first crawl's throughput; with the merge counted as if it were part of the crawl; and session 10's.
         "crawl_cost_of_indexing": {
             "fresh": round(1 - rate["fresh"] / rate["index_off"], 3),
             "fresh_with_merge": round(1 - with_merge / rate["index_off"], 3),
-            "hnsw_inside_ingest": round(1 - rate["hnsw_inside_ingest"] / rate["index_off"], 3)},
+            "fresh_beside_extraction": round(1 - rate["fresh_beside_extraction"] / rate["index_off"], 3),
+            **({"hnsw_inside_ingest": round(1 - rate["hnsw_inside_ingest"] / rate["index_off"], 3)} if hnsw else {})},
+        # What indexing adds to the crawl's main process's CPU (all its threads), against indexing off:
+        # that process is the crawl's bottleneck, and CPU seconds depend less on the machine's load.
+        "main_process_cpu_added_by_indexing": {
+            name: round(cpu_per_page(name) / cpu_per_page("index_off") - 1, 3)
+            for name in ("fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))},
         # The same inside the indexing crawls: the share of their wall time in ingest's call into the index.
-        "indexing_share_of_crawl_seconds": {"fresh": share("fresh"),
-                                            "hnsw_inside_ingest": share("hnsw_inside_ingest")},
+        "indexing_share_of_crawl_seconds": {name: share(name) for name in runs if name != "index_off"},
         "embedding": rates,
         "index_bytes_per_1000_pages": int(size / max(pages_on, 1) * 1000),
     }
@@ -300,8 +317,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--fresh", type=int, default=0, help="fresh chunks (not in the HNSW index yet) beside"
                         " the --chunks searched")
+    parser.add_argument("--rounds", type=int, default=1, help="first crawls: the alternation repeated")
+    parser.add_argument("--no-hnsw", action="store_true", help="first crawls: leave out session 10's ingest")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--only", choices=("all", "search"), default="all", help="search: latency part only")
+    parser.add_argument("--only", choices=("all", "search", "crawl"), default="all",
+                        help="search: latency part only; crawl: the first crawls only (indexing's cost)")
     parser.add_argument("--pgdata", type=Path, help="a kept data directory: the search database is seeded"
                         " and indexed once there, later runs reuse it")
     args = parser.parse_args()
@@ -314,14 +334,18 @@ def main() -> None:
         work = Path(tmp)
         server = pgserver.get_server(args.pgdata or work / "pg", cleanup_mode="stop")
         try:
+            if args.only == "crawl":
+                report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max, args.rounds,
+                                                    not args.no_hnsw)
             if args.only == "all":
                 report["recall"] = {model: paraphrase_recall(server, work, model) for model in ("static", "minilm")}
                 print(json.dumps({"recall": report["recall"]}), file=sys.stderr)
-                report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max)
+                report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max, args.rounds,
+                                                    not args.no_hnsw)
                 print(json.dumps({"first_crawl": report["first_crawl"]}), file=sys.stderr)
                 report["vector_index_upkeep"] = vector_index_upkeep(server)
                 print(json.dumps({"vector_index_upkeep": report["vector_index_upkeep"]}), file=sys.stderr)
-            if args.chunks:
+            if args.chunks and args.only != "crawl":
                 report["search"] = search_latency(server, work, args.chunks, args.queries, args.fresh)
         finally:
             server.cleanup()

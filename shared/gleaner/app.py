@@ -176,8 +176,13 @@ class Deps:
     def search_index(self) -> SearchIndex:
         """Chunks, embeddings and which documents are searchable (gleaner.retrieval)."""
         from gleaner.retrieval.index import SearchIndex
+        from gleaner.retrieval.prepare import InProcessPreparer, PooledPreparer
 
-        return SearchIndex(self.engine, inline_embedder=self.inline_embedder)
+        # New texts are chunked and embedded beside the extraction processes while they run, with the
+        # model this process would load (retrieval/prepare.py).
+        preparer = PooledPreparer(lambda: self.extract_pool, self._offloaded_model(), self.settings.model_cache_dir,
+                                  InProcessPreparer(self.inline_embedder))
+        return SearchIndex(self.engine, preparer=preparer)
 
     @property
     def embedder(self) -> Embedder:
@@ -264,7 +269,24 @@ class Deps:
     def extract_pool(self) -> ExtractPool:
         from gleaner.extract.pool import ExtractPool
 
-        return ExtractPool(self.settings.extract_workers)
+        pool = ExtractPool(self.settings.extract_workers)
+        model = self._offloaded_model()
+        if model is not None:  # ingest's chunks and vectors are made beside the workers: its model loads early
+            from gleaner.retrieval.prepare import prepare_in_worker
+
+            cache = self.settings.model_cache_dir
+            pool.aside_warmup = (prepare_in_worker, ([], model, str(cache) if cache else None))
+        return pool
+
+    def _offloaded_model(self) -> str | None:
+        """The model ingest's chunks are embedded with beside the extraction processes
+        (GLEANER_EMBED_BESIDE_EXTRACTION): the process's own (none when that is off, a test overrides
+        the embedder, crawls do not embed, or the model is not inline)."""
+        from gleaner.retrieval.embedder import EmbedModel
+
+        s = self.settings
+        inline = self.embedder_override is None and s.embed_after_crawl and s.embed_model == EmbedModel.STATIC
+        return str(EmbedModel.STATIC) if inline and s.embed_beside_extraction else None
 
     @_built_once
     def renderer(self) -> BrowserRenderer | RemoteRenderer:
@@ -385,6 +407,8 @@ class Deps:
             self.renderer.close()
         if "extract_pool" in self.__dict__:
             self.extract_pool.close()
+        if "search_index" in self.__dict__ and hasattr(self.search_index, "wait_for_merge"):
+            self.search_index.wait_for_merge()  # a merge ingest started: its batch ends before the engine does
         if "engine" in self.__dict__ and self.engine_override is None:
             self.engine.dispose()
         if "bus" in self.__dict__ and self.bus_override is None and hasattr(self.bus, "close"):

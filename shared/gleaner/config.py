@@ -228,6 +228,9 @@ class Settings:
     # keeps the model (its CPU and a few hundred MB) out of crawling processes; `gleaner index` embeds
     # what is pending later, and meanwhile those chunks are found by their words (docs/retrieval.md).
     embed_after_crawl: bool = True
+    # Ingest's new texts chunked and embedded in a process beside the extraction workers (retrieval/prepare.py):
+    # off by default, as session 12's runs found it no faster where the machine's cores bound the crawl.
+    embed_beside_extraction: bool = False
     # GLEANER_EMBED_MODEL: "static" (the default: a table distilled from MiniLM, embedded inside ingest)
     # or "minilm" (the transformer: better at distant wording, far slower). docs/retrieval.md.
     embed_model: str = "static"
@@ -322,6 +325,7 @@ class Settings:
             render_max_bytes=env_int(env, "GLEANER_RENDER_MAX_BYTES", d.render_max_bytes, 1),
             render_url=env.get("GLEANER_RENDER_URL", "").strip() or None,
             embed_after_crawl=env_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
+            embed_beside_extraction=env_bool(env, "GLEANER_EMBED_BESIDE_EXTRACTION", d.embed_beside_extraction),
             embed_model=env_embed_model(env, "GLEANER_EMBED_MODEL"),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,

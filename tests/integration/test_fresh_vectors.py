@@ -154,9 +154,40 @@ def test_ingest_merges_when_the_fresh_set_passes_its_bound(deps, monkeypatch):
     monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
     with TestSite(topic_pages(), max_seconds=300) as site:
         _crawl(deps, site)
+    assert deps.search_index.wait_for_merge(timeout=120)  # ingest merges on a thread of its own
     fresh_left, indexed, both = _where(deps)
     assert fresh_left <= 5 and indexed > 0 and both == 0 and fresh_left + indexed == len(TOPICS) + 1
     assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+
+
+def test_the_crawl_does_not_wait_for_the_merge_ingest_starts_past_the_bound(deps, monkeypatch):
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector")
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 3)
+    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
+    release, started = threading.Event(), threading.Event()
+    merged: list[MergeWay] = []
+
+    def held_merge(engine, **kwargs):  # the real merge, held until the crawl is over
+        started.set()
+        assert release.wait(120)
+        merged.append(merge_fresh(engine, **kwargs).way)
+
+    monkeypatch.setattr("gleaner.retrieval.index.merge_fresh", held_merge)
+    try:
+        with TestSite(topic_pages(), max_seconds=300) as site:
+            summary = _crawl(deps, site)
+        # The crawl ended while its merge waited: ingest did not wait for it.
+        assert started.is_set() and not deps.search_index.wait_for_merge(timeout=0)
+        assert summary["fetched"] == len(TOPICS) + 1
+        assert _where(deps)[0] == len(TOPICS) + 1  # every vector fresh, searchable meanwhile
+        assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+    finally:
+        release.set()
+    assert deps.search_index.wait_for_merge(timeout=120)
+    assert merged and merged[0] in (MergeWay.REBUILD, MergeWay.MOVE)
+    fresh_left, indexed, both = _where(deps)
+    assert both == 0 and fresh_left + indexed == len(TOPICS) + 1 and fresh_left <= 3
 
 
 def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, monkeypatch):
@@ -180,6 +211,7 @@ def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, 
     finally:
         stop.set()
         merger.join()
+    assert deps.search_index.wait_for_merge(timeout=120)
     assert MergeWay.MOVE in ways
     fresh_left, indexed, both = _where(deps)
     assert both == 0 and fresh_left + indexed == len(TOPICS) + 1  # every vector once, in one of the two sets

@@ -33,6 +33,7 @@ def merge_into_vector_index(deps: Deps, say: Callable[[str], None]) -> None:
     """The fresh vectors (searchable already, compared one by one) into the HNSW index."""
     from gleaner.retrieval.fresh import merge_fresh
 
+    deps.search_index.wait_for_merge()  # one ingest started in the background: it ends first
     report = merge_fresh(deps.engine)
     if report.merged:
         say(f"moved {report.merged} fresh vectors into the vector index ({report.way}) in {report.seconds:.1f} s")
@@ -82,6 +83,7 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
         done = embed_pending(index, deps.embedder)
         from gleaner.retrieval.fresh import merge_fresh
 
+        index.wait_for_merge()
         merge = merge_fresh(deps.engine)
         counts = index.counts()
         counts["references_embedded_now"] = embed_references(deps, deps.embedder)

@@ -37,6 +37,10 @@ class ExtractPool:
         self._queued: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] | None = []
         self._closed = False
         self._prestarted = False
+        self._aside: ProcessPoolExecutor | None = None
+        # Run in the process beside the workers as soon as they are up (retrieval/prepare.py loads the
+        # embedder there), so a stage's first call_aside does not wait for it.
+        self.aside_warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
 
     @property
     def started(self) -> bool:
@@ -96,6 +100,10 @@ class ExtractPool:
                 queued, self._queued = self._queued or [], None
             for fn, args, outer in queued:
                 _hand_over(executor, fn, args, outer)
+            if self.aside_warmup is not None:
+                with suppress(RuntimeError):  # closed meanwhile
+                    fn, args = self.aside_warmup
+                    self.call_aside(fn, *args)
 
     def submit(self, items: Items) -> Future[list[ExtractedPage]]:
         """A future for a few fetched pages, (body, charset, url, content type) each (scrape overlaps extraction with
@@ -121,12 +129,31 @@ class ExtractPool:
         assert self._executor is not None
         return self._executor.submit(fn, *args)
 
+    def call_aside(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """A future for ``fn(*args)`` in one process of its own beside the extraction workers (started on
+        first use, from the same forkserver): for work a stage waits for (ingest's chunks and vectors,
+        retrieval/prepare.py), which must not queue behind the pages scrape has submitted while a bus
+        thread is held. Only while the workers run (:attr:`started`); else RuntimeError."""
+        with self._lock:
+            if self._closed or self._warming is None or self._executor is None:
+                raise RuntimeError("the extraction processes are not running")
+            if self._aside is None:
+                import multiprocessing
+
+                ctx = multiprocessing.get_context("forkserver")
+                self._aside = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=worker_started)
+            aside = self._aside
+        return aside.submit(fn, *args)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             warming = self._warming
+            aside, self._aside = self._aside, None
         if warming is not None:
             warming.join()
+        if aside is not None:
+            aside.shutdown(wait=True, cancel_futures=True)
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

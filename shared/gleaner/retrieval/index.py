@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,10 +34,11 @@ from sqlalchemy.engine import Connection, Engine
 from gleaner.changes.events import Change, EventType
 from gleaner.errors import GleanerError
 from gleaner.provenance.canonical import CanonicalText
-from gleaner.retrieval.chunks import Chunk, chunk_text, embedding_input
+from gleaner.retrieval.chunks import Chunk, embedding_input
 from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
 from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
+from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_literals
 from gleaner.store.events import record_changes
 
 log = logging.getLogger(__name__)
@@ -99,18 +101,22 @@ _CHUNKS_EMBEDDED = sa.text(
 
 # A chunk without a vector of model :m (none yet, or another model's), fresh or indexed.
 _UNEMBEDDED = ("(embedding IS NULL AND fresh_embedding IS NULL) OR embedding_model IS DISTINCT FROM :m")
+# Which of a batch's texts would enter the index (as _ENTER's rows) and have no chunks yet: read before
+# the transaction, so that their chunking and embedding runs elsewhere meanwhile (retrieval/prepare.py).
+_NEED_CHUNKS = sa.text(
+    "SELECT DISTINCT st.text_hash FROM knowledge.document_snapshots s"
+    " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+    " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+    " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
+    "   AND r.destination = 'rag' AND r.enabled)"
+    " AND NOT EXISTS (SELECT 1 FROM knowledge.text_chunks c WHERE c.text_hash = st.text_hash)"
+)
+_vector_literals = vector_literals
 
 
-def _vector_literals(vectors: Sequence[Sequence[float]]) -> list[str]:
-    """pgvector's text form of each vector, to 6 decimals written as integers with an exponent.
-
-    ``19155e-6`` parses to the same float4 as ``0.019155``; turning integers into text costs a fraction
-    of formatting each float, and this runs for every chunk a crawl adds.
-    """
-    import numpy as np
-
-    micro = np.rint(np.asarray(vectors, dtype=np.float64) * 1e6).astype(np.int64).tolist()
-    return ["[" + "e-6,".join(map(str, row)) + "e-6]" for row in micro]
+def _new(text: CanonicalText) -> NewText:
+    return NewText(text.text_hash, text.text, text.spans_json)
 
 
 class IndexUnavailable(GleanerError):
@@ -129,12 +135,15 @@ def remove_documents(conn: Connection, document_ids: Sequence[str]) -> int:
 
 
 class SearchIndex:
-    def __init__(self, engine: Engine, inline_embedder: Callable[[], Embedder | None] = lambda: None) -> None:
+    def __init__(self, engine: Engine, inline_embedder: Callable[[], Embedder | None] = lambda: None,
+                 preparer: ChunkPreparer | None = None) -> None:
         self.engine = engine
         self._vectors: bool | None = None
-        # Asked only when a batch has new chunks: the model loads on the first page that needs it.
-        self._inline_embedder = inline_embedder
+        # Where new texts are chunked and embedded (retrieval/prepare.py); in-process unless told.
+        self._preparer: ChunkPreparer = preparer or InProcessPreparer(inline_embedder)
         self._written_since_check = 0
+        self._merge_lock = threading.Lock()
+        self._merging: threading.Thread | None = None
 
     def has_vectors(self) -> bool:
         """Whether this database has pgvector and the embedding column (else: full text only)."""
@@ -153,10 +162,34 @@ class SearchIndex:
             self._written_since_check = 0
             try:
                 if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
-                    merge_fresh(self.engine)
+                    self._merge_in_background()
             except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batch is committed: a later merge catches up
-                log.warning("merging fresh vectors into the vector index failed: %s", exc)
+                log.warning("counting fresh vectors failed: %s", exc)
         return added
+
+    def _merge_in_background(self) -> None:
+        """Merge the fresh vectors on a thread of its own (one at a time): past the bound a merge moves
+        vectors one graph insert each, which ingest, and so the crawl, would otherwise wait for."""
+        with self._merge_lock:
+            if self._merging is not None and self._merging.is_alive():
+                return  # it moves what this batch added too (it loops until nothing is fresh)
+            self._merging = threading.Thread(target=self._merge, name="gleaner-merge-fresh", daemon=True)
+            self._merging.start()
+
+    def _merge(self) -> None:
+        try:
+            merge_fresh(self.engine)
+        except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batches are committed: a later merge catches up
+            log.warning("merging fresh vectors into the vector index failed: %s", exc)
+
+    def wait_for_merge(self, timeout: float | None = None) -> bool:
+        """Wait for a merge ingest started (the CLI's merge after a crawl, tests); False if one still runs."""
+        with self._merge_lock:
+            merging = self._merging
+        if merging is not None:
+            merging.join(timeout)
+            return not merging.is_alive()
+        return True
 
     def _index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> tuple[int, int]:
         """(chunks added, of which with a fresh vector)."""
@@ -164,6 +197,13 @@ class SearchIndex:
             return 0, 0
         ids = [snapshot_id for snapshot_id, _text in items]
         texts = {text.text_hash: text for _snapshot_id, text in items}
+        embed = self.has_vectors()
+        pending = None
+        if self._preparer.offloads:  # sent now, collected inside the transaction: the work overlaps it
+            with self.engine.connect() as conn:
+                need = [r[0] for r in conn.execute(_NEED_CHUNKS, {"ids": ids}) if r[0] in texts]
+            if need:
+                pending = self._preparer.start([_new(texts[h]) for h in sorted(need)], embed)
         with self.engine.begin() as conn:
             handed = conn.execute(_HANDOVER, {"ids": ids}).all()
             record_changes(conn, [Change(document_id=str(r[0]), type=EventType.HANDOVER, snapshot_id=str(r[1]),
@@ -181,27 +221,26 @@ class SearchIndex:
             done = {r[0] for r in conn.execute(sa.text(
                 "SELECT DISTINCT text_hash FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
                 {"h": wanted})}
-            rows: list[dict[str, Any]] = []
-            inputs: list[str] = []
-            for text_hash in wanted:
-                if text_hash in done:
-                    continue
-                text = texts[text_hash]
-                for c in chunk_text(text.text, json.loads(text.spans_json)):
-                    rows.append({"h": text_hash, "o": c.ordinal, "s": c.start, "e": c.end, "hd": c.heading,
-                                 "t": text.text[c.start:c.end].decode("utf-8", "replace")})
-                    inputs.append(embedding_input(text.text, c))
-            embedder = None
-            if rows:
-                embedder = self._inline_embedder() if self.has_vectors() else None
-                if embedder is None:
-                    conn.execute(_CHUNKS, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False)})
-                else:
-                    for row, literal in zip(rows, _vector_literals(embedder.embed(inputs)), strict=True):
-                        row["v"] = literal
-                    conn.execute(_CHUNKS_EMBEDDED, {"rows": json.dumps(rows, separators=(",", ":"), ensure_ascii=False),
-                                                    "m": embedder.model, "d": embedder.dimension})
-        return len(rows), (len(rows) if embedder is not None else 0)
+            missing = [h for h in wanted if h not in done]
+            if not missing:
+                return 0, 0
+            ready = pending.result() if pending is not None else None  # None: the job failed
+            left = [_new(texts[h]) for h in missing if ready is None or h not in ready.texts]
+            sources = [p for p in (ready, self._preparer.here(left, embed) if left else None) if p is not None]
+            if len({p.model for p in sources}) > 1:  # one model a statement, never mixed: all here then
+                sources = [self._preparer.here([_new(texts[h]) for h in missing], embed)]
+            model, dimension = sources[0].model, sources[0].dimension
+            prepared = {h: t for p in sources for h, t in p.texts.items()}
+            parts = [prepared[h] for h in missing]
+            added = sum(p.chunks for p in parts)
+            if not added:
+                return 0, 0
+            payload = "[" + ",".join(p.rows_json for p in parts if p.chunks) + "]"
+            if model is None:
+                conn.execute(_CHUNKS, {"rows": payload})
+            else:
+                conn.execute(_CHUNKS_EMBEDDED, {"rows": payload, "m": model, "d": dimension})
+        return added, (added if model is not None else 0)
 
     # -- embeddings -------------------------------------------------------------------------------
 
