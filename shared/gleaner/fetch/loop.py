@@ -8,13 +8,6 @@ coroutines to this loop and wait on ordinary futures.
 One loop per process, not per fetcher, because per-host politeness (asyncio semaphores in the
 process's :class:`~gleaner.fetch.politeness.HostTable`) is shared by every fetcher of the process,
 and asyncio primitives belong to one loop. A forked child starts its own loop on first use.
-
-The loop's thread shares the interpreter lock with the stages' threads, whose work between two
-database round trips is CPU. A thread woken by the operating system (a host's delay over, an answer
-in) waits for the lock up to the interpreter's switch interval, and again at every step while
-several threads compete: a host's next request started late by that much at every turn. Starting
-the loop lowers the interval (:data:`SWITCH_SECONDS`), so a slot fires close to its due time;
-the CPU threads hand the lock over more often, which costs them little.
 """
 
 from __future__ import annotations
@@ -22,16 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-import sys
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-
-# The interpreter's switch interval while a fetch loop runs (Python's default is 5 ms).
-SWITCH_SECONDS = 0.001
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -43,7 +32,6 @@ def fetch_loop() -> asyncio.AbstractEventLoop:
     global _loop, _owner_pid
     with _lock:
         if _loop is None or _owner_pid != os.getpid():
-            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_SECONDS))
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="gleaner-fetch-loop", daemon=True)
             thread.start()
