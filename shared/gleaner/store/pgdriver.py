@@ -12,6 +12,17 @@
   every character of its text, at every execution (a quarter of a millisecond for ingest's
   statement). With positional placeholders the rewrite depends on the text alone, so it is kept per
   text (:func:`_positional`); named placeholders go through pg8000 as before.
+- Exchanges. pg8000 waits for the server after each of Parse, Bind and Execute (a Sync each), does
+  the same for COMMIT and sends BEGIN on its own: a one-statement transaction is ten round trips.
+  :func:`_execute_pipelined` sends a statement's messages with one Sync, as libpq does, and
+  :func:`_begin_later` sends BEGIN with the transaction's first statement: three round trips.
+- Cut short. If reading the answers is interrupted (Ctrl-C, a timeout), the server's remaining answers
+  are still in the socket, and the next transaction on that connection would read them as its own:
+  such a connection is closed (:func:`_cut_short`), and the pool replaces it. A server error read to
+  its end leaves the connection in step and usable.
+
+The exchange patches replace pg8000 internals of the 1.31 series (pinned in pyproject.toml); under
+another version :func:`install` leaves pg8000's own exchanges in place.
 """
 
 from __future__ import annotations
@@ -188,12 +199,20 @@ def install(engine: Engine) -> None:
     placeholder rewrite is kept per statement text and its statements go in one exchange each (for the
     process: they are pg8000's module function and connection method)."""
     pg8000.legacy.convert_paramstyle = _convert_paramstyle
-    pg8000.core.CoreConnection.execute_unnamed = _execute_pipelined
-    pg8000.core.CoreConnection.execute_simple = _begin_later
-    pg8000.legacy.Connection.rollback = _rollback
+    if pg8000.__version__.startswith(_PATCHED_SERIES):
+        _pipeline_exchanges()
 
     @sa.event.listens_for(engine, "connect")
     def _register(dbapi_connection: Any, _record: Any) -> None:
         register = getattr(dbapi_connection, "register_out_adapter", None)
         if register is not None:  # pg8000; another driver keeps its own
             register(list, array_literal)
+
+
+_PATCHED_SERIES = "1.31."  # the internals the exchange patches replace (see the module docstring)
+
+
+def _pipeline_exchanges() -> None:
+    pg8000.core.CoreConnection.execute_unnamed = _execute_pipelined
+    pg8000.core.CoreConnection.execute_simple = _begin_later
+    pg8000.legacy.Connection.rollback = _rollback
