@@ -8,7 +8,9 @@ One run, side by side, on one embedded PostgreSQL (pgserver, with pgvector), bot
    by one that does nothing); ``fresh`` (the product): chunks, full-text vectors, search_index rows
    and the chunks' vectors written by ingest in its transaction, the vectors fresh (searchable at
    once, compared exactly: gleaner.retrieval.fresh), then the merge into the HNSW index timed after
-   the crawl, and pages/s counted with and without it; ``hnsw`` (session 10's ingest): the vectors
+   the crawl, and pages/s counted with and without it; ``fresh_text_vectors``: the same with the
+   vectors as text literals in the insert's JSON (before binary COPY: retrieval_textpath.py);
+   ``fresh_beside_extraction`` (``--no-beside`` leaves it out); ``hnsw`` (session 10's ingest): the vectors
    written straight into the HNSW-indexed column inside ingest. Also text_chunks' row writes (an
    UPDATE would re-insert into every index), both models' embedding rates (chunks/s wall and per
    CPU-second, ABBA) and the index's size per 1,000 pages (text_chunks: heap, tsv, vectors, GIN,
@@ -25,7 +27,8 @@ One run, side by side, on one embedded PostgreSQL (pgserver, with pgvector), bot
 4. the vector index's upkeep alone: ms and WAL bytes per vector inserted with and without
    pgvector's HNSW index, and ms per vector of a bulk build of the same rows (``vector_index_upkeep``).
 
-The load average is reported at the start, per crawl and at the end: the machine is shared.
+The load average is reported at the start, per crawl and at the end: the machine is shared. Each
+crawl's CPU is counted in its main process and in the PostgreSQL server's processes.
 Part 2 is in ``retrieval_search.py``. Prints one JSON object (``--out`` also writes it).
 ``--only search --pgdata DIR`` runs part 2 alone on
 a data directory that is kept: the first run seeds it and builds the HNSW index (minutes), later runs
@@ -53,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import generate_synthetic  # noqa: E402
 from retrieval_search import _deps, _owner, _size, search_latency  # noqa: E402
+from retrieval_textpath import postgres_cpu_seconds, text_vectors  # noqa: E402
 from server import testsite_for  # noqa: E402
 
 from gleaner import tenancy  # noqa: E402
@@ -136,13 +140,15 @@ def _table_writes(deps: Deps) -> dict[str, int]:
 
 
 def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int = 1,
-                hnsw: bool = True) -> dict[str, Any]:
+                hnsw: bool = True, beside: bool = True) -> dict[str, Any]:
     """Indexing off, on (vectors fresh, merged after the crawl) and session 10's (into the HNSW index
     inside ingest), ABCCBA; the merge timed after each "fresh" crawl."""
     from gleaner.retrieval.fresh import fresh_count, merge_fresh
 
     (work / "empty").mkdir()
-    one = ("index_off", "fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))
+    # fresh_text_vectors: ingest in-process with the vectors as text literals (before binary COPY).
+    one = ("index_off", "fresh", "fresh_text_vectors", *(("fresh_beside_extraction",) if beside else ()),
+           *(("hnsw_inside_ingest",) if hnsw else ()))
     order = (*one, *reversed(one)) * rounds
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
     kept: dict[str, tuple[Deps, str]] = {}
@@ -159,16 +165,22 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
                 deps.settings = deps.settings.with_(embed_beside_extraction=True)
             index_module._CHUNKS_EMBEDDED = _INTO_HNSW if name == "hnsw_inside_ingest" else fresh_sql
             inside = _timed(deps.search_index)
-            started, cpu = time.perf_counter(), time.process_time()
+            started, cpu, pg_cpu = time.perf_counter(), time.process_time(), postgres_cpu_seconds(server.pgdata)
             try:
-                summary = crawl(deps, new_request(site.url + "/", site_domain="bench.test"))
+                if name == "fresh_text_vectors":
+                    with text_vectors():
+                        summary = crawl(deps, new_request(site.url + "/", site_domain="bench.test"))
+                else:
+                    summary = crawl(deps, new_request(site.url + "/", site_domain="bench.test"))
             finally:
                 index_module._CHUNKS_EMBEDDED = fresh_sql
             seconds = time.perf_counter() - started
             cpu = time.process_time() - cpu  # the crawl's main process (one interpreter lock): less load-bound
+            pg_cpu = postgres_cpu_seconds(server.pgdata) - pg_cpu  # every server process, the crawl's sessions'
             run = {"pages": summary["fetched"], "seconds": round(seconds, 2),
                    "pages_per_s": round(summary["fetched"] / seconds, 2),
                    "seconds_in_index_snapshots": round(inside[0], 2), "main_process_cpu_s": round(cpu, 2),
+                   "postgres_cpu_s": round(pg_cpu, 2),
                    "load": os.getloadavg()[0]}
             if name == "fresh":  # searchable already; now into the HNSW index, off the crawl's path
                 run["fresh_after_crawl"] = fresh_count(deps.engine)
@@ -187,7 +199,7 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
     merge_seconds = sum(r["merge_seconds"] for r in runs["fresh"])
     with_merge = sum(r["pages"] for r in runs["fresh"]) / (sum(r["seconds"] for r in runs["fresh"]) + merge_seconds)
     fresh_deps, fresh_db = kept["fresh"]
-    for name in ("hnsw_inside_ingest", "fresh_beside_extraction"):
+    for name in ("hnsw_inside_ingest", "fresh_beside_extraction", "fresh_text_vectors"):
         if name in kept:
             kept[name][0].close()
     with fresh_deps.engine.connect() as conn:
@@ -203,8 +215,10 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
     size = _size(fresh_deps, "knowledge.text_chunks", "knowledge.search_index")
     fresh_deps.close()
 
-    def cpu_per_page(name: str) -> float:
-        return sum(r["main_process_cpu_s"] for r in runs[name]) / sum(r["pages"] for r in runs[name])
+    def cpu_per_page(name: str, key: str = "main_process_cpu_s") -> float:
+        return sum(r[key] for r in runs[name]) / sum(r["pages"] for r in runs[name])
+
+    indexing = [name for name in one if name != "index_off"]
 
     def share(name: str) -> float:
         inside = sum(r["seconds_in_index_snapshots"] for r in runs[name])
@@ -215,7 +229,9 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
         "chunks_per_page": round(chunks / max(pages_on, 1), 1), "runs": runs,
         "pages_per_s": {"index_off": round(rate["index_off"], 2),
                         "index_on_fresh": round(rate["fresh"], 2),
-                        "index_on_fresh_beside_extraction": round(rate["fresh_beside_extraction"], 2),
+                        "index_on_fresh_text_vectors": round(rate["fresh_text_vectors"], 2),
+                        **({"index_on_fresh_beside_extraction": round(rate["fresh_beside_extraction"], 2)}
+                           if beside else {}),
                         "index_on_fresh_with_merge": round(with_merge, 2),
                         **({"index_on_hnsw_inside_ingest": round(rate["hnsw_inside_ingest"], 2)} if hnsw else {})},
         "merge_seconds_per_crawl": round(merge_seconds / len(runs["fresh"]), 2),
@@ -224,13 +240,20 @@ def first_crawl(server: Any, work: Path, pages: int, embed_max: int, rounds: int
         "crawl_cost_of_indexing": {
             "fresh": round(1 - rate["fresh"] / rate["index_off"], 3),
             "fresh_with_merge": round(1 - with_merge / rate["index_off"], 3),
-            "fresh_beside_extraction": round(1 - rate["fresh_beside_extraction"] / rate["index_off"], 3),
+            "fresh_text_vectors": round(1 - rate["fresh_text_vectors"] / rate["index_off"], 3),
+            **({"fresh_beside_extraction": round(1 - rate["fresh_beside_extraction"] / rate["index_off"], 3)}
+               if beside else {}),
             **({"hnsw_inside_ingest": round(1 - rate["hnsw_inside_ingest"] / rate["index_off"], 3)} if hnsw else {})},
         # What indexing adds to the crawl's main process's CPU (all its threads), against indexing off:
         # that process is the crawl's bottleneck, and CPU seconds depend less on the machine's load.
         "main_process_cpu_added_by_indexing": {
-            name: round(cpu_per_page(name) / cpu_per_page("index_off") - 1, 3)
-            for name in ("fresh", "fresh_beside_extraction", *(("hnsw_inside_ingest",) if hnsw else ()))},
+            name: round(cpu_per_page(name) / cpu_per_page("index_off") - 1, 3) for name in indexing},
+        # The same for the PostgreSQL server's processes (all of them: the crawl is their one client).
+        "postgres_cpu_added_by_indexing": {
+            name: round(cpu_per_page(name, "postgres_cpu_s") / cpu_per_page("index_off", "postgres_cpu_s") - 1, 3)
+            for name in indexing},
+        "cpu_s_per_page": {name: {"main_process": round(cpu_per_page(name), 4),
+                                  "postgres": round(cpu_per_page(name, "postgres_cpu_s"), 4)} for name in one},
         # The same inside the indexing crawls: the share of their wall time in ingest's call into the index.
         "indexing_share_of_crawl_seconds": {name: share(name) for name in runs if name != "index_off"},
         "embedding": rates,
@@ -319,6 +342,7 @@ def main() -> None:
                         " the --chunks searched")
     parser.add_argument("--rounds", type=int, default=1, help="first crawls: the alternation repeated")
     parser.add_argument("--no-hnsw", action="store_true", help="first crawls: leave out session 10's ingest")
+    parser.add_argument("--no-beside", action="store_true", help="first crawls: leave out chunking beside extraction")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--only", choices=("all", "search", "crawl"), default="all",
                         help="search: latency part only; crawl: the first crawls only (indexing's cost)")
@@ -336,12 +360,12 @@ def main() -> None:
         try:
             if args.only == "crawl":
                 report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max, args.rounds,
-                                                    not args.no_hnsw)
+                                                    not args.no_hnsw, not args.no_beside)
             if args.only == "all":
                 report["recall"] = {model: paraphrase_recall(server, work, model) for model in ("static", "minilm")}
                 print(json.dumps({"recall": report["recall"]}), file=sys.stderr)
                 report["first_crawl"] = first_crawl(server, work, args.pages, args.embed_max, args.rounds,
-                                                    not args.no_hnsw)
+                                                    not args.no_hnsw, not args.no_beside)
                 print(json.dumps({"first_crawl": report["first_crawl"]}), file=sys.stderr)
                 report["vector_index_upkeep"] = vector_index_upkeep(server)
                 print(json.dumps({"vector_index_upkeep": report["vector_index_upkeep"]}), file=sys.stderr)

@@ -8,7 +8,6 @@ pages on distinct topics.
 from __future__ import annotations
 
 import json
-import random
 import threading
 
 import pytest
@@ -238,18 +237,33 @@ def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, databas
     assert (again["merged_now"], again["merge"]) == (0, "none")
 
 
-def test_the_vector_literals_ingest_writes_are_the_vectors_to_six_decimals(deps):
-    """Ingest writes vectors as integers with an exponent (``19155e-6``): pgvector must read them as the
-    same float4 values as the plain six-decimal form, signs, zeros and the largest values included."""
+def test_the_binary_vectors_ingest_copies_are_the_embedder_s_float4s_bit_for_bit(deps):
+    """Ingest copies vectors in binary (gleaner.retrieval.vectors), under the application role: pgvector
+    must store exactly the float4s the text form of the same values gives, signs, zeros, the smallest
+    and largest values included, and the temporary table must empty itself at commit."""
     if not deps.search_index.has_vectors():
         pytest.skip("this PostgreSQL has no pgvector")
-    from gleaner.retrieval.index import _vector_literals
+    import numpy as np
 
-    rng = random.Random(11)
-    vectors = [[rng.uniform(-1, 1) for _ in range(384)] for _ in range(40)]
-    vectors += [[0.0] * 383 + [1.0], [-1.0] + [0.0] * 383, [rng.uniform(-1e-5, 1e-5) for _ in range(384)]]
+    from gleaner.retrieval.prepare import vector_rows
+    from gleaner.retrieval.vectors import TABLE, copy_vectors
+
+    rng = np.random.default_rng(11)
+    vectors = rng.uniform(-1, 1, (40, 384)).astype(np.float32)
+    edges = np.zeros((4, 384), dtype=np.float32)
+    edges[0, -1], edges[1, 0] = 1.0, -1.0
+    edges[2] = rng.uniform(-1e-5, 1e-5, 384)
+    edges[3] = np.float32(2e-38) * rng.choice([-1, 1], 384)  # near float4's smallest normal magnitude
+    vectors = np.vstack([vectors, edges])
+    keys = [(f"h{i % 7}", i) for i in range(len(vectors))]
     with deps.engine.connect() as conn:
-        for vector, literal in zip(vectors, _vector_literals(vectors), strict=True):
-            plain = "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
-            assert conn.execute(sa.text("SELECT CAST(:a AS public.vector) = CAST(:b AS public.vector)"),
-                                {"a": literal, "b": plain}).scalar(), (literal[:80], plain[:80])
+        assert conn.execute(sa.text("SELECT current_user")).scalar() == "gleaner_app"  # under row-level security
+        copy_vectors(conn, vector_rows(keys, vectors.tolist()))
+        stored = dict(conn.execute(sa.text(f"SELECT o, CAST(v AS real[]) FROM {TABLE}")).all())
+        for (_h, o), vector in zip(keys, vectors, strict=True):
+            literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"  # a float4's shortest exact form
+            assert conn.execute(sa.text(f"SELECT v = CAST(:a AS public.vector) FROM {TABLE} WHERE o = :o"),
+                                {"a": literal, "o": o}).scalar(), o
+            assert np.array_equal(np.asarray(stored[o], dtype=np.float32), vector), o
+        conn.commit()
+        assert conn.execute(sa.text(f"SELECT count(*) FROM {TABLE}")).scalar() == 0  # emptied at commit

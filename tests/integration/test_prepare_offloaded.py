@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from gleaner.retrieval.embedder import EmbedModel, default_embedder
 from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.prepare import NewText, prepare_in_worker, prepare_texts
+from gleaner.retrieval.vectors import TABLE as VECTORS
+from gleaner.retrieval.vectors import copy_vectors
 from gleaner.runner import crawl, new_request
 from gleaner.testsite import TestSite
 from tests.integration.paraphrase_site import TOPICS, topic_pages
@@ -24,12 +26,12 @@ from tests.integration.paraphrase_site import TOPICS, topic_pages
 SITE = "topics.test"
 
 # The rows a crawl wrote (positions, heading, full-text vector, vector), and how many of them match
-# the rows prepared here in this process: pgvector compares the stored float4s with the literals'.
+# the rows prepared here in this process: pgvector compares the stored float4s with those copied here.
 _SAME = sa.text(
-    "SELECT count(*) FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, s int, e int, hd text, v text)"
+    "SELECT count(*) FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, s int, e int, hd text)"
     " JOIN knowledge.text_chunks c ON c.text_hash = r.h AND c.ordinal = r.o"
-    " WHERE c.chunk_start = r.s AND c.chunk_end = r.e AND c.heading = r.hd"
-    " AND c.fresh_embedding = CAST(r.v AS public.vector)")
+    f" JOIN {VECTORS} v ON v.h = r.h AND v.o = r.o"
+    " WHERE c.chunk_start = r.s AND c.chunk_end = r.e AND c.heading = r.hd AND c.fresh_embedding = v.v")
 
 
 def _texts(deps) -> list[NewText]:
@@ -63,6 +65,7 @@ def _same_as_in_process(deps) -> tuple[int, int]:
     prepared = prepare_texts(_texts(deps), default_embedder(EmbedModel.STATIC))
     payload = "[" + ",".join(t.rows_json for t in prepared.texts.values() if t.chunks) + "]"
     with deps.engine.connect() as conn:
+        copy_vectors(conn, b"".join(t.vectors for t in prepared.texts.values()))
         same = int(conn.execute(_SAME, {"rows": payload}).scalar_one())
     return _chunk_count(deps), same
 
@@ -82,7 +85,7 @@ def test_the_process_beside_extraction_prepares_the_rows_this_process_does_bit_f
     texts = [_topic_text(i, *page) for i, page in enumerate(TOPICS.values())]
     there = pool.call_aside(prepare_in_worker, texts, EmbedModel.STATIC.value, None).result(timeout=120)
     here = prepare_texts(texts, default_embedder(EmbedModel.STATIC))
-    assert there == here  # the same JSON rows: positions, headings, texts and every vector's literal
+    assert there == here  # the same rows: positions, headings, texts and every vector's bytes
     assert there.model == default_embedder(EmbedModel.STATIC).model and sum(t.chunks for t in there.texts.values())
     # The process beside extraction keeps its embedder: a second job loads nothing (same process, same answer).
     assert pool.call_aside(os.getpid).result(timeout=60) == pool.call_aside(os.getpid).result(timeout=60)

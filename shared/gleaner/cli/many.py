@@ -22,6 +22,7 @@ import click
 
 from gleaner.app import Deps
 from gleaner.cli.board import RunBoard
+from gleaner.cli.search import merge_when_idle
 from gleaner.engine import Engine, RunRef
 from gleaner.messages import CrawlRequested
 
@@ -45,10 +46,14 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
     woken = threading.Event()
     stop = threading.Event()
     failed: list[BaseException] = []
+    active = [0]  # runs handed to the engine and not ended yet
+    counted = threading.Lock()
 
     def ended(run: RunRef, summary: dict[str, Any]) -> None:
         click.echo(f"{run.site_domain}: run {run.run_id} {summary['status']} (fetched {summary['fetched']})",
                    err=True)
+        with counted:
+            active[0] -= 1
         woken.set()
 
     engine = Engine(deps, on_run_end=ended)
@@ -61,9 +66,15 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
             woken.set()
 
     def started(report: TickReport) -> None:
+        with counted:  # before the engine has them: a run may end before add() returns
+            active[0] += len(report.started)
         engine.add([RunRef(s.run_id, s.site_domain, "") for s in report.started])
 
     def nap(seconds: float) -> None:
+        with counted:
+            idle = active[0] == 0
+        if idle:  # fresh vectors into the HNSW index while no run waits for it (gleaner.retrieval.fresh)
+            merge_when_idle(deps, lambda line: click.echo(line, err=True))
         woken.wait(seconds)
         woken.clear()
         if failed:

@@ -30,10 +30,34 @@ def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
 
 
 def merge_into_vector_index(deps: Deps, say: Callable[[str], None]) -> None:
-    """The fresh vectors (searchable already, compared one by one) into the HNSW index."""
-    from gleaner.retrieval.fresh import merge_fresh
+    """After a run: the fresh vectors into the HNSW index only when they passed the bound search's
+    exact part was measured with. Below it a merge buys nothing (the fresh set is searched exactly,
+    recall is perfect) and would cost the run a rebuild; ``gleaner index`` and a watch's idle moment
+    merge the rest."""
+    from gleaner.retrieval import fresh
 
     deps.search_index.wait_for_merge()  # one ingest started in the background: it ends first
+    if fresh.fresh_count(deps.engine, fresh.FRESH_MAX + 1) > fresh.FRESH_MAX:
+        _merge(deps, say)
+
+
+def merge_when_idle(deps: Deps, say: Callable[[str], None]) -> None:
+    """``gleaner watch`` between cycles with no run active: nothing waits for the merge then."""
+    import sqlalchemy as sa
+
+    from gleaner.retrieval import fresh
+
+    deps.search_index.wait_for_merge()
+    try:
+        if fresh.fresh_count(deps.engine, 1):
+            _merge(deps, say)
+    except sa.exc.SQLAlchemyError as exc:  # the watch goes on: the next idle moment merges
+        say(f"merging fresh vectors failed ({exc.__class__.__name__}); retried when idle again")
+
+
+def _merge(deps: Deps, say: Callable[[str], None]) -> None:
+    from gleaner.retrieval.fresh import merge_fresh
+
     report = merge_fresh(deps.engine)
     if report.merged:
         say(f"moved {report.merged} fresh vectors into the vector index ({report.way}) in {report.seconds:.1f} s")

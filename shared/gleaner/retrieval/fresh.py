@@ -15,9 +15,9 @@ crawl does not pay pgvector's insert into the graph. :func:`merge_fresh` moves f
 - **move**, otherwise: batches of ``MERGE_BATCH`` rows, each its own transaction, each row updated
   once (the graph's insert is paid here, not in ingest).
 
-Who merges: the CLI after a crawl, ``tick`` or ``watch`` cycle and in ``gleaner index``
-(gleaner.cli.search), and ingest itself when the fresh set passes ``FRESH_MAX`` (the bound on what
-search compares exactly). One merge at a time per database (an advisory lock); a second caller
+Who merges: ingest when the fresh set passes ``FRESH_MAX`` (the bound on what search compares
+exactly), the CLI after a crawl or ``tick`` only past that bound, ``gleaner watch`` when idle, and
+``gleaner index`` always (gleaner.cli.search). One merge at a time per database (an advisory lock); a second caller
 returns at once. Runs as the login role (the tables' owner): it moves rows of every tenant, and a
 rebuild is DDL. Where that role may not drop the index, the rebuild falls back to moving.
 """

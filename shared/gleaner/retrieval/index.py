@@ -22,7 +22,6 @@ Until a chunk is embedded it is found by full text alone.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -38,7 +37,9 @@ from gleaner.retrieval.chunks import Chunk, embedding_input
 from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
 from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
-from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_literals
+from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_rows
+from gleaner.retrieval.vectors import TABLE as VECTORS
+from gleaner.retrieval.vectors import copy_vectors
 from gleaner.store.events import record_changes
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,15 @@ _CHUNKS = sa.text(
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"
 )
 # The same rows with their vectors (an inline embedder): one write per chunk, no later UPDATE. The
-# vectors are fresh: searchable at once, in the HNSW index after a merge (gleaner.retrieval.fresh).
+# vectors come in binary through a temporary table (gleaner.retrieval.vectors), joined by key; they
+# are fresh: searchable at once, in the HNSW index after a merge (gleaner.retrieval.fresh).
 _CHUNKS_EMBEDDED = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv,"
     " fresh_embedding, embedding_model, embedding_dim)"
-    " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t),"
-    " CAST(v AS public.vector), :m, :d"
-    " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text, v text)"
+    " SELECT c.h, c.o, c.s, c.e, c.hd, setweight(to_tsvector('english', c.hd), 'A') || to_tsvector('english', c.t),"
+    " v.v, CASE WHEN v.v IS NOT NULL THEN CAST(:m AS text) END, CASE WHEN v.v IS NOT NULL THEN CAST(:d AS int) END"
+    " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
+    f" LEFT JOIN {VECTORS} v ON v.h = c.h AND v.o = c.o"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"
 )
 
@@ -112,8 +115,6 @@ _NEED_CHUNKS = sa.text(
     "   AND r.destination = 'rag' AND r.enabled)"
     " AND NOT EXISTS (SELECT 1 FROM knowledge.text_chunks c WHERE c.text_hash = st.text_hash)"
 )
-_vector_literals = vector_literals
-
 
 def _new(text: CanonicalText) -> NewText:
     return NewText(text.text_hash, text.text, text.spans_json)
@@ -239,6 +240,7 @@ class SearchIndex:
             if model is None:
                 conn.execute(_CHUNKS, {"rows": payload})
             else:
+                copy_vectors(conn, b"".join(p.vectors for p in parts))
                 conn.execute(_CHUNKS_EMBEDDED, {"rows": payload, "m": model, "d": dimension})
         return added, (added if model is not None else 0)
 
@@ -269,15 +271,13 @@ class SearchIndex:
         """Write vectors fresh (searchable at once; the merge puts them in the HNSW index)."""
         if not rows:
             return
-        literals = _vector_literals([v for _h, _o, v in rows])
-        payload = json.dumps([{"h": h, "o": o, "v": literal}
-                              for (h, o, _v), literal in zip(rows, literals, strict=True)], separators=(",", ":"))
+        data = vector_rows([(h, o) for h, o, _v in rows], [v for _h, _o, v in rows])
         with self.engine.begin() as conn:
+            copy_vectors(conn, data)
             conn.execute(sa.text(
-                "UPDATE knowledge.text_chunks c SET fresh_embedding = CAST(r.v AS public.vector), embedding = NULL,"
+                "UPDATE knowledge.text_chunks c SET fresh_embedding = r.v, embedding = NULL,"
                 " embedding_model = :m, embedding_dim = :d"
-                " FROM json_to_recordset(CAST(:rows AS json)) AS r(h text, o int, v text)"
-                " WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"rows": payload, "m": model, "d": dimension})
+                f" FROM {VECTORS} r WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"m": model, "d": dimension})
 
     def drop_other_models(self, model: str) -> int:
         """Forget vectors made by any other model, so the re-embedding never ranks two models together."""

@@ -1,4 +1,4 @@
-"""A new text's chunk rows, ready to insert: chunked, embedded, each vector in pgvector's text form.
+"""A new text's chunk rows, ready to insert: chunked, embedded, each vector in pgvector's binary form.
 
 :func:`prepare_texts` is the pure core: the same rows whichever process runs it. Where it runs is a
 port (:class:`ChunkPreparer`) with two implementations:
@@ -14,6 +14,12 @@ port (:class:`ChunkPreparer`) with two implementations:
   (the process crashed or hung) is done in-process instead, and so is the rest of the run's: the
   text is never lost, the run goes on.
 
+The vectors are not text: each chunk's is a row of a binary COPY (:func:`vector_rows`: the text
+hash, the ordinal and the vector as pgvector receives it, float4 big-endian), which ingest copies
+into a temporary table and joins to the chunk rows (gleaner.retrieval.vectors). Formatting each
+float as text, carrying it in the statement's JSON and parsing it back was most of what writing a
+vector cost, in Python and in PostgreSQL; the float4s stored are the embedder's, unrounded.
+
 Only texts that need chunks are sent (SearchIndex asks which of a batch's texts would enter the
 index and have none): an unchanged text is never chunked or embedded again.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -51,11 +58,13 @@ class NewText:
 @dataclass(frozen=True, slots=True)
 class PreparedText:
     """One text's chunk rows as JSON objects joined by commas (no brackets), so a batch's payload is
-    the wanted texts' rows joined: ``h o s e hd t`` and, when embedded, ``v`` (a vector literal)."""
+    the wanted texts' rows joined: ``h o s e hd t``; when embedded, ``vectors``: their binary COPY
+    rows (:func:`vector_rows`), joined likewise."""
 
     text_hash: str
     rows_json: str
     chunks: int
+    vectors: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,36 +74,51 @@ class Prepared:
     dimension: int | None
 
 
-def vector_literals(vectors: Sequence[Sequence[float]]) -> list[str]:
-    """pgvector's text form of each vector, to 6 decimals written as integers with an exponent.
-
-    ``19155e-6`` parses to the same float4 as ``0.019155``; turning integers into text costs a fraction
-    of formatting each float, and this runs for every chunk a crawl adds.
-    """
+def vector_rows(keys: Sequence[tuple[str, int]], vectors: Sequence[Sequence[float]]) -> bytes:
+    """The binary COPY rows (no header) of ``(text_hash, ordinal, vector)``, one per key: each field
+    a length and its bytes; the vector as pgvector's receive function reads it (int16 dimension,
+    int16 zero, the float4s big-endian)."""
     import numpy as np
 
-    micro = np.rint(np.asarray(vectors, dtype=np.float64) * 1e6).astype(np.int64).tolist()
-    return ["[" + "e-6,".join(map(str, row)) + "e-6]" for row in micro]
+    if not keys:
+        return b""
+    values = np.asarray(vectors, dtype=">f4")
+    dimension = int(values.shape[1])
+    vector_head = struct.pack(">ihh", 4 + 4 * dimension, dimension, 0)
+    out = bytearray()
+    for (text_hash, ordinal), row in zip(keys, values, strict=True):
+        key = text_hash.encode("utf-8")
+        out += struct.pack(">hi", 3, len(key))
+        out += key
+        out += struct.pack(">ii", 4, ordinal)
+        out += vector_head
+        out += row.tobytes()
+    return bytes(out)
 
 
 def prepare_texts(texts: Sequence[NewText], embedder: Embedder | None) -> Prepared:
     """Chunk each text (gleaner.retrieval.chunks) and, with an embedder, embed its chunks."""
-    rows: list[tuple[str, dict[str, object]]] = []
+    rows: dict[str, list[str]] = {}
+    keys: list[tuple[str, int]] = []
     inputs: list[str] = []
     for new in texts:
         body = new.text
+        rows[new.text_hash] = []
         for c in chunk_text(body, json.loads(new.spans_json)):
-            rows.append((new.text_hash, {"h": new.text_hash, "o": c.ordinal, "s": c.start, "e": c.end,
-                                         "hd": c.heading, "t": body[c.start:c.end].decode("utf-8", "replace")}))
+            rows[new.text_hash].append(json.dumps(
+                {"h": new.text_hash, "o": c.ordinal, "s": c.start, "e": c.end, "hd": c.heading,
+                 "t": body[c.start:c.end].decode("utf-8", "replace")}, separators=(",", ":"), ensure_ascii=False))
             if embedder is not None:
+                keys.append((new.text_hash, c.ordinal))
                 inputs.append(embedding_input(body, c))
-    if embedder is not None and rows:
-        for (_h, row), literal in zip(rows, vector_literals(embedder.embed(inputs)), strict=True):
-            row["v"] = literal
-    parts: dict[str, list[str]] = {new.text_hash: [] for new in texts}
-    for text_hash, row in rows:
-        parts[text_hash].append(json.dumps(row, separators=(",", ":"), ensure_ascii=False))
-    return Prepared({h: PreparedText(h, ",".join(p), len(p)) for h, p in parts.items()},
+    vectors: dict[str, bytes] = {}
+    if embedder is not None and keys:
+        made = embedder.embed(inputs)
+        start = 0
+        for text_hash, chunks in rows.items():  # keys are in text order: a text's vectors are one slice
+            vectors[text_hash] = vector_rows(keys[start:start + len(chunks)], made[start:start + len(chunks)])
+            start += len(chunks)
+    return Prepared({h: PreparedText(h, ",".join(p), len(p), vectors.get(h, b"")) for h, p in rows.items()},
                     embedder.model if embedder is not None else None,
                     embedder.dimension if embedder is not None else None)
 

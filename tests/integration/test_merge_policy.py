@@ -1,0 +1,74 @@
+"""When the CLI merges fresh vectors into the HNSW index (gleaner.cli.search, gleaner.retrieval.fresh):
+a run merges only past the fresh set's bound, ``gleaner watch`` when no run is active, ``gleaner
+index`` always (test_fresh_vectors.py). Real embedded PostgreSQL with pgvector, a loopback site.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gleaner.cli.many import watch_many
+from gleaner.operator.sites import add_site
+from gleaner.retrieval import search
+from gleaner.testsite import TestSite
+from tests.integration.paraphrase_site import TOPICS, topic_pages
+from tests.integration.test_fresh_vectors import TIDES, _where
+
+CHUNKS = len(TOPICS) + 1
+
+
+@pytest.fixture
+def vectors(deps):
+    if not deps.search_index.has_vectors():
+        pytest.skip("this PostgreSQL has no pgvector: there are no vectors to merge")
+    return deps
+
+
+def _crawl_cli(site, database_url, tmp_path):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home"),
+           "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1"}
+    result = CliRunner().invoke(main, ["crawl", site.url + "/", "--site-domain", "topics.test", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_a_small_crawl_leaves_its_vectors_fresh_and_searchable_by_meaning(vectors, database_url, tmp_path):
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        result = _crawl_cli(site, database_url, tmp_path)
+    assert "fresh vectors into the vector index" not in result.output  # no rebuild at the crawl's end
+    assert _where(vectors) == (CHUNKS, 0, 0)
+    hits = search(vectors, TIDES, site_domain="topics.test", limit=3)["results"]
+    assert hits[0]["url"] == site.url + "/tides" and hits[0]["embedding_score"] is not None
+
+
+def test_a_crawl_past_the_bound_merges_when_it_ends(vectors, database_url, tmp_path, monkeypatch):
+    monkeypatch.setattr("gleaner.retrieval.fresh.FRESH_MAX", 3)  # the CLI's check; ingest's stays far off
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        result = _crawl_cli(site, database_url, tmp_path)
+    assert f"moved {CHUNKS} fresh vectors into the vector index (rebuild)" in result.output
+    assert _where(vectors) == (0, CHUNKS, 0)
+
+
+def test_watch_merges_in_an_idle_moment_not_while_a_run_is_active(vectors, monkeypatch):
+    from gleaner.cli import search as cli_search
+
+    seen: list[tuple[tuple[int, int, int], list[str]]] = []
+    real = cli_search.merge_when_idle
+
+    def watched(deps, say):  # what was fresh and how the runs stood when the watch was idle; the real merge
+        seen.append((_where(deps), [r["status"] for r in deps.metadata.recent_runs(limit=5)]))
+        real(deps, say)
+
+    monkeypatch.setattr("gleaner.cli.many.merge_when_idle", watched)
+    # A nap lasts until the run's end wakes it; once the watch has been idle, the next tick comes at once.
+    monkeypatch.setattr("gleaner.operator.schedule.seconds_to_next_tick",
+                        lambda deps, now, every: 0.0 if seen else every)
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        add_site(vectors, site.url + "/", site_domain="topics.test", every="1h")
+        assert watch_many(vectors, every=120, rounds=3) == 1
+    assert seen[0] == ((CHUNKS, 0, 0), ["finished"])  # idle only once the run had ended; its vectors fresh
+    assert _where(vectors) == (0, CHUNKS, 0)  # and merged then
