@@ -117,3 +117,19 @@ def test_a_connection_whose_answers_were_cut_short_is_never_used_again(deps: Any
     for n in range(3):
         with engine.begin() as conn:
             assert conn.execute(sa.text("SELECT CAST(:a AS text), 2"), {"a": f"next {n}"}).one() == (f"next {n}", 2)
+
+
+def test_a_copy_that_opens_a_transaction_is_undone_by_its_rollback(deps: Any) -> None:
+    raw = deps.metadata.engine.raw_connection()  # the driver's own cursor: COPY needs its stream
+    try:
+        cursor = raw.cursor()
+        cursor.execute("CREATE TEMP TABLE copied (n int)")
+        raw.commit()
+        # The COPY is the transaction's first statement: the BEGIN waiting for it must go before it.
+        cursor.execute("COPY copied (n) FROM STDIN", stream=[b"1\n2\n"])
+        raw.rollback()
+        cursor.execute("SELECT count(*) FROM copied")
+        assert cursor.fetchone()[0] == 0  # rolled back with its transaction, not committed on its own
+        raw.rollback()
+    finally:
+        raw.close()

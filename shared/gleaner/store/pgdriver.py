@@ -78,9 +78,10 @@ def _convert_paramstyle(style: str, query: str, args: Any) -> tuple[str, Any]:
 
 
 _EXECUTE_UNNAMED = pg8000.core.CoreConnection.execute_unnamed
+_EXECUTE_SIMPLE = pg8000.core.CoreConnection.execute_simple
 _ROLLBACK = pg8000.legacy.Connection.rollback
 _BEGIN = "begin transaction"  # what pg8000's cursor sends before a transaction's first statement
-_PENDING = "_gleaner_begin_pending"  # pg8000's own: COPY (a stream) goes through it
+_PENDING = "_gleaner_begin_pending"  # on the connection: a BEGIN waiting for the transaction's first statement
 _EXECUTE = pg8000.core.EXECUTE_MSG
 _SYNC = pg8000.core.SYNC_MSG
 _UNNAMED_DESCRIBE = pg8000.core.STATEMENT + pg8000.core.NULL_BYTE
@@ -101,7 +102,10 @@ def _bind(params: tuple[Any, ...], encoding: str) -> bytes:
 
 def _execute_pipelined(self: Any, statement: str, vals: Any = (), oids: Any = (), stream: Any = None) -> Any:
     """pg8000's ``execute_unnamed`` in one exchange: Parse, Describe, Bind, Execute, Sync, then the answers."""
-    if stream is not None:
+    if stream is not None:  # COPY: pg8000's own exchange, after the transaction's BEGIN if that still waits
+        if getattr(self, _PENDING, False):
+            setattr(self, _PENDING, False)
+            _EXECUTE_SIMPLE(self, _BEGIN)
         return _EXECUTE_UNNAMED(self, statement, vals, oids, stream)
     # Everything that can fail in Python first: nothing half-written is left in the socket's buffer.
     encoding = self._client_encoding
