@@ -36,11 +36,11 @@ def handle(message: PagesFetched, deps: Deps) -> list[SnapshotResult]:
     meta = deps.metadata
     blobs = deps.blobs
     site = message.site_domain
-    if message.run_id is not None:
-        meta.touch_run(message.run_id)
     inputs: list[SnapshotInput] = []
-    # A page erased after scrape fetched it (its run artefacts are gone with it) is never versioned.
-    erased = deps.provenance.settle_erased(message.run_id, [page.document_id for page in message.pages])
+    # A page erased after scrape fetched it (its run artefacts are gone with it) is never versioned. The
+    # run's heartbeat goes in the same transaction.
+    erased = deps.provenance.settle_erased(message.run_id, [page.document_id for page in message.pages],
+                                           touch=True)
     ignoring = _ignore_decisions(deps, site, [p for p in message.pages if p.document_id not in erased])
     for page in message.pages:
         if page.document_id in erased:

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gleaner import tenancy
+from gleaner.store import generation
 from gleaner.store.dberrors import DatabaseUnavailable
 
 APP_ROLE = "gleaner_app"
@@ -101,7 +102,8 @@ OWNER_READ_TABLES = frozenset({"knowledge.text_chunks"})
 # (a task: run and document ids, no content, read only by scrape), and the back office's failed
 # logins per peer address (throttling happens before anyone is known, so before any tenant).
 GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.site_leases",
-                           "knowledge.site_waiters", "knowledge.backoffice_login_failures"})
+                           "knowledge.site_waiters", "knowledge.backoffice_login_failures",
+                           "knowledge.cache_generation"})
 
 
 def parent_isolation_sql(table: str) -> str:
@@ -141,6 +143,19 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA knowledge GRANT USAGE, SELECT ON SEQUENCES TO
 
 _GUARD = ("SELECT set_config('role', %s, true), set_config('app.site_domain', %s, true),"
           " set_config('app.all_tenants', %s, true)")
+# The same, also reading the counter the per-process caches are labelled with (store/generation.py).
+_GUARD_COUNTING = _GUARD + ", (SELECT value FROM knowledge.cache_generation)"
+_COUNTER_KEY = "gleaner.has_cache_generation"
+
+
+def _counts(conn: Connection, cursor: Any) -> bool:
+    """Whether this connection's database has the counter (migration 0040); asked once per connection,
+    so a database not yet migrated keeps working, with its caches off."""
+    known = conn.info.get(_COUNTER_KEY)
+    if known is None:
+        cursor.execute("SELECT to_regclass('knowledge.cache_generation') IS NOT NULL")
+        known = conn.info[_COUNTER_KEY] = bool(cursor.fetchone()[0])
+    return known
 
 
 def install_tenant_guard(engine: Engine) -> None:
@@ -153,7 +168,13 @@ def install_tenant_guard(engine: Engine) -> None:
         scope = tenancy.current()
         cursor: Any = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            cursor.execute(_GUARD, (APP_ROLE, scope.site_domain or "", "on" if scope.all_tenants else ""))
+            params = (APP_ROLE, scope.site_domain or "", "on" if scope.all_tenants else "")
+            if _counts(conn, cursor):
+                cursor.execute(_GUARD_COUNTING, params)
+                generation.observe(engine, conn, cursor.fetchone()[3])
+            else:
+                cursor.execute(_GUARD, params)
+                generation.observe(engine, conn, None)
         except (OSError, conn.dialect.loaded_dbapi.Error) as exc:
             # A raw statement bypasses the engine's error translation: a connection lost here (a restart)
             # is dropped from the pool and reported like any lost connection, so the caller retries.

@@ -23,6 +23,7 @@ from gleaner.operator.hooks import StatusChange
 from gleaner.operator.rules import Applied, Gate, Rule, RuleAction, RuleTarget, plan_rules
 from gleaner.retrieval.index import remove_documents
 from gleaner.store.events import record_changes
+from gleaner.store.generation import cache_of
 from gleaner.store.sqlstore import SqlStore, json_rows
 
 _RULE_COLUMNS = "id, site_domain, glob, action::text, reason, created_at, pattern"
@@ -113,15 +114,23 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
     return plan.applied
 
 
+def _all_rules(conn: Connection, site: str) -> tuple[Rule, ...]:
+    return tuple(_rules(conn, site))
+
+
 class RuleStore(SqlStore):
+    def _cached_rules(self, site: str) -> tuple[Rule, ...]:
+        """The site's rules, kept per process while the cache generation stands (store/generation.py): any
+        rule written anywhere moves it. Applying rules (:func:`apply_rules`) reads them under its lock instead."""
+        return cache_of(self, "_site_rules", _all_rules).get(site)
+
     def site_rules(self, site: str) -> list[Rule]:
-        with self.engine.connect() as conn:
-            return _rules(conn, site)
+        return list(self._cached_rules(site))
 
     def gate_for(self, site: str) -> Gate:
         """The site's skip rules and per-URL review decisions, for the map stage's walk."""
+        skips = tuple(r for r in self._cached_rules(site) if r.action is RuleAction.SKIP)
         with self.engine.connect() as conn:
-            skips = tuple(r for r in _rules(conn, site) if r.action is RuleAction.SKIP)
             decided = conn.execute(
                 # An erased document is excluded like an operator's exclude: the walk must not fetch it again.
                 sa.text("SELECT canonical_url, CASE WHEN is_deleted THEN 'exclude' ELSE operator_decision::text END"
@@ -134,8 +143,7 @@ class RuleStore(SqlStore):
 
     def ignore_rules(self, site: str) -> list[Rule]:
         """The site's ignore_text rules, oldest first (the snapshot stage's change detection)."""
-        with self.engine.connect() as conn:
-            return [r for r in _rules(conn, site) if r.action is RuleAction.IGNORE_TEXT]
+        return [r for r in self._cached_rules(site) if r.action is RuleAction.IGNORE_TEXT]
 
     def add_rule(self, site: str, glob: str, action: RuleAction, reason: str | None,
                  pattern: str | None = None) -> tuple[Rule, Applied]:

@@ -1,0 +1,94 @@
+"""Per-process caches of the site rules and the erasure check: another process's rule or erasure applies at once.
+
+Two Deps on one database stand for two processes (or a stage and the back office): each has its own
+engine, so its own connections, caches and view of the cache generation (store/generation.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from gleaner import tenancy
+from gleaner.operator.rules import RuleAction
+from gleaner.provenance.digests import DIGEST_SCHEME, erasure_digest
+from gleaner.store import generation
+
+SITE = "cached.test"
+URL = "https://cached.test/secret"
+
+
+def _erase_url(deps, site: str, url: str) -> None:
+    """What an erasure leaves for later fetches (store/erasure.py step 1): the URL's digest blocklisted."""
+    digest = erasure_digest(deps.blocklist.key(site), url.encode("utf-8"))
+    with deps.engine.begin() as conn:
+        erasure = conn.execute(sa.text(
+            "INSERT INTO knowledge.erasures (site_domain, url_digest, requested_by, digest_scheme, digests, removed)"
+            " VALUES (:s, :u, 'tester', :scheme, '[]'::jsonb, '{}'::jsonb) RETURNING id"),
+            {"s": site, "u": digest, "scheme": DIGEST_SCHEME}).scalar_one()
+        conn.execute(sa.text("INSERT INTO knowledge.erased_digests (site_domain, digest, kind, erasure_id)"
+                             " VALUES (:s, :d, 'url', :e)"), {"s": site, "d": digest, "e": erasure})
+
+
+def _statements(deps):
+    """A counter of the statements deps's engine sends from now on."""
+    seen = []
+    sa.event.listen(deps.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    return seen
+
+
+@pytest.fixture
+def two(make_deps):
+    return make_deps(), make_deps()
+
+
+def test_an_erasure_by_another_process_refuses_the_next_fetch_at_once(two, monkeypatch):
+    stage, backoffice = two
+    monkeypatch.setattr(generation, "FRESH_SECONDS", 3600.0)  # only a transaction's guard may tell it
+    page = {"p": (URL.encode("utf-8"),)}
+    assert stage.blocklist.refused(SITE, page) == set()
+    sent = _statements(stage)
+    assert stage.blocklist.refused(SITE, page) == set()
+    assert sent == []  # kept: no statement for the second check
+
+    _erase_url(backoffice, SITE, URL)
+    stage.metadata.touch_run("00000000-0000-0000-0000-000000000000")  # the stage's next transaction
+    assert stage.blocklist.refused(SITE, page) == {"p"}
+
+
+def test_an_erasure_applies_without_a_transaction_in_between(two):
+    stage, backoffice = two
+    assert stage.blocklist.erased_urls(SITE)(URL) is None
+    _erase_url(backoffice, SITE, URL)
+    time.sleep(generation.FRESH_SECONDS * 2)
+    assert stage.blocklist.erased_urls(SITE)(URL) is not None
+
+
+def test_a_rule_added_by_another_process_holds_for_the_next_read(two, monkeypatch):
+    stage, backoffice = two
+    monkeypatch.setattr(generation, "FRESH_SECONDS", 3600.0)
+    assert stage.metadata.gate_for(SITE).skips == () and stage.metadata.ignore_rules(SITE) == []
+    sent = _statements(stage)
+    stage.metadata.ignore_rules(SITE)
+    assert sent == []
+
+    backoffice.metadata.add_rule(SITE, "/private/*", RuleAction.SKIP, "private")
+    backoffice.metadata.add_rule(SITE, "/news/*", RuleAction.IGNORE_TEXT, None, pattern="Updated .*")
+    stage.metadata.touch_run("00000000-0000-0000-0000-000000000000")
+    assert [r.glob for r in stage.metadata.gate_for(SITE).skips] == ["/private/*"]
+    assert [r.glob for r in stage.metadata.ignore_rules(SITE)] == ["/news/*"]
+
+    rule = stage.metadata.site_rules(SITE)[0]
+    backoffice.metadata.remove_rule(rule.id)
+    stage.metadata.touch_run("00000000-0000-0000-0000-000000000000")
+    assert [r.glob for r in stage.metadata.site_rules(SITE)] == ["/news/*"]
+
+
+def test_a_value_read_for_one_tenant_is_never_served_to_another(deps):
+    _erase_url(deps, SITE, URL)
+    with tenancy.scope("other.test"):  # row-level security hides the site's rows from another tenant
+        assert deps.provenance.has_erasures(SITE) is False
+    with tenancy.scope(SITE):
+        assert deps.provenance.has_erasures(SITE) is True
