@@ -92,3 +92,22 @@ def test_a_value_read_for_one_tenant_is_never_served_to_another(deps):
         assert deps.provenance.has_erasures(SITE) is False
     with tenancy.scope(SITE):
         assert deps.provenance.has_erasures(SITE) is True
+
+
+def test_a_stage_flush_reads_the_outbox_only_after_recording_events(deps):
+    from gleaner.changes import outbox
+    from gleaner.changes.events import Change, EventType
+    from gleaner.store.events import record_changes, take_recorded
+
+    take_recorded()
+    sent = _statements(deps)
+    assert outbox.flush_after_commit(deps) == 0
+    assert sent == []  # nothing recorded by this thread: not even the emptiness read
+
+    with deps.engine.begin() as conn:
+        document = conn.execute(sa.text(
+            "INSERT INTO knowledge.documents (site_domain, canonical_url, url_hash, path, source_url)"
+            " VALUES (:s, :u, md5(:u), '/secret', :u) RETURNING id"), {"s": SITE, "u": URL}).scalar_one()
+        record_changes(conn, [Change(document_id=str(document), type=EventType.REMOVED, cause="test")])
+    assert outbox.flush_after_commit(deps) == 1
+    assert [e.type for e in deps.metadata.list_events(site=SITE)] == ["document.removed"]

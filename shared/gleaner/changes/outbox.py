@@ -26,6 +26,7 @@ from gleaner.changes.subscriptions import Subscription
 from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
 from gleaner.store.deliveries import NewDelivery, NewDigestItem
+from gleaner.store.events import take_recorded
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,12 @@ def flush_after_commit(deps: Deps) -> int:
     The stage's hand-off to the next one is already out; its events stay in the outbox and go with
     the next flush (any stage, the run's end, ``gleaner deliver``), so a topic or queue problem never
     makes a stage redo or drop its work.
+
+    A stage whose thread recorded no event since its last flush has nothing of its own to publish and
+    skips even the outbox's emptiness read; whatever else waits goes with the next flush that runs.
     """
+    if not take_recorded():
+        return 0
     try:
         return flush(deps)
     except GleanerError as exc:

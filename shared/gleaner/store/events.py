@@ -12,6 +12,7 @@ and plan their deliveries, writes the deliveries and marks the events published,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,9 @@ from gleaner.changes.events import Change, ChangeEvent, EventType
 from gleaner.store.deliveries import NewDelivery, NewDigestItem, add_digest_items
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore, json_rows
+
+# Set by record_changes, taken by the stage's flush after its commit (same thread: a message is one thread's).
+_RECORDED = threading.local()
 
 _COLUMNS = ("e.event_id, e.type::text, e.site_domain, e.document_id, e.url, e.run_id, e.version,"
             " e.snapshot_id, e.content_hash, e.previous_version, e.occurred_at, e.summary")
@@ -36,6 +40,7 @@ def record_changes(conn: Connection, changes: Sequence[Change]) -> int:
     """
     if not changes:
         return 0
+    _RECORDED.flag = True
     rows = [{"e": c.event_id, "k": c.dedupe_key, "ty": str(c.type), "d": c.document_id, "r": c.run_id,
              "s": c.snapshot_id, "ps": c.previous_snapshot_id} for c in changes]
     result = conn.execute(
@@ -58,6 +63,17 @@ def record_changes(conn: Connection, changes: Sequence[Change]) -> int:
         {"rows": json_rows(rows)},
     ).all()
     return len(result)
+
+
+def take_recorded() -> bool:
+    """Whether this thread recorded change events since it last asked (and forget them).
+
+    A stage that recorded none has no events of its own to flush; the outbox's leftovers (a flush that
+    failed) go with the next flush of a stage that did, the run's end or ``gleaner deliver``.
+    """
+    recorded = getattr(_RECORDED, "flag", False)
+    _RECORDED.flag = False
+    return recorded
 
 
 def record_status_change(conn: Connection, *, document_id: str, type: EventType, run_id: str | None = None,
