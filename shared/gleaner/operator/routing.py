@@ -2,7 +2,7 @@
 
 - Ingest routes every active, unblocked document it ingests to ``rag`` by default
   (``deps.metadata.route_ingested``, idempotent). A blocked document is never ingested
-  (``deps.metadata.ingestible``) and never routed.
+  (``deps.metadata.ingest_candidates``) and never routed.
 - ``create_composite`` folds documents into a composite with its own snapshot (owner
   ``composite_document_id``), pinning each source's current snapshot in ``composite_document_sources``;
   the composite is routed to ``rag`` and its sources lose their own ``rag`` routing (subsumption).

@@ -24,7 +24,7 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     """Returns how many new canonical texts were stored."""
     meta = deps.metadata
     items = []
-    for snapshot_id, ref, content_hash in meta.snapshots_for_ingest(meta.ingestible(message.snapshot_ids)):
+    for snapshot_id, ref, content_hash in meta.ingest_candidates(message.snapshot_ids):
         text = deps.canonical_handover.take(content_hash)
         items.append((snapshot_id, text if text is not None else canonicalise(deps.blobs.get(ref))))
     items = not_erased(deps, message.site_domain, items)

@@ -190,15 +190,19 @@ class ReadStore(SqlStore):
         return [dict(zip(keys, (str(r[0]), *r[1:6], str(r[6]) if r[6] else None, r[7].isoformat(), *r[8:]),
                          strict=True)) for r in rows]
 
-    def snapshots_for_ingest(self, snapshot_ids: Iterable[str]) -> list[tuple[str, str, str]]:
-        """(snapshot_id, processed_markdown_ref, content_hash) for snapshots not yet ingested."""
+    def ingest_candidates(self, snapshot_ids: Iterable[str]) -> list[tuple[str, str, str]]:
+        """(snapshot_id, processed_markdown_ref, content_hash) of the snapshots not yet ingested that ingest
+        may take (a composite's, or an unblocked, undeleted document's: gate 2), in one read."""
         ids = list(snapshot_ids)
         if not ids:
             return []
         rows = self._all(
             "SELECT s.id, s.processed_markdown_ref, s.content_hash FROM knowledge.document_snapshots s"
             " LEFT JOIN knowledge.snapshot_texts t ON t.snapshot_id = s.id"
-            " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL ORDER BY s.id",
+            " LEFT JOIN knowledge.documents d ON d.id = s.document_id"
+            " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND t.snapshot_id IS NULL"
+            " AND (s.composite_document_id IS NOT NULL OR (d.status <> 'blocked' AND NOT d.is_deleted))"
+            " ORDER BY s.id",
             {"ids": ids},
         )
         return [(str(r[0]), r[1], r[2]) for r in rows]

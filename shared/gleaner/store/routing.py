@@ -6,7 +6,7 @@ this module reads and writes the rows, each call one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,21 +21,6 @@ ERASURE_ACTOR = "gleaner: a source was erased"
 
 
 class RoutingStore(SqlStore):
-    def ingestible(self, snapshot_ids: Iterable[str]) -> list[str]:
-        """The snapshots ingest may take: a composite's, or an unblocked, undeleted document's (gate 2)."""
-        ids = list(snapshot_ids)
-        if not ids:
-            return []
-        rows = self._all(
-            "SELECT s.id FROM knowledge.document_snapshots s"
-            " LEFT JOIN knowledge.documents d ON d.id = s.document_id"
-            " WHERE s.id = ANY(CAST(:ids AS uuid[]))"
-            " AND (s.composite_document_id IS NOT NULL OR (d.status <> 'blocked' AND NOT d.is_deleted))",
-            {"ids": ids},
-        )
-        keep = {str(r[0]) for r in rows}
-        return [i for i in ids if i in keep]
-
     def route_ingested(self, snapshot_ids: Sequence[str]) -> int:
         """After ingest: composites whose pinned source moved on go stale; active, unblocked documents not folded
         into a composite get their default ``rag`` routing (kept if it exists). Returns routings created."""
