@@ -6,6 +6,7 @@ per concern; each method opens its own short transaction through ``_tx``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
@@ -39,6 +40,11 @@ def json_rows(rows: list[dict[str, Any]]) -> str:
     return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
 
 
+# The helpers' statements are a few hundred constant strings: building a TextClause parses its bind
+# parameters with a regular expression each time, so each string's clause is built once (they are immutable).
+text = functools.lru_cache(maxsize=1024)(sa.text)
+
+
 class SqlStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -49,42 +55,42 @@ class SqlStore:
     def _run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         """One write in a transaction of its own; the rows it touched."""
         with self.engine.begin() as conn:
-            return int(conn.execute(sa.text(sql), dict(params or {})).rowcount or 0)
+            return int(conn.execute(text(sql), dict(params or {})).rowcount or 0)
 
     def _all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
         """Every row of one read, on a connection of its own."""
         with self.engine.connect() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).all()
+            return conn.execute(text(sql), dict(params or {})).all()
 
     def _each(self, sql: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
         """The rows of one read one at a time, on a connection of its own: a caller that turns each row
         into something else does not hold every row and every result at once."""
         with self.engine.connect() as conn:
-            yield from conn.execute(sa.text(sql), dict(params or {}))
+            yield from conn.execute(text(sql), dict(params or {}))
 
     def _first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first row of one read (None if there is none), on a connection of its own.
 
         Rows are typed Any: the statements are text, so SQLAlchemy knows no column types anyway."""
         with self.engine.connect() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).first()
+            return conn.execute(text(sql), dict(params or {})).first()
 
     def _scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first column of the first row of one read (None if there is none)."""
         with self.engine.connect() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).scalar()
+            return conn.execute(text(sql), dict(params or {})).scalar()
 
     def _write_first(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """One statement in a transaction of its own; the first row it returns (None if none)."""
         with self._tx() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).first()
+            return conn.execute(text(sql), dict(params or {})).first()
 
     def _write_all(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[Any]:
         """One statement in a transaction of its own; every row it returns."""
         with self._tx() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).all()
+            return conn.execute(text(sql), dict(params or {})).all()
 
     def _write_scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """One statement in a transaction of its own; the first column of its first row (None if none)."""
         with self._tx() as conn:
-            return conn.execute(sa.text(sql), dict(params or {})).scalar()
+            return conn.execute(text(sql), dict(params or {})).scalar()
