@@ -12,9 +12,12 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.changes import outbox
+from gleaner.changes.events import Change, EventType
 from gleaner.operator.rules import RuleAction
 from gleaner.provenance.digests import DIGEST_SCHEME, erasure_digest
 from gleaner.store import generation
+from gleaner.store.events import record_changes, take_recorded
 
 SITE = "cached.test"
 URL = "https://cached.test/secret"
@@ -94,20 +97,37 @@ def test_a_value_read_for_one_tenant_is_never_served_to_another(deps):
         assert deps.provenance.has_erasures(SITE) is True
 
 
-def test_a_stage_flush_reads_the_outbox_only_after_recording_events(deps):
-    from gleaner.changes import outbox
-    from gleaner.changes.events import Change, EventType
-    from gleaner.store.events import record_changes, take_recorded
+def _record_event(deps, path: str) -> None:
+    with deps.engine.begin() as conn:
+        document = conn.execute(sa.text(
+            "INSERT INTO knowledge.documents (site_domain, canonical_url, url_hash, path, source_url)"
+            " VALUES (:s, :u, md5(:u), :p, :u) RETURNING id"), {"s": SITE, "u": URL + path, "p": path}).scalar_one()
+        record_changes(conn, [Change(document_id=str(document), type=EventType.REMOVED, cause="test")])
 
+
+def _deliveries(deps) -> int:
+    with deps.engine.connect() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM knowledge.notify_deliveries")).scalar_one()
+
+
+def test_a_stage_flush_reads_the_outbox_only_after_recording_events(deps):
     take_recorded()
     sent = _statements(deps)
     assert outbox.flush_after_commit(deps) == 0
     assert sent == []  # nothing recorded by this thread: not even the emptiness read
 
-    with deps.engine.begin() as conn:
-        document = conn.execute(sa.text(
-            "INSERT INTO knowledge.documents (site_domain, canonical_url, url_hash, path, source_url)"
-            " VALUES (:s, :u, md5(:u), '/secret', :u) RETURNING id"), {"s": SITE, "u": URL}).scalar_one()
-        record_changes(conn, [Change(document_id=str(document), type=EventType.REMOVED, cause="test")])
+    _record_event(deps, "/a")
     assert outbox.flush_after_commit(deps) == 1
     assert [e.type for e in deps.metadata.list_events(site=SITE)] == ["document.removed"]
+
+
+def test_a_subscription_added_by_another_process_receives_the_next_flush(two, monkeypatch):
+    stage, backoffice = two
+    monkeypatch.setattr(generation, "FRESH_SECONDS", 3600.0)
+    _record_event(stage, "/a")
+    assert outbox.flush_after_commit(stage) == 1 and _deliveries(stage) == 0  # no subscription yet: kept
+
+    backoffice.metadata.add_subscription("http://127.0.0.1:9/hook", SITE, ["document.removed"], "s" * 32)
+    _record_event(stage, "/b")  # the stage's next transaction
+    assert outbox.flush_after_commit(stage) == 1
+    assert _deliveries(stage) == 1

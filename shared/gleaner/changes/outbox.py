@@ -66,9 +66,14 @@ def planned_deliveries(events: Sequence[ChangeEvent], subs: Sequence[Subscriptio
 @across_tenants  # one outbox for every tenant: whoever commits next drains it
 def flush(deps: Deps) -> int:
     """Publish every unpublished event and schedule its deliveries; how many events went out."""
-    meta = deps.metadata
-    if meta.outbox_empty():
+    if deps.metadata.outbox_empty():
         return 0
+    return _flush(deps, schedule_always=True)
+
+
+@across_tenants
+def _flush(deps: Deps, *, schedule_always: bool) -> int:
+    meta = deps.metadata
     subs = meta.active_subscriptions()
 
     def publish(events: Sequence[ChangeEvent]) -> list[NewDelivery | NewDigestItem]:
@@ -81,7 +86,8 @@ def flush(deps: Deps) -> int:
         published += claimed
         if claimed < FLUSH_BATCH:
             break
-    schedule(deps)
+    if schedule_always or subs:  # with no subscription, no event of this flush made a delivery
+        schedule(deps)
     return published
 
 
@@ -93,12 +99,14 @@ def flush_after_commit(deps: Deps) -> int:
     makes a stage redo or drop its work.
 
     A stage whose thread recorded no event since its last flush has nothing of its own to publish and
-    skips even the outbox's emptiness read; whatever else waits goes with the next flush that runs.
+    skips even the outbox's emptiness read; one that did knows the outbox is not empty, and with no
+    active subscription has no delivery to schedule. Whatever else waits goes with the next full
+    :func:`flush` (the run's end, ``gleaner deliver``) or the next stage's that schedules.
     """
     if not take_recorded():
         return 0
     try:
-        return flush(deps)
+        return _flush(deps, schedule_always=False)
     except GleanerError as exc:
         log.warning("change events stay in the outbox for the next flush: %s", exc)
         return 0

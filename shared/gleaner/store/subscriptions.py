@@ -10,12 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from gleaner.changes.subscriptions import Subscription, SubscriptionStatus
+from gleaner.store.generation import cache_of
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore
 
 _COLUMNS = "id, url, site_domain, types, secret, created_at, digest_seconds, status::text"
+
+
+def _active(conn: Connection, _key: None) -> tuple[Subscription, ...]:
+    rows = conn.execute(sa.text(f"SELECT {_COLUMNS} FROM knowledge.notify_subscriptions"
+                                " WHERE removed_at IS NULL AND status = 'active' ORDER BY created_at")).all()
+    return tuple(record_from_row(Subscription, r) for r in rows)
 
 
 class SubscriptionStore(SqlStore):
@@ -34,10 +42,11 @@ class SubscriptionStore(SqlStore):
         return record_from_row(Subscription, row) if row else None
 
     def active_subscriptions(self) -> list[Subscription]:
-        """The subscriptions new events are delivered to: neither removed nor disabled."""
-        rows = self._all(f"SELECT {_COLUMNS} FROM knowledge.notify_subscriptions"
-                         " WHERE removed_at IS NULL AND status = 'active' ORDER BY created_at")
-        return [record_from_row(Subscription, r) for r in rows]
+        """The subscriptions new events are delivered to: neither removed nor disabled.
+
+        Kept per process while the cache generation stands: any write to the subscriptions moves it
+        (store/generation.py), so a subscription added or disabled anywhere holds for the next flush."""
+        return list(cache_of(self, "_active_subscriptions", _active).get(None))
 
     def listed_subscriptions(self) -> list[Subscription]:
         """Every subscription not removed, disabled ones too (what `notify list` and the back office show)."""

@@ -1,15 +1,16 @@
-"""cache_generation: one counter that every write to the site rules or the erasure blocklist moves.
+"""cache_generation: one counter that every write to the site rules, the erasure blocklist or the
+notification subscriptions moves.
 
 Revision ID: 0040
 Revises: 0038
 Create Date: 2026-12-02
 
-Stages read a site's rules and "has this tenant erased anything?" many times a run; each process now keeps
-them (store/generation.py) as long as this counter has not moved. Every transaction's tenant guard reads it
-(rls.py), so a rule or an erasure committed by any process, the back office included, is seen by the next
-transaction that begins anywhere. Statement triggers move it, so no writer can forget to: one row, global
-(a counter tells a tenant nothing), updated in the writer's transaction so it moves exactly when the
-change becomes visible.
+Stages read a site's rules, "has this tenant erased anything?" and the active subscriptions many times a
+run; each process now keeps them (store/generation.py) as long as this counter has not moved. Every
+transaction's tenant guard reads it (rls.py), so a rule, an erasure or a subscription committed by any
+process, the back office included, is seen by the next transaction that begins anywhere.
+Statement triggers move it, so no writer can forget to: one row, global (a counter tells a tenant
+nothing), updated in the writer's transaction so it moves exactly when the change becomes visible.
 """
 
 from alembic import op
@@ -19,7 +20,7 @@ down_revision = "0038"
 branch_labels = None
 depends_on = None
 
-_WATCHED = ("site_rules", "erased_digests")
+_WATCHED = ("site_rules", "erased_digests", "notify_subscriptions")
 
 
 def upgrade() -> None:
