@@ -1,14 +1,16 @@
 """Per-process caches of reads that stay correct while ``knowledge.cache_generation`` has not moved.
 
-The site rules and "has this tenant erased anything?" are read many times a run by every stage, and change
-only when an operator adds a rule or erases a page (migration 0040's triggers move the counter in the
+The site rules, "has this tenant erased anything?" and the active subscriptions are read many times a run
+by every stage, and change only when an operator writes one of them (migration 0040's triggers move the counter in the
 writer's transaction). Every application transaction's tenant guard reads the counter (rls.py) and
 reports it here, so the latest value any transaction of this process saw costs no statement of its own.
 
-A cached value is used only while it carries that latest value and it was seen by a transaction that
-began at most ``FRESH_SECONDS`` ago; otherwise one transaction refreshes it. So a rule or an erasure
-committed anywhere (another process, the back office, another cloud instance) reaches every cache no
-later than the next transaction that begins after its commit, as a fresh read would.
+A cached value is used only while it carries that latest value and that value was seen by a transaction
+that began at most ``FRESH_SECONDS`` ago; otherwise the value is read again (its transaction's guard
+refreshing the counter). So a rule or an erasure committed anywhere (another process, the back office,
+another cloud instance) holds for every read after the next transaction that begins in this process,
+and never later than FRESH_SECONDS after its commit: the order of the window a fresh read has between
+its check and the work it guards. In a busy process transactions begin every few milliseconds.
 
 A value is labelled with the counter its own transaction's guard read, never a newer one another thread
 saw: in READ COMMITTED the guard's snapshot precedes the read's, so a label is never newer than the data.
@@ -30,8 +32,8 @@ from gleaner import tenancy
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-# Older than this, the latest counter is refreshed by a transaction of its own before a cached value is used.
-FRESH_SECONDS = 0.05
+# Older than this, the latest counter no longer vouches for a cached value: it is read again.
+FRESH_SECONDS = 0.2
 _INFO_KEY = "gleaner.cache_generation"
 
 
@@ -72,14 +74,11 @@ def of(conn: Connection) -> int | None:
 
 
 def latest(engine: Engine) -> int | None:
-    """The newest counter a transaction of this process began with in the last FRESH_SECONDS, refreshing it
-    with a transaction of its own when older; None where the database has no counter."""
+    """The newest counter a transaction of this process began with in the last FRESH_SECONDS; None when
+    there is none that recent (or the database has no counter)."""
     seen = _seen(engine)
     with seen.lock:
-        if seen.value is not None and time.monotonic() - seen.at <= FRESH_SECONDS:
-            return seen.value
-    with engine.connect() as conn, conn.begin():  # the guard reads the counter at BEGIN
-        return of(conn)
+        return seen.value if seen.value is not None and time.monotonic() - seen.at <= FRESH_SECONDS else None
 
 
 class GenerationCache(Generic[K, V]):
