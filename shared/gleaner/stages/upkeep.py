@@ -63,9 +63,10 @@ def discard_bodies(store: RetentionStore, blobs: BlobStore, site: str, run_id: s
 
 
 def settle_bodies(deps: Deps, run_id: str) -> int:
-    """If the run has settled, its fetched bodies go now (a failure is left to the next upkeep)."""
+    """If the run has settled, its fetched bodies go now (a failure is left to the next upkeep); a run
+    whose bodies went already (the run's last snapshot settled it, then its end) costs one read."""
     try:
-        found = deps.provenance.run_site(run_id)
+        found = deps.provenance.run_holding_bodies(run_id)
         if found is None or found[1] not in SETTLED:
             return 0
         return discard_bodies(deps.provenance, deps.blobs, found[0], run_id)

@@ -75,6 +75,12 @@ class RetentionStore(SqlStore):
         row = self._first("SELECT site_domain, status::text FROM knowledge.crawl_runs WHERE id = :r", {"r": run_id})
         return (str(row[0]), str(row[1])) if row else None
 
+    def run_holding_bodies(self, run_id: str) -> tuple[str, str] | None:
+        """(site, status) of a run whose fetched bodies were not discarded yet, or None."""
+        row = self._first("SELECT site_domain, status::text FROM knowledge.crawl_runs WHERE id = :r"
+                          " AND bodies_discarded_at IS NULL", {"r": run_id})
+        return (str(row[0]), str(row[1])) if row else None
+
     def runs_holding_bodies(self, settled: Sequence[str], limit: int = 500) -> list[tuple[str, str]]:
         """Settled runs whose fetched bodies were not discarded yet: (run id, site)."""
         rows = self._all("SELECT id, site_domain FROM knowledge.crawl_runs WHERE bodies_discarded_at IS NULL"
