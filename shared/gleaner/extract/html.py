@@ -12,9 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from lxml import html as lxml_html
 from lxml.etree import ParserError, tostring
+
+if TYPE_CHECKING:
+    from trafilatura.settings import Extractor
 
 # trafilatura is imported where a page is extracted, not here: a process that extracts nothing (an
 # unchanged recrawl's main process) should not pay for its import. The extraction pool preloads it.
@@ -126,17 +130,32 @@ def extract_html(html: str, url: str | None = None) -> Extracted:
     raw_md = whole_page_markdown(tree)
     import trafilatura
 
-    content = trafilatura.extract(
-        tree,
-        url=url,
-        output_format="markdown",
-        include_tables=True,
-        include_formatting=True,
-        include_links=False,
-        include_comments=False,
-        with_metadata=False,
-        deduplicate=False,
-    )
+    content = trafilatura.extract(tree, options=_options(url))
     content_md = (content or "").strip()
     content_md = content_md + "\n" if content_md else ""
     return Extracted(content_md, raw_md, title or None, len(content_md))
+
+
+# trafilatura's options for every page but its URL, built once per process: trafilatura.extract builds an
+# Extractor per call from keyword arguments, and that reads its settings through configparser each time.
+_TEMPLATE: Extractor | None = None
+
+
+def _options(url: str | None) -> Extractor:
+    """What ``trafilatura.extract(tree, url=url, output_format="markdown", include_tables=True,
+    include_formatting=True, include_links=False, include_comments=False, with_metadata=False,
+    deduplicate=False)`` would build, as a copy of one template with the page's URL set as Extractor
+    sets it (tests/unit/test_extract_options.py compares the two field by field)."""
+    global _TEMPLATE
+    from trafilatura.settings import Extractor
+
+    if _TEMPLATE is None:
+        _TEMPLATE = Extractor(output_format="markdown", tables=True, formatting=True, links=False, comments=False,
+                              with_metadata=False, dedup=False)
+    options = object.__new__(Extractor)
+    for name in Extractor.__slots__:
+        setattr(options, name, getattr(_TEMPLATE, name))
+    options.date_params = dict(options.date_params)  # nothing of one page's run reaches the next
+    options.url = url
+    options.source = url and url.encode("utf-8", "replace").decode("utf-8")
+    return options
