@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,11 @@ FUNCTIONS = pg_statements.FUNCTIONS
 DATABASE = pg_statements.DATABASE
 
 
+def _seconds(hms: str) -> float:
+    h, m, sec = hms.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
 def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-pgms-") as home:
         Path(home).chmod(0o755)
@@ -47,7 +53,7 @@ def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: li
         cluster.start()
         extra = conf
         with (cluster.pgdata / "postgresql.conf").open("a") as conf_file:
-            conf_file.write("log_connections = on\n" + "".join(line + "\n" for line in extra))
+            conf_file.write("log_connections = on\nlog_disconnections = on\n" + "".join(line + "\n" for line in extra))
         cluster.stop()
         perf_out = Path(home) / "perf.data"
         if perf:
@@ -86,7 +92,9 @@ def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: li
             runs = json.loads(done.stdout)["runs"]
             pages = max(1, sum(r["fetched"] for r in runs))
             time.sleep(1.5)
-            connections = log.read_text(errors="replace").count("connection authorized") - connections_before
+            text = log.read_text(errors="replace")
+            connections = text.count("connection authorized") - connections_before
+            sessions = [_seconds(m) for m in re.findall(r"session time: (\d+:\d+:[\d.]+)", text)]
             statements = [{"query": q, "calls": int(c), "exec_ms": float(e), "plan_ms": float(p), "plans": int(n),
                            "rows": int(r), "toplevel": t == "t", "wal_bytes": int(w)}
                           for q, c, e, p, n, r, t, w in cluster.sql(STATEMENTS)]
@@ -95,7 +103,11 @@ def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: li
                 "pages": pages, "process_seconds": round(wall, 2),
                 "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
                 "postgres_cpu_ms_per_page": round(rss.cpu["postgres"] * 1000 / pages, 2),
-                "connections": connections, "commits": commits, "rollbacks": rollbacks,
+                "connections": connections,
+                "session_seconds": {"under_1": sum(t < 1 for t in sessions),
+                                    "1_to_10": sum(1 <= t < 10 for t in sessions),
+                                    "over_10": sum(t >= 10 for t in sessions)},
+                "commits": commits, "rollbacks": rollbacks,
                 "statements": statements,
                 "indexes": [dict(zip(("table", "index", "scans", "inserts", "updates", "hot_updates"),
                                      (t, i, int(s), int(n), int(u), int(h)), strict=True))
@@ -138,6 +150,7 @@ def show(label: str, r: dict[str, Any], top: int) -> None:
     plan_ms = sum(s["plan_ms"] for s in top_level)
     print(f"\n## {label}: {pages} pages, tick {r['process_seconds']} s, CPU {r['cpu_seconds']}, PostgreSQL "
           f"{r['postgres_cpu_ms_per_page']} ms/page")
+    print(f"sessions ended by duration: {r.get('session_seconds')}")
     print(f"connections opened {r['connections']}; top-level statements {calls / pages:.2f}/page; execution "
           f"{exec_ms / pages:.3f} ms/page, planning {plan_ms / pages:.3f} ms/page (sum {exec_ms + plan_ms:.0f} ms);"
           f" commits {r['commits'] / pages:.2f}/page, rollbacks {r['rollbacks'] / pages:.2f}/page")
