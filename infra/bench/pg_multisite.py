@@ -46,7 +46,8 @@ def _seconds(hms: str) -> float:
     return int(h) * 3600 + int(m) * 60 + float(sec)
 
 
-def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: list[str]) -> dict[str, Any]:
+def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: list[str], label: str = "tree"
+         ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-pgms-") as home:
         Path(home).chmod(0o755)
         cluster = Cluster(Path(home) / "pg")
@@ -126,7 +127,7 @@ def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: li
             else:
                 cluster.stop()
         if perf:
-            kept = Path(tempfile.gettempdir()) / f"pg_multisite-{os.getpid()}-{len(conf)}.perf.data"
+            kept = Path(tempfile.gettempdir()) / f"pg_multisite-{os.getpid()}-{label}.perf.data"
             perf_out.replace(kept)
             perf_out = kept
             result["perf_data"] = str(kept)
@@ -203,7 +204,7 @@ def main() -> None:
             del variants["baseline"]
         variants["tree"] = multisite.REPO / "shared"
         for name, shared in variants.items():
-            report[name] = tick(sites, args.delay, shared, args.perf, args.conf if name == "tree" else [])
+            report[name] = tick(sites, args.delay, shared, args.perf, args.conf if name == "tree" else [], name)
             show(name, report[name], args.top)
     report["load_after"] = os.getloadavg()
     print(f"\nload {report['load_before']} -> {report['load_after']}")
