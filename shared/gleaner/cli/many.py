@@ -25,6 +25,7 @@ from gleaner.cli.board import RunBoard
 from gleaner.cli.search import merge_when_idle
 from gleaner.engine import Engine, RunRef
 from gleaner.messages import CrawlRequested
+from gleaner.store.rls import generic_plans
 
 
 def crawl_many(deps: Deps, requests: Sequence[CrawlRequested]) -> list[dict[str, Any]]:
@@ -81,7 +82,7 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
             raise failed[0]
 
     driver = threading.Thread(target=serve, name="gleaner-watch-engine", daemon=True)
-    with _interruptible(engine):
+    with _interruptible(engine), generic_plans(deps.engine):
         driver.start()
         total = watch(deps, every=every, rounds=rounds, after_tick=started, sleep=nap)
         stop.set()
@@ -115,6 +116,12 @@ def _interruptible(engine: Engine) -> Iterator[None]:
 
 
 def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None) -> list[dict[str, Any]]:
+    with generic_plans(deps.engine):  # the stages' statements, prepared once per connection, planned once
+        return _drive_runs(deps, runs, requests)
+
+
+def _drive_runs(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None
+                ) -> list[dict[str, Any]]:
     gc.freeze()  # what the imports built lives as long as the process: no full collection scans it again
     engine = Engine(deps)
 

@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # The pool of a laptop's engine (the embedded server or GLEANER_DATABASE_URL): kept and extra connections.
-LOCAL_POOL_SIZE = 15
-LOCAL_MAX_OVERFLOW = 10
+# All kept: an extra connection, closed when given back, was a server process to start and every statement
+# of the crawl to prepare again (store/pgdriver.py) on the next one; the bound (25 at once) is unchanged.
+LOCAL_POOL_SIZE = 25
+LOCAL_MAX_OVERFLOW = 0
 # A local connection given back this recently is not pinged when taken again (see ping_when_idle).
 PING_AFTER_IDLE_SECONDS = 1.0
 # Any constant works; it only has to be the same in every process.
@@ -73,8 +75,7 @@ def create_engine(settings: Settings) -> Engine:
     else:
         url = settings.database_url or embedded_url(settings.data_dir, settings.pg_template_dir)
         sa_url, connect_args = _pg8000_url(url)
-        # Kept connections for the many threads of a multi-site run (the engine's bus): a connection
-        # beyond pool_size is closed when it is given back, and a new one is a server process to start.
+        # Kept connections for the many threads of a multi-site run (the engine's bus).
         engine = sa.create_engine(sa_url, connect_args=connect_args, pool_size=LOCAL_POOL_SIZE,
                                   max_overflow=LOCAL_MAX_OVERFLOW, future=True)
         ping_when_idle(engine)

@@ -12,6 +12,9 @@ migration all raise the same errors, whoever wrote the query::
     SQLSTATE 53*   insufficient resources (too many conns)    RetryableError
     SQLSTATE 55P03 lock not available, 57014 query canceled   RetryableError
     SQLSTATE 58*   system / I/O error on the server           RetryableError
+    SQLSTATE 0A000 "cached plan must not change result type"  RetryableError   a migration changed a table under a
+                                                                               statement prepared before it (the
+                                                                               driver prepares it afresh)
     anything else (22* data, 23* integrity, 42* a bug, ...)   PermanentError   retrying gives the same answer
 
 Of the permanent ones, SQLSTATE classes 22 (data exception: a value PostgreSQL cannot store) and 54
@@ -84,7 +87,14 @@ def is_transient(exc: BaseException, is_disconnect: bool = False) -> bool:
     if state is None:
         # No server answer at all (pg8000's "network error", a closed socket): the connection is gone.
         return isinstance(exc, sa.exc.DBAPIError) and not isinstance(exc, sa.exc.DatabaseError)
-    return state in _RETRYABLE_STATES or state[:2] in _RETRYABLE_CLASSES
+    return state in _RETRYABLE_STATES or state[:2] in _RETRYABLE_CLASSES or (
+        state == _FEATURE_NOT_SUPPORTED and _STALE_PLAN in describe(exc))
+
+
+# pgdriver keeps a statement prepared per connection; after a migration changed the shape of its result,
+# PostgreSQL refuses it once with this error, and the driver forgets it: the next attempt prepares it again.
+_FEATURE_NOT_SUPPORTED = "0A000"
+_STALE_PLAN = "cached plan must not change result type"
 
 
 def describe(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -144,7 +145,8 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA knowledge GRANT USAGE, SELECT ON SEQUENCES TO
 _GUARD = ("SELECT set_config('role', %s, true), set_config('app.site_domain', %s, true),"
           " set_config('app.all_tenants', %s, true)")
 # The same, also reading the counter the per-process caches are labelled with (store/generation.py).
-_GUARD_COUNTING = _GUARD + ", (SELECT value FROM knowledge.cache_generation)"
+# (Last in the row: the generic-plans setting below may come before it.)
+_COUNTING = ", (SELECT value FROM knowledge.cache_generation)"
 _COUNTER_KEY = "gleaner.has_cache_generation"
 
 
@@ -158,22 +160,45 @@ def _counts(conn: Connection, cursor: Any) -> bool:
     return known
 
 
+# Execution option: the transaction's prepared statements use their generic plan from the first run on.
+# The crawl's stages run a few dozen statement texts thousands of times, over a pool of connections that
+# each prepare them (store/pgdriver.py); PostgreSQL's default plans a statement per execution for its first
+# five runs on a connection, and the RLS policies' subqueries make planning cost more than running. Their
+# plans do not depend on the values (ids and JSON batches), unlike search's (a LIMIT, an optional filter),
+# which keeps the default.
+GENERIC_PLANS = "gleaner_generic_plans"
+_GUARD_GENERIC = _GUARD + ", set_config('plan_cache_mode', 'force_generic_plan', true)"
+
+
+@contextlib.contextmanager
+def generic_plans(engine: Engine) -> Iterator[None]:
+    """While inside, every transaction of ``engine`` runs with :data:`GENERIC_PLANS` (the crawl engine's)."""
+    before = engine.get_execution_options().get(GENERIC_PLANS, False)
+    engine.update_execution_options(**{GENERIC_PLANS: True})
+    try:
+        yield
+    finally:
+        engine.update_execution_options(**{GENERIC_PLANS: before})
+
+
 def install_tenant_guard(engine: Engine) -> None:
     """Every transaction on engine runs as the application role for the current tenant scope."""
 
     @sa.event.listens_for(engine, "begin")
     def _guard(conn: Connection) -> None:
-        if conn.get_execution_options().get(ADMIN_OPTION):
+        options = conn.get_execution_options()
+        if options.get(ADMIN_OPTION):
             return
         scope = tenancy.current()
         cursor: Any = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             params = (APP_ROLE, scope.site_domain or "", "on" if scope.all_tenants else "")
+            guard = _GUARD_GENERIC if options.get(GENERIC_PLANS) else _GUARD
             if _counts(conn, cursor):
-                cursor.execute(_GUARD_COUNTING, params)
-                generation.observe(engine, conn, cursor.fetchone()[3])
+                cursor.execute(guard + _COUNTING, params)
+                generation.observe(engine, conn, cursor.fetchone()[-1])
             else:
-                cursor.execute(_GUARD, params)
+                cursor.execute(guard, params)
                 generation.observe(engine, conn, None)
         except (OSError, conn.dialect.loaded_dbapi.Error) as exc:
             # A raw statement bypasses the engine's error translation: a connection lost here (a restart)
