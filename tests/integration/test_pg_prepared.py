@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.store import pgdriver
 from gleaner.store.dberrors import DatabaseUnavailable
 from gleaner.store.discovery import record_discovery
 from gleaner.store.rls import generic_plans
@@ -39,6 +40,20 @@ def test_a_statement_is_parsed_once_per_connection_and_its_plan_reused(deps: Any
         conn.commit()
     assert results == [2 * n for n in range(8)]
     assert uses == [8]  # one prepared statement, bound eight times (its plan generic after five)
+
+
+def test_the_least_recently_used_statements_past_the_bound_are_closed(deps: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pgdriver, "_STATEMENTS_KEPT", 2)
+    texts = [f"SELECT CAST(:a AS int) + {n}" for n in range(4)]
+    mine = sa.text("SELECT statement FROM pg_prepared_statements WHERE statement LIKE :p ORDER BY 1")
+    with deps.metadata.engine.connect() as conn:
+        answers = [conn.execute(sa.text(t), {"a": 1}).scalar_one() for t in texts]
+        kept = conn.execute(mine, {"p": "SELECT CAST($1 AS int) + %"}).scalars().all()
+        conn.rollback()
+    assert answers == [1, 2, 3, 4]
+    # Two kept; the older ones were closed by the server with the exchanges that followed their eviction.
+    assert kept == ["SELECT CAST($1 AS int) + 2", "SELECT CAST($1 AS int) + 3"]
 
 
 @pytest.mark.parametrize("generic", [False, True], ids=["default-plans", "generic-plans"])

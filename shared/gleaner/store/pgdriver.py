@@ -191,8 +191,9 @@ class _Prepared:
 _CACHE = "_gleaner_statements"  # on the connection: statement text and oids -> _Prepared, least recent first
 _CLOSING = "_gleaner_closing"  # on the connection: names to close with the next exchange
 _SERIAL = "_gleaner_serial"
-# More than the stores' constant statement texts; a text built per call (a literal in it) falls out.
-_STATEMENTS_KEPT = 400
+# More than the parameterised texts one process runs (a tick: about 80); each holds the server process's
+# memory for its plan. A text built per call (a literal in it) falls out.
+_STATEMENTS_KEPT = 200
 
 
 def _statements(self: Any) -> OrderedDict[tuple[str, tuple[int, ...]], _Prepared]:
