@@ -131,3 +131,12 @@ def test_a_subscription_added_by_another_process_receives_the_next_flush(two, mo
     _record_event(stage, "/b")  # the stage's next transaction
     assert outbox.flush_after_commit(stage) == 1
     assert _deliveries(stage) == 1
+
+
+def test_this_process_reads_its_own_rule_and_subscription_at_once(deps, monkeypatch):
+    monkeypatch.setattr(generation, "FRESH_SECONDS", 3600.0)  # no time passes: only the write may tell
+    assert deps.metadata.site_rules(SITE) == [] and deps.metadata.active_subscriptions() == []
+    deps.metadata.add_rule(SITE, "/private/*", RuleAction.SKIP, "private")
+    assert [r.glob for r in deps.metadata.site_rules(SITE)] == ["/private/*"]
+    deps.metadata.add_subscription("http://127.0.0.1:9/hook", SITE, ["document.removed"], "s" * 32)
+    assert len(deps.metadata.active_subscriptions()) == 1

@@ -40,6 +40,7 @@ from sqlalchemy.engine import Connection
 from gleaner.changes.events import EventType
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
 from gleaner.retrieval.index import remove_documents
+from gleaner.store import generation
 from gleaner.store.blobs import BlobStore, map_key, run_body_key, run_content_key, run_raw_key, sample_key
 from gleaner.store.events import record_status_change
 from gleaner.store.generation import cache_of
@@ -199,6 +200,7 @@ class ErasureStore(SqlStore):
                         " updated_at = now() WHERE id = :d"),
                 {"d": document_id},
             )
+        generation.moved(self.engine)
         return str(erasure_id)
 
     def drop_erased_rows(self, erasure_id: str, document_id: str, report: ErasureReport, url: str,

@@ -68,6 +68,14 @@ def observe(engine: Engine, conn: Connection, value: int | None) -> None:
             seen.value, seen.at = value, now
 
 
+def moved(engine: Engine) -> None:
+    """This process has just committed a write the counter watches: its caches read again (the counter
+    its writer's guard saw predates the write, so the latest one no longer vouches for anything)."""
+    seen = _seen(engine)
+    with seen.lock:
+        seen.at = float("-inf")
+
+
 def of(conn: Connection) -> int | None:
     """The counter this connection's current transaction began with (None: not known)."""
     return conn.info.get(_INFO_KEY)

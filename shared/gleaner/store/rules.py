@@ -22,6 +22,7 @@ from gleaner.errors import InvalidInput
 from gleaner.operator.hooks import StatusChange
 from gleaner.operator.rules import Applied, Gate, Rule, RuleAction, RuleTarget, plan_rules
 from gleaner.retrieval.index import remove_documents
+from gleaner.store import generation
 from gleaner.store.events import record_changes
 from gleaner.store.generation import cache_of
 from gleaner.store.sqlstore import SqlStore, json_rows
@@ -161,6 +162,7 @@ class RuleStore(SqlStore):
                 {"s": site, "g": glob, "a": str(action), "why": reason, "p": pattern},
             ).one()
             applied = apply_rules(conn, site)
+        generation.moved(self.engine)
         return _rule(row), applied
 
     def remove_rule(self, rule_id: str) -> tuple[Rule, Applied]:
@@ -177,6 +179,7 @@ class RuleStore(SqlStore):
             rule = _rule(row)
             applied = apply_rules(conn, rule.site_domain, without=rule.id)
             conn.execute(sa.text("DELETE FROM knowledge.site_rules WHERE id = :i"), {"i": rule.id})
+        generation.moved(self.engine)
         return rule, applied
 
     def apply_site_rules(self, site: str) -> Applied:

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.changes.subscriptions import Subscription, SubscriptionStatus
+from gleaner.store import generation
 from gleaner.store.generation import cache_of
 from gleaner.store.records import record_from_row
 from gleaner.store.sqlstore import SqlStore
@@ -34,6 +35,7 @@ class SubscriptionStore(SqlStore):
             f" VALUES (:u, :s, CAST(:t AS text[]), :k, :d) RETURNING {_COLUMNS}",
             {"u": url, "s": site, "t": list(types), "k": secret, "d": digest_seconds},
         )
+        generation.moved(self.engine)
         return record_from_row(Subscription, row)
 
     def subscription(self, subscription_id: str) -> Subscription | None:
@@ -67,6 +69,7 @@ class SubscriptionStore(SqlStore):
             if row is not None and status is SubscriptionStatus.DISABLED:
                 conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET state = 'cancelled'"
                                      " WHERE subscription_id = :i AND state = 'pending'"), {"i": row[0]})
+        generation.moved(self.engine)
         return record_from_row(Subscription, row) if row is not None else None
 
     def remove_subscription(self, subscription_id: str) -> bool:
@@ -80,4 +83,5 @@ class SubscriptionStore(SqlStore):
             if row is not None:
                 conn.execute(sa.text("UPDATE knowledge.notify_deliveries SET state = 'cancelled'"
                                      " WHERE subscription_id = :i AND state = 'pending'"), {"i": row[0]})
+        generation.moved(self.engine)
         return row is not None
