@@ -1,7 +1,7 @@
 """Per-process caches of reads that stay correct while ``knowledge.cache_generation`` has not moved.
 
 The site rules, "has this tenant erased anything?" and the active subscriptions are read many times a run
-by every stage, and change only when an operator writes one of them (migration 0040's triggers move the counter in the
+by every stage, and change only when an operator writes one of them (migration 0039's triggers move the counter in the
 writer's transaction). Every application transaction's tenant guard reads the counter (rls.py) and
 reports it here, so the latest value any transaction of this process saw costs no statement of its own.
 

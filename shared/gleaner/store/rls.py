@@ -151,7 +151,7 @@ _COUNTER_KEY = "gleaner.has_cache_generation"
 
 
 def _counts(conn: Connection, cursor: Any) -> bool:
-    """Whether this connection's database has the counter (migration 0040); asked once per connection,
+    """Whether this connection's database has the counter (migration 0039); asked once per connection,
     so a database not yet migrated keeps working, with its caches off."""
     known = conn.info.get(_COUNTER_KEY)
     if known is None:

@@ -1,7 +1,7 @@
 """cache_generation: one counter that every write to the site rules, the erasure blocklist or the
 notification subscriptions moves.
 
-Revision ID: 0040
+Revision ID: 0039
 Revises: 0038
 Create Date: 2026-12-02
 
@@ -15,7 +15,7 @@ nothing), updated in the writer's transaction so it moves exactly when the chang
 
 from alembic import op
 
-revision = "0040"
+revision = "0039"
 down_revision = "0038"
 branch_labels = None
 depends_on = None
