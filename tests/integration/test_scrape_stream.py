@@ -38,7 +38,7 @@ class LastPageHeld:
         if last:
             deadline = time.monotonic() + HOLD_SECONDS
             stored = self.ready()
-            while stored < PAGES - 2 and time.monotonic() < deadline:
+            while stored < PAGES // 2 and time.monotonic() < deadline:
                 time.sleep(0.05)
                 stored = self.ready()
             self.stored_while_held = stored
@@ -69,6 +69,6 @@ def test_pages_fetched_before_a_polite_sites_last_page_are_stored_before_it_is_a
         summary = crawl(deps, request)
 
     assert summary["status"] == "finished" and summary["fetched"] == summary["snapshots"]["new"] == PAGES
-    # While the site kept its last page back, every page but that one and the one fetched just before it
-    # had its snapshot already: the run was still fetching.
-    assert held.stored_while_held is not None and held.stored_while_held >= PAGES - 2
+    # While the site kept its last page back, the pages fetched long before it had their snapshots already:
+    # the run was still fetching (at least the first of the lumps it hands on as it goes).
+    assert held.stored_while_held is not None and held.stored_while_held >= PAGES // 2

@@ -168,6 +168,12 @@ class LocalBus:
         with self._lock:
             return any(self._topic_load.get((topic, run_id)) for topic in topics)
 
+    def runs_busy(self, topics: Iterable[str]) -> int:
+        """How many runs have a message of these topics queued or in flight."""
+        wanted = set(topics)
+        with self._lock:
+            return len({run for (topic, run), n in self._topic_load.items() if n and topic in wanted})
+
     def runs_under_way(self) -> set[str]:
         """The runs with a message in flight now or taken before and work still queued."""
         with self._lock:

@@ -100,9 +100,6 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
 
     for page in pages:
         classify(page)
-    # The root section last: it is mostly the start page, whose answer map's walk kept (reading it asks the
-    # site nothing), so the sections whose samples are still to be asked for are asked first.
-    pending = deque(sorted(pending, key=lambda section: section == "/"))
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -258,21 +259,21 @@ class BatchScrape:
 
     def _stream(self) -> None:
         """Steps 2-5 while an in-process batch goes on: fetched pages are handed off, recorded and handed on
-        to snapshot when ten are extracted, when the batch's last fetch is next, and when the pages not yet
-        handed on are as many as those left to fetch while the run's earlier ones are stored already.
+        to snapshot when ten are extracted, and, while the run's earlier pages are stored already, when the
+        batch's last fetch is next or the pages not yet handed on are twice as many as those left to fetch.
 
         By count alone, a polite host's pages went on in lumps of ten and more, and every run's last lump
-        was stored after its last request: the tail of a crawl of many hosts that end together. Halving what
-        is left, the lumps shrink towards the end (15, 8, 4, 2 of 30 pages), each stored while the rest is
-        fetched, and only the last page or two are stored after the last request. A lump is a few messages
+        was stored after its last request: the tail of a crawl of many hosts that end together. Now the
+        lumps shrink towards the end (15, 10, 3 of 30 pages), each stored while the rest is fetched, and
+        only the last page or two are stored after the last request. A lump is a few messages
         more, and each costs snapshot and ingest their transactions: while the run's earlier pages are
         still being stored (the cores cannot keep up), the pages wait to go with the next ones, and the
         bus merges what waits (one snapshot and one ingest message of a run at a time). The pages due are
         extracted at once and waited for (the fetches go on meanwhile, on the fetch loop), so they go on
         before the next answer comes, however long the host's delay."""
         left = len(self.pages) - len(self.answered)  # none: the batch's end hands on what is left
-        due = left > 0 and len(self.unhanded) >= 2 and (left == 1 or (len(self.unhanded) >= left
-                                                                     and not self._storing()))
+        due = (left > 0 and len(self.unhanded) >= 2 and (left == 1 or len(self.unhanded) >= 2 * left)
+               and not self._storing())
         if due:
             self.extract()
             while self.extracting:
@@ -288,11 +289,15 @@ class BatchScrape:
             self.write(block=False)
 
     def _storing(self) -> bool:
-        """Whether the run's pages handed on before are still being snapshotted or ingested: then pages
-        handed on now would wait behind them and cost a message more (when the cores cannot keep up with
-        many hosts, a run's lumps stay few and large)."""
+        """Whether the run's pages handed on before are still being snapshotted or ingested, or as many runs'
+        as there are cores: then pages handed on now would wait behind them and cost a message more (when
+        the cores cannot keep up with many hosts, a run's lumps stay few and large)."""
         bus = self.deps.local_bus
-        return bus is not None and bus.busy(self.message.run_id, (PagesFetched.topic, SnapshotsWritten.topic))
+        if bus is None:
+            return False
+        topics = (PagesFetched.topic, SnapshotsWritten.topic)
+        # Other runs' pages being stored on every core: an early lump would only wait for a core too.
+        return bus.busy(self.message.run_id, topics) or bus.runs_busy(topics) >= (os.cpu_count() or 1)
 
     def hand_on(self, block: bool) -> bool:
         """Step 5: publish the recorded pages not yet handed to snapshot (all of them when ``block``, else
