@@ -169,7 +169,7 @@ def timeline(trace: dict[str, Any], started: float, sites: list[TestSite], since
         return round(t - started, 2)
 
     stages: dict[str, list[float]] = {}
-    for topic, _run, begin, end in trace["stages"]:
+    for topic, _run, begin, end, *_more in trace["stages"]:
         first_last = stages.setdefault(topic, [begin, end])
         first_last[0], first_last[1] = min(first_last[0], begin), max(first_last[1], end)
     first_pages = [next((r.at for r in site.log[n:] if r.path.startswith("/p/")), None)
@@ -219,7 +219,7 @@ def tool_env() -> dict[str, str]:
 
 
 def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
-            trace: bool, statements: bool = False) -> dict[str, Any]:
+            trace: bool, statements: bool = False, keep: Path | None = None) -> dict[str, Any]:
     """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
     with tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
         env = tool_env()
@@ -253,7 +253,20 @@ def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, e
         if trace:
             result["timeline"] = timeline(json.loads(Path(env["MULTISITE_TRACE"]).read_text()), started, sites,
                                           since)
+        if keep is not None:
+            _keep(keep, started, sites, since, Path(env["MULTISITE_TRACE"]) if trace else None)
         return result
+
+
+def _keep(keep: Path, started: float, sites: list[TestSite], since: list[int], trace: Path | None) -> None:
+    """Leave the raw timeline for a closer look: every request (host, path, seconds after the process start)
+    and, with ``--trace``, the tick's moments as multisite_trace.py wrote them (``start`` is its own clock)."""
+    keep.mkdir(parents=True, exist_ok=True)
+    requests = [[n, r.path, round(r.at - started, 3)] for n, (site, first) in enumerate(zip(sites, since, strict=True))
+                for r in site.log[first:]]
+    (keep / "requests.json").write_text(json.dumps({"started": started, "requests": requests}))
+    if trace is not None:
+        (keep / "trace.json").write_text(trace.read_text())
 
 
 def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
@@ -272,7 +285,8 @@ def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
 
 
 def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = False, trace: bool = False,
-        baseline: Path | None = None, statements: bool = False, scrapy_too: bool = True) -> dict[str, Any]:
+        baseline: Path | None = None, statements: bool = False, scrapy_too: bool = True,
+        keep: Path | None = None) -> dict[str, Any]:
     """One N: Gleaner (and the baseline tree's Gleaner, if given), then Scrapy, over the same hosts."""
     with ExitStack() as stack:
         sites = []
@@ -286,9 +300,9 @@ def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = Fals
                                    "floor_seconds": round((pages + 1) * delay, 2), "load_before": os.getloadavg()}
         if baseline is not None:
             results["baseline"] = gleaner(sites, delay, python, baseline, embed=embed, trace=trace,
-                                          statements=statements)
+                                          statements=statements, keep=keep and keep / f"{hosts}-baseline")
         results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", embed=embed, trace=trace,
-                                     statements=statements)
+                                     statements=statements, keep=keep and keep / f"{hosts}-gleaner")
         if not scrapy_too:
             return results
         results["scrapy"] = scrapy(sites, delay, python)
@@ -319,6 +333,8 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="add the tick's timeline (multisite_trace.py)")
     parser.add_argument("--statements", action="store_true",
                         help="count SQL statements and transactions per stage (multisite_statements.py)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="leave each Gleaner run's request log (and --trace's raw timeline) under DIR")
     parser.add_argument("--no-scrapy", action="store_true", help="Gleaner (and the baseline) only")
     parser.add_argument("--baseline", type=Path, metavar="SHARED",
                         help="also time the Gleaner of another tree's shared/ (before/after in one command)")
@@ -329,7 +345,8 @@ def main() -> None:
                               "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}, "runs": []}
     for hosts in args.hosts:
         result = run(hosts, args.pages, args.delay, sys.executable, embed=args.embed, trace=args.trace,
-                     baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy)
+                     baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy,
+                     keep=args.keep)
         report["runs"].append(result)
         print(json.dumps(result), flush=True)
     report["machine"]["load_after"] = os.getloadavg()

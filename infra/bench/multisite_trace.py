@@ -64,7 +64,8 @@ def install() -> None:
         finally:
             with LOCK:
                 EVENTS["stages"].append([message.topic, getattr(message, "run_id", None), started,
-                                         time.monotonic()])
+                                         time.monotonic(), getattr(message, "site_domain", None),
+                                         threading.get_ident(), len(getattr(message, "pages", ()))])
 
     LocalBus._dispatch = traced  # type: ignore[method-assign]
     operating.embed_new_chunks = span("embed", search.embed_new_chunks)
@@ -81,6 +82,48 @@ def install() -> None:
     from gleaner.app import Deps
 
     Deps.close = span("close", Deps.close)  # type: ignore[method-assign]
+    if os.environ.get("MULTISITE_TRACE_CALLS"):
+        _trace_calls()
+
+
+def _trace_calls() -> None:
+    """Every call of the metadata store, the fetcher and the blob store, with its thread: what a stage waits
+    on between two requests (``calls`` in the JSON: name, thread, start, end)."""
+    from gleaner.fetch.fetcher import Fetcher
+    from gleaner.store.localblobs import LocalBlobStore
+    from gleaner.store.metadata import MetadataStore
+
+    calls: list[list[Any]] = EVENTS.setdefault("calls", [])
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kw: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return fn(*args, **kw)
+            finally:
+                calls.append([name, threading.get_ident(), started, time.monotonic()])
+        return wrapped
+
+    from gleaner.extract.pool import ExtractPool
+    from gleaner.store.erasure import Blocklist
+
+    def done_later(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kw: Any) -> Any:
+            started, thread = time.monotonic(), threading.get_ident()
+            future = fn(*args, **kw)
+            future.add_done_callback(lambda _f: calls.append([name, thread, started, time.monotonic()]))
+            return future
+        return wrapped
+
+    ExtractPool.submit = done_later("ExtractPool.submit", ExtractPool.submit)  # type: ignore[method-assign]
+    ExtractPool.call = done_later("ExtractPool.call", ExtractPool.call)  # type: ignore[method-assign]
+    for cls in (MetadataStore, Fetcher, LocalBlobStore, Blocklist):
+        for attr in dir(cls):
+            value = getattr(cls, attr)
+            if not attr.startswith("_") and callable(value) and attr != "fetch_many" and not isinstance(value, type):
+                setattr(cls, attr, wrap(f"{cls.__name__}.{attr}", value))
 
 
 def dump() -> None:

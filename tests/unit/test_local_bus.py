@@ -232,3 +232,36 @@ def _set_event() -> threading.Event:
     done = threading.Event()
     done.set()
     return done
+
+
+def test_a_runs_pages_handed_on_while_its_snapshot_is_in_flight_wait_and_go_as_one() -> None:
+    bus = LocalBus(concurrency=4)
+    started, release = threading.Event(), threading.Event()
+    got: list[tuple[str, tuple[str, ...]]] = []
+    busy_during: list[bool] = []
+
+    def snapshot(message: PagesFetched) -> None:  # type: ignore[override]
+        got.append((message.run_id, tuple(p.document_id for p in message.pages)))
+        if message.pages[0].document_id == "1":  # the first lump is slow to store
+            started.set()
+            release.wait(10)
+
+    def scrape(message: ScrapeBatch) -> None:  # type: ignore[override]
+        bus.publish(_pages("a", "1"))
+        assert started.wait(10)
+        busy_during.append(bus.busy("a", (PagesFetched.topic,)))
+        bus.publish(_pages("a", "2"))  # handed on while the first is being stored: they wait, then go as one
+        bus.publish(_pages("a", "3"))
+        bus.publish(_pages("b", "9"))  # another run's pages do not wait for run a's
+        deadline = time.monotonic() + 10
+        while ("b", ("9",)) not in got and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.set()
+
+    bus.subscribe(PagesFetched.topic, snapshot)  # type: ignore[arg-type]
+    bus.subscribe(ScrapeBatch.topic, scrape)  # type: ignore[arg-type]
+    bus.enqueue(_batch(0))
+    bus.drain()
+
+    assert got == [("a", ("1",)), ("b", ("9",)), ("a", ("2", "3"))]
+    assert busy_during == [True] and not bus.busy("a", (PagesFetched.topic, SnapshotsWritten.topic))

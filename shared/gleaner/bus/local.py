@@ -16,8 +16,9 @@ while batch N is extracted. Handlers are idempotent and safe to run concurrently
 cloud runs them so), so this changes timing only.
 
 Queued PagesFetched and SnapshotsWritten messages of one run are handed to their stage as one
-(:mod:`gleaner.bus.coalesce`, ``merges``): when snapshot and ingest fall behind, a run's waiting
-messages cost their transactions once.
+(:mod:`gleaner.bus.coalesce`, ``merges``), and a run has one of each in flight at a time: when
+snapshot and ingest fall behind (many sites on few cores), a run's next messages wait for the one
+in flight and then cost their transactions once, however often scrape hands pages on.
 
 ``max_runs`` bounds the runs in progress: a message of a run not yet under way waits while
 that many runs have messages queued or in flight (the others finish first). ``isolate``
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from gleaner.bus.coalesce import Merge, default_merges
 from gleaner.errors import PermanentError, RetryableError
-from gleaner.messages import Message, ScrapeBatch, decode, encode
+from gleaner.messages import Message, PagesFetched, ScrapeBatch, SnapshotsWritten, decode, encode
 
 if TYPE_CHECKING:
     from gleaner.changes.events import ChangeEvent
@@ -75,8 +76,10 @@ class LocalBus:
     round_trip: bool = True
     # Messages delivered at once; 1 drains strictly in order.
     concurrency: int = 4
-    # At most this many messages of a topic in flight per run (one scrape batch: one fetcher's politeness).
-    topic_limits: dict[str, int] = field(default_factory=lambda: {ScrapeBatch.topic: 1})
+    # At most this many messages of a topic in flight per run (one scrape batch: one fetcher's politeness;
+    # one snapshot and one ingest message: a run's next ones wait, and go as one, see the module docstring).
+    topic_limits: dict[str, int] = field(default_factory=lambda: {
+        ScrapeBatch.topic: 1, PagesFetched.topic: 1, SnapshotsWritten.topic: 1})
     # Runs with work under way at once (None: no bound); see the module docstring.
     max_runs: int | None = None
     # Give up on a message whose handler raised an unexpected exception, rather than stop the drain.
@@ -94,6 +97,8 @@ class LocalBus:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Messages queued or in flight per run id (a run is under way while it has any).
     _load: dict[str, int] = field(default_factory=dict)
+    # The same per (topic, run): what a stage may ask of its run's other stages (:meth:`busy`).
+    _topic_load: dict[tuple[str, str], int] = field(default_factory=dict)
     _under_way: set[str] = field(default_factory=set)
     # The wake-up queue of the drain under way: a publish from outside it (a tick, a handler still
     # running) is taken at once, not when a message in flight next ends.
@@ -110,6 +115,8 @@ class LocalBus:
             run = _run_of(message)
             if run is not None:
                 self._load[run] = self._load.get(run, 0) + 1
+                key = (message.topic, run)
+                self._topic_load[key] = self._topic_load.get(key, 0) + 1
             wake = self._wake
         if wake is not None:
             wake.put(None)
@@ -155,6 +162,18 @@ class LocalBus:
         with self._lock:
             return run_id in self._load
 
+    def busy(self, run_id: str, topics: Iterable[str]) -> bool:
+        """Whether a message of these topics of the run is queued or in flight (scrape asks before it hands
+        pages on early: pages that would only queue behind the run's earlier ones wait to go with more)."""
+        with self._lock:
+            return any(self._topic_load.get((topic, run_id)) for topic in topics)
+
+    def runs_busy(self, topics: Iterable[str]) -> int:
+        """How many runs have a message of these topics queued or in flight."""
+        wanted = set(topics)
+        with self._lock:
+            return len({run for (topic, run), n in self._topic_load.items() if n and topic in wanted})
+
     def runs_under_way(self) -> set[str]:
         """The runs with a message in flight now or taken before and work still queued."""
         with self._lock:
@@ -165,6 +184,11 @@ class LocalBus:
         if run is None:
             return
         with self._lock:
+            key = (message.topic, run)
+            if self._topic_load.get(key, 1) > 1:
+                self._topic_load[key] -= 1
+            else:
+                self._topic_load.pop(key, None)
             left = self._load.get(run, 1) - 1
             if left > 0:
                 self._load[run] = left
@@ -269,6 +293,7 @@ class LocalBus:
                 if both is not None:
                     message = both
                     self._load[run] -= 1  # two queued messages are one now; the run keeps the taken one
+                    self._topic_load[(message.topic, run)] -= 1
                     continue
             rest.append(other)
         self._queue = rest

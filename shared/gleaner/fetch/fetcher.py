@@ -130,9 +130,11 @@ class Fetcher:
         return cls(settings, budget=budget, **kw)  # type: ignore[arg-type]
 
     def close(self) -> None:
+        """Close the connections, on the fetch loop, without waiting for it: a stage's next step (its
+        records, the next stage's start) need not wait its turn on a loop busy with other hosts."""
         if self._session is not None:
             session, self._session = self._session, None
-            loop.run(session.close())
+            loop.submit(session.close())
 
     def __enter__(self) -> Fetcher:
         return self
@@ -178,6 +180,11 @@ class Fetcher:
     def robots(self, url: str) -> RobotsRules:
         """The robots decision for the URL's origin, read once per Fetcher before any page there."""
         return loop.run(self._robots_for(url))
+
+    def prefetch_robots(self, url: str) -> None:
+        """Start reading the origin's robots.txt now without waiting for it: the first :meth:`robots` or
+        fetch there takes this answer (or waits for it), so a stage's other work overlaps the request."""
+        loop.submit(self._robots_for(url))
 
     # -- robots, redirects --------------------------------------------------------------------
 

@@ -164,13 +164,15 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
                 deps.bus.publish(mapped, ordering_key=site)
                 return mapped
             return None
-    # An erased URL found again is named by its erased form (store/erasure.py): its document is found by
-    # it and excluded, it is never fetched, and the URL is written nowhere.
-    erased = deps.blocklist.erased_urls(site)
-    keeper = WalkKeeper(deps, site, run_id, erased)
-    # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
-    gate = meta.gate_for(site)
     with deps.new_fetcher(run_id=run_id) as fetcher:
+        # robots.txt comes first whatever else the walk needs: asked now, it is on its way while that is read.
+        fetcher.prefetch_robots(message.target_url.strip())
+        # An erased URL found again is named by its erased form (store/erasure.py): its document is found by
+        # it and excluded, it is never fetched, and the URL is written nowhere.
+        erased = deps.blocklist.erased_urls(site)
+        keeper = WalkKeeper(deps, site, run_id, erased)
+        # The operator's skip rules and review exclusions hold for the walk too: a skipped page is never fetched.
+        gate = meta.gate_for(site)
         try:
             found = discover(fetcher, message.target_url.strip(), limit=limit, max_depth=max_depth, include=include,
                              walkable=lambda url: _walkable(deps, url, exclude), feeds=message.feeds,

@@ -153,8 +153,8 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                                       for d in sorted(unchanged)])
     if not meta.start_scrape(run_id, batches):
         batches = meta.batches_of(run_id)
+    scheduled = _enqueue(deps, message, batches)  # first: the site waits for nothing else
     _catch_up_ingest(deps, message)
-    scheduled = _enqueue(deps, message, batches)
     if not batches:
         finish_run(deps, run_id)  # fetched bodies go if that settled the run
     return scheduled

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.logs import Event
-from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch
+from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
 from gleaner.render.found import add_rendered_links, decide_found
 from gleaner.render.scraping import RenderPlan
 from gleaner.runstate import RunStatus
@@ -92,7 +93,7 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
         for result in chain(batch.replays(), fetcher.fetch_many(batch.requests, stop_at=stop_at),
                             fetcher.fetch_many(batch.missing, stop_at=stop_at)):
             batch.fetched_one(result, fetcher)
-    batch.extract()
+        batch.extract()  # the last pages' extraction starts while the fetcher closes
     batch.settle(block=True)
     batch.render.finish()
     if batch.store_failures:
@@ -153,6 +154,7 @@ class BatchScrape:
         self.extracting: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
         self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
         self.answered: set[str] = set()
+        self.unhanded: set[str] = set()  # fetched, not yet handed off (see _stream)
         self.published = 0  # how many of ``handed`` went to snapshot already
         # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
         self.streams = deps.local_bus is not None and not self.render.browser_ids
@@ -188,6 +190,7 @@ class BatchScrape:
         if moved_to is not None:
             self.records.append(_record(page, result, None, superseded_by=moved_to))
         elif result.outcome is FetchOutcome.FETCHED:
+            self.unhanded.add(page.document_id)
             self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
             if len(self.waiting) >= PAGES_PER_EXTRACTION:
                 self.extract()
@@ -226,6 +229,7 @@ class BatchScrape:
             page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
             for (page, _result), extracted in done})
         for (page, result), extracted in done:
+            self.unhanded.discard(page.document_id)
             if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
                 self.records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
                                                           reason=extracted.refused, body=None), None))
@@ -254,13 +258,28 @@ class BatchScrape:
             _write(self.deps, self.message.run_id, self.records, self.counts)
 
     def _stream(self) -> None:
-        """Steps 3-5 while an in-process batch goes on: extracted pages are handed off, recorded and handed
-        on to snapshot once there are enough of them.
+        """Steps 2-5 while an in-process batch goes on: fetched pages are handed off, recorded and handed on
+        to snapshot when ten are extracted, and, while the run's earlier pages are stored already, when the
+        batch's last fetch is next or the pages not yet handed on are twice as many as those left to fetch.
 
-        Not by age: smaller groups (a page waiting at most a second or two) shortened the tail after a
-        host's last page, but their extra tasks and transactions cost more CPU than a crawl of many hosts
-        on few cores could spare (infra/bench/README.md, multi-site)."""
-        if len(self.extracted) >= PAGES_PER_SNAPSHOT:
+        By count alone, a polite host's pages went on in lumps of ten and more, and every run's last lump
+        was stored after its last request: the tail of a crawl of many hosts that end together. Now the
+        lumps shrink towards the end (15, 10, 3 of 30 pages), each stored while the rest is fetched, and
+        only the last page or two are stored after the last request. A lump is a few messages
+        more, and each costs snapshot and ingest their transactions: while the run's earlier pages are
+        still being stored (the cores cannot keep up), the pages wait to go with the next ones, and the
+        bus merges what waits (one snapshot and one ingest message of a run at a time). The pages due are
+        extracted at once and waited for (the fetches go on meanwhile, on the fetch loop), so they go on
+        before the next answer comes, however long the host's delay."""
+        left = len(self.pages) - len(self.answered)  # none: the batch's end hands on what is left
+        due = (left > 0 and len(self.unhanded) >= 2 and (left == 1 or len(self.unhanded) >= 2 * left)
+               and not self._storing())
+        if due:
+            self.extract()
+            while self.extracting:
+                fetched_pages, future = self.extracting.pop(0)
+                self.extracted.extend(zip(fetched_pages, future.result(), strict=True))
+        if due or len(self.extracted) >= PAGES_PER_SNAPSHOT:
             done = list(self.extracted)
             self.extracted.clear()
             self._hand_off(done)
@@ -268,6 +287,17 @@ class BatchScrape:
             self.hand_on(block=False)
         else:
             self.write(block=False)
+
+    def _storing(self) -> bool:
+        """Whether the run's pages handed on before are still being snapshotted or ingested, or as many runs'
+        as there are cores: then pages handed on now would wait behind them and cost a message more (when
+        the cores cannot keep up with many hosts, a run's lumps stay few and large)."""
+        bus = self.deps.local_bus
+        if bus is None:
+            return False
+        topics = (PagesFetched.topic, SnapshotsWritten.topic)
+        # Other runs' pages being stored on every core: an early lump would only wait for a core too.
+        return bus.busy(self.message.run_id, topics) or bus.runs_busy(topics) >= (os.cpu_count() or 1)
 
     def hand_on(self, block: bool) -> bool:
         """Step 5: publish the recorded pages not yet handed to snapshot (all of them when ``block``, else
