@@ -218,6 +218,21 @@ def tool_env() -> dict[str, str]:
     return env
 
 
+def wait_for_postgres_gone(pgdata: str, seconds: float = 60.0) -> None:
+    """Wait until no PostgreSQL process names ``pgdata``: Gleaner's exit does not wait for the embedded server's
+    shutdown checkpoint (store/embedded.py), so removing the data dir at once races the server's last writes."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for proc in psutil.process_iter(["cmdline"]):
+            with suppress(psutil.Error, TypeError):
+                if pgdata in " ".join(proc.info["cmdline"] or ()):
+                    alive.append(proc)
+        if not alive:
+            return
+        time.sleep(0.1)
+
+
 def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
             trace: bool, statements: bool = False, keep: Path | None = None) -> dict[str, Any]:
     """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
@@ -236,6 +251,7 @@ def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, e
             env["MULTISITE_STATEMENTS"] = str(Path(home) / "statements.json")
             command = [python, str(HERE / "multisite_statements.py"), "tick", "--json"]
         started, wall, rss, done = timed(command, env, pgdata=home)
+        wait_for_postgres_gone(home)
         if done.returncode != 0:
             raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
         runs = json.loads(done.stdout)["runs"]
