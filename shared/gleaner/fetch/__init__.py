@@ -2,7 +2,9 @@
 
 Modules, one concern each:
 
-* ``fetcher``   — the orchestration: robots first, address policy, politeness, budget, redirects, outcomes
+* ``fetcher``   — the orchestration: robots first, redirects, outcomes, many requests at once
+* ``admission`` — one hop: address policy, the host's turn (politeness, shared turns), budget, backoff
+* ``exchange``  — one HTTP exchange on the wire: the request sent, its answer judged, its body read
 * ``judgement`` — what a status, content type, body start or Retry-After means (pure)
 * ``addresses`` — which URLs and IP addresses may be reached; resolve-once pins
 * ``transport`` — the aiohttp session that connects only to pinned addresses

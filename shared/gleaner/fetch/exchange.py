@@ -1,7 +1,8 @@
 """One HTTP exchange of the fetcher: a request sent, its answer judged and its body read.
 
-Split from :mod:`gleaner.fetch.fetcher`, which decides *whether* and *when* to ask (address policy,
-robots.txt, politeness, redirects); this module is what happens on the wire once it does.
+Split from :mod:`gleaner.fetch.fetcher` (robots.txt, redirects) and :mod:`gleaner.fetch.admission`
+(address policy, politeness), which decide *whether* and *when* to ask; this module is what happens
+on the wire once they do.
 """
 
 from __future__ import annotations

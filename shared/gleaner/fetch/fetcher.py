@@ -13,7 +13,9 @@ decoded caps and a total deadline. Redirects are followed up to
 The public methods are synchronous (the stages are); each request runs as a
 coroutine on :mod:`gleaner.fetch.loop`. Every call returns a :class:`FetchResult`
 with exactly one :class:`FetchOutcome`; nothing raises for a URL's failure. What a response means
-(status, content type, robots.txt answer, Retry-After) is decided in :mod:`gleaner.fetch.judgement`.
+(status, content type, robots.txt answer, Retry-After) is decided in :mod:`gleaner.fetch.judgement`;
+whether and when each hop is asked (address policy, the host's turn, budget, backoff) in
+:mod:`gleaner.fetch.admission`, which :class:`Fetcher` extends.
 Library exceptions are translated here::
 
     TimeoutError (the deadline) -> unavailable (timeout), or exhausted when the run's deadline cut it
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import ssl
 import time
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -38,48 +39,26 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gleaner.config import Settings
-from gleaner.errors import InvalidInput, RetryableError
+from gleaner.errors import InvalidInput
 from gleaner.fetch import loop
-from gleaner.fetch.addresses import (
-    AddressBook,
-    AddressRefused,
-    CheckedUrl,
-    Resolver,
-    UrlRefused,
-    check_url,
-    system_resolver,
-)
-from gleaner.fetch.body import ACCEPT_ENCODING
+from gleaner.fetch.addresses import AddressBook, Resolver, UrlRefused, check_url, system_resolver
+from gleaner.fetch.admission import Deferred, HopAdmission
+from gleaner.fetch.admission import with_outcome as _with
 from gleaner.fetch.budget import RunBudget, Spent
-from gleaner.fetch.exchange import exchange
-from gleaner.fetch.judgement import (
-    BACKOFF,
-    REDIRECTS,
-    retry_after,
-    robots_rules_from,
-)
-from gleaner.fetch.politeness import HostPoliteness, HostState, HostTable, SharedTurns, Turn, asked_of
+from gleaner.fetch.judgement import REDIRECTS, robots_rules_from
+from gleaner.fetch.politeness import HostPoliteness, HostTable, SharedTurns
 from gleaner.fetch.robots import RobotsRules, RobotsState
-from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.urls import absolutize, fetchable
 
 __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]
 
-log = logging.getLogger(__name__)
-
 
 # Requests handed to the fetch loop at once by fetch_many (the concurrency is bounded separately).
 FETCH_CHUNK = 256
-# A shared turn is leased for the request's own deadline plus this much (then a dead holder's turn frees).
-LEASE_MARGIN_SECONDS = 10.0
 
 
-class _Deferred(Exception):
-    """The request could not start before the fetcher's stop time: it is left for a later task."""
-
-
-class Fetcher:
+class Fetcher(HopAdmission):
     """Polite, safe HTTP fetching. One instance per stage of a run: DNS pins and the budget live on it.
 
     ``resolver`` replaces getaddrinfo (tests that need a name to answer something chosen).
@@ -221,7 +200,7 @@ class Fetcher:
         async def one(request: FetchRequest) -> None:
             try:
                 done(await self._fetch(request, bounded=True))
-            except _Deferred:
+            except Deferred:
                 done(None)
             except BaseException as exc:  # _fetch returns an outcome for every URL; anything else reaches the caller
                 done(exc)
@@ -314,125 +293,6 @@ class Fetcher:
                                     f"more than {self.settings.max_redirects} redirects", final_url=current,
                                     key=request.key), started)
 
-    # -- one exchange: address policy, politeness, budget, backoff ------------------------------
-
-    async def _host(self, hostname: str) -> HostState:
-        state, s = self._hosts.peek(hostname), self.settings  # unseen, or set for another run's politeness
-        if state is None or state.asked != asked_of(s.host_delay, s.host_concurrency, s.politeness_sources):
-            state = await loop.in_thread(lambda: self._hosts.get(hostname, default_delay=s.host_delay,
-                                                                 default_concurrency=s.host_concurrency,
-                                                                 sources=s.politeness_sources))
-        return state
-
-    async def _admit(self, request: FetchRequest, url: str, hop: int) -> CheckedUrl | FetchResult:
-        """The address policy for one hop: the checked URL if it may be requested, else the refusal.
-
-        Checked before robots.txt, so a host the policy refuses gets no request at all.
-        """
-        via = f" (redirect target {url})" if hop else ""
-        try:
-            checked = check_url(url)
-            if not self._book.pinned(checked.host, checked.port):  # resolving blocks: off the loop
-                await loop.in_thread(self._book.pin, checked.host, checked.port)
-        except UrlRefused as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"refused-url: {exc}{via}", final_url=url,
-                               key=request.key, url_refused=True)
-        except AddressRefused as exc:
-            return FetchResult(request.url, FetchOutcome.UNAVAILABLE, f"{exc}{via}", final_url=url, key=request.key,
-                               non_public_address=exc.non_public)
-        return checked
-
-    async def _exchange(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,
-                        robots: bool) -> FetchResult:
-        def done(outcome: FetchOutcome, reason: str) -> FetchResult:
-            return FetchResult(request.url, outcome, reason, final_url=target.text, key=request.key)
-
-        host = await self._host(target.host)
-        retries = 0
-        while True:
-            async with host.slots:
-                run_deadline = self.budget.deadline
-                # One start per delay on a host, whatever its concurrency: each slot holder that wakes
-                # looks again, since another may have taken the start it waited for.
-                while (wait_for := host.next_at - time.monotonic()) > 0:
-                    if run_deadline is not None and time.monotonic() + wait_for >= run_deadline:
-                        return done(FetchOutcome.EXHAUSTED, f"run time budget of {self.settings.run_max_seconds:g}s "
-                                    "would pass while waiting for the host's delay")
-                    self._defer_if_past(time.monotonic() + wait_for)
-                    await asyncio.sleep(wait_for)
-                host.next_at = time.monotonic() + max(host.delay, host.crawl_delay)
-                turn = await self._shared_turn(target.host, host)
-                if isinstance(turn, str):
-                    return done(FetchOutcome.EXHAUSTED, turn)
-                spent = self.budget.claim_request()
-                if spent is not None:
-                    await self._release(turn, 0.0)
-                    return done(FetchOutcome.EXHAUSTED, spent)
-                result: FetchResult | None = None
-                try:
-                    async with self._hosts.in_flight:
-                        result = await self._send(request, target, max_bytes=max_bytes, robots=robots)
-                finally:
-                    pause = max(host.delay, host.crawl_delay)
-                    if result is not None and result.status in BACKOFF:
-                        backoff = retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
-                        pause = max(pause, min(backoff, self.settings.max_retry_after))
-                    host.next_at = max(host.next_at, time.monotonic() + pause)
-                    await self._release(turn, pause)
-                if result.status not in BACKOFF:
-                    return result
-                pause = retry_after(result.headers.get("retry-after"), default=max(1.0, host.delay))
-                if retries >= self.settings.max_retries or pause > self.settings.max_retry_after:
-                    return _with(result, result.outcome, f"{result.reason} after {retries + 1} attempt(s); "
-                                 f"Retry-After {pause:g}s")
-                retries += 1
-
-    def _defer_if_past(self, start: float) -> None:
-        """Give up on a request that would start after the fetcher's stop time (fetch_many's stop_at)."""
-        if self._stop_at is not None and start >= self._stop_at:
-            raise _Deferred
-
-    async def _shared_turn(self, hostname: str, host: HostState) -> Turn | str | None:
-        """The host's turn among all processes (None when not shared), or why the run cannot wait for it."""
-        if self._shared is None:
-            self._defer_if_past(time.monotonic())
-            return None
-        lease = self.settings.fetch_timeout + LEASE_MARGIN_SECONDS
-        while True:
-            self._defer_if_past(time.monotonic())
-            got = await loop.in_thread(lambda: self._shared.claim(  # type: ignore[union-attr]
-                hostname.lower(), concurrency=host.concurrency, spacing=max(host.delay, host.crawl_delay),
-                lease=lease))
-            if isinstance(got, Turn):
-                return got
-            run_deadline = self.budget.deadline
-            if run_deadline is not None and time.monotonic() + got >= run_deadline:
-                return (f"run time budget of {self.settings.run_max_seconds:g}s would pass while waiting for "
-                        "the host's turn")
-            self._defer_if_past(time.monotonic() + got)
-            await asyncio.sleep(got)
-
-    async def _release(self, turn: Turn | None, pause: float) -> None:
-        if turn is None or self._shared is None:
-            return
-        shared = self._shared
-        try:
-            await loop.in_thread(lambda: shared.release(turn, pause=pause))
-        except RetryableError as exc:  # the lease runs out by itself; the result in hand still counts
-            log.warning("%s", exc)
-
-    def _open_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = open_session(self._book, verify=self._verify, user_agent=self.settings.user_agent,
-                                         accept_encoding=ACCEPT_ENCODING)
-        return self._session
-
-    async def _send(self, request: FetchRequest, target: CheckedUrl, *, max_bytes: int | None,
-                    robots: bool) -> FetchResult:
-        return await exchange(self._open_session(), self.settings, self.budget, request, target,
-                              max_bytes=max_bytes, robots=robots)
-
-
 
 def _chunks(requests: Iterable[FetchRequest], size: int) -> Iterator[list[FetchRequest]]:
     it = iter(requests)
@@ -451,7 +311,3 @@ def _results(items: list[FetchResult | BaseException | None]) -> Iterator[FetchR
 
 def _elapsed(result: FetchResult, started: float) -> FetchResult:
     return replace(result, elapsed_ms=int((time.monotonic() - started) * 1000))
-
-
-def _with(result: FetchResult, outcome: FetchOutcome, reason: str) -> FetchResult:
-    return replace(result, outcome=outcome, reason=reason, body=None)
