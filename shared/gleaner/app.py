@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from gleaner import fetchdeps
 from gleaner.config import Settings
 from gleaner.observe import NoObserver, RunObserver
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
     from gleaner.fetch.fetcher import Fetcher
-    from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.robots import RobotsRules
     from gleaner.provenance.handover import CanonicalHandover
     from gleaner.render.browser import BrowserRenderer
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from gleaner.store.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
     from gleaner.store.erasure import Blocklist
-    from gleaner.store.hostslots import HostSlots
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
@@ -51,10 +49,6 @@ T = TypeVar("T")
 # Canonical texts kept between scrape and ingest in one process: a few scrape batches' worth
 # (100 pages of ~16 KB each); the oldest go first, and ingest recomputes what is gone.
 CANONICAL_HANDOVER_BYTES = 32 * 2**20
-# Runs whose options and robots.txt decisions a process keeps: more than a tick runs at once (a bound
-# below that made every fetcher of a many-site tick read them again), few enough for a long-lived
-# function instance that sees run after run.
-RUNS_REMEMBERED = 256
 
 
 class _built_once(Generic[T]):
@@ -306,101 +300,14 @@ class Deps:
 
         return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent, limits=limits)
 
-    def new_fetcher(self, *, run_id: str | None = None, **overrides: Any) -> Fetcher:
-        """A fresh fetcher (DNS pins, host state) for one stage of a run.
-
-        ``run_id`` shares robots.txt decisions between all the run's fetchers, in this process and
-        in every other one through PostgreSQL (read once per host per run), and makes the budget the
-        run's: what it already used (requests and bytes counted only when it has such a limit, since
-        counting reads the run's whole ledger; seconds since it started) counts against it.
-        Per-host delay and concurrency come from ``knowledge.source_hosts``.
-        """
-        own = self.run_options(run_id) if run_id is not None else {}
-        settings = self.run_settings(run_id)
-        settings = settings.with_(**overrides) if overrides else settings
-        if self.fetcher_factory is not None:
-            return self.fetcher_factory(settings)
-        from gleaner.fetch.budget import RunBudget, Spent
-
-        own = dict(own.get("budget") or {})
-        max_requests = int(own.get("max_requests", settings.run_max_requests))
-        max_bytes = int(own.get("max_bytes", settings.run_max_bytes))
-        max_seconds = float(own.get("max_seconds", settings.run_max_seconds))
-        spent = Spent()
-        if run_id is not None and (max_requests or max_bytes or max_seconds):  # an unlimited run counts nothing
-            spent = Spent(*self.metadata.run_spent(run_id, counted=bool(max_requests or max_bytes)))
-        budget = RunBudget(max_requests=max_requests, max_bytes=max_bytes, max_seconds=max_seconds, spent=spent)
-        robots = None
-        if run_id is not None:
-            from gleaner.store.runrobots import RunRobots
-
-            with self._lock:
-                robots = self._robots_by_run.get(run_id)
-                if robots is None:
-                    robots = self._robots_by_run[run_id] = RunRobots(self.metadata, run_id)
-                while len(self._robots_by_run) > RUNS_REMEMBERED:
-                    self._robots_by_run.pop(next(iter(self._robots_by_run)))
-        from gleaner.fetch.fetcher import Fetcher
-
-        return Fetcher(settings, budget=budget, hosts=self.host_table, robots_cache=robots, verify=self.tls_context,
-                       shared_turns=self.host_slots if settings.shared_politeness else None)
-
-    @_built_once
-    def host_slots(self) -> HostSlots:
-        """Per-host turns shared with every other process (``GLEANER_SHARED_POLITENESS``)."""
-        from gleaner.store.hostslots import HostSlots
-
-        return HostSlots(self.engine)
-
-    def run_settings(self, run_id: str | None) -> Settings:
-        """The settings a run fetches with: its own politeness (`crawl --delay/--concurrency`, recorded by
-        map) counts as given on the command line, on the first crawl and on a resume, in every process
-        alike, so it beats the site's own setting as it does where the crawl was typed."""
-        own = dict(self.run_options(run_id).get("politeness") or {}) if run_id is not None else {}
-        if not own:
-            return self.settings
-        from gleaner.fetch.politeness import Source
-
-        sources = {**self.settings.politeness_sources, **{name: str(Source.COMMAND_LINE) for name in own}}
-        return self.settings.with_(**own, politeness_sources=sources)
-
-    def run_options(self, run_id: str) -> dict[str, Any]:
-        """A run's own options (limit, globs, render, a scheduled site's budget, a crawl's politeness), read
-        once per run and process: they are written with the run and never change. An unknown run (or one
-        without options) is asked again next time."""
-        with self._lock:
-            if run_id in self._options_by_run:
-                return self._options_by_run[run_id]
-        options = self.metadata.run_options(run_id)
-        if not options:
-            return options
-        with self._lock:
-            self._options_by_run[run_id] = options
-            while len(self._options_by_run) > RUNS_REMEMBERED:
-                self._options_by_run.pop(next(iter(self._options_by_run)))
-        return options
-
-    @_built_once
-    def tls_context(self) -> ssl.SSLContext:
-        """One TLS context for every fetcher of the process: building one loads the CA bundle, which a
-        fetcher per scrape batch paid every batch. Contexts are safe to share."""
-        import httpx
-
-        return httpx.create_ssl_context(trust_env=False)
-
-    @_built_once
-    def host_table(self) -> HostTable:
-        """Per-host politeness shared by every fetcher of this process (concurrent stages take turns)."""
-        from gleaner.fetch.politeness import HostTable
-
-        return HostTable(self._host_politeness, requests_in_flight=self.settings.fetch_concurrency)
-
-    def _host_politeness(self, host: str) -> tuple[float | None, int | None]:
-        try:
-            return self.metadata.host_politeness_for(host)
-        except Exception:  # the defaults are polite; a database hiccup must not stop fetching
-            log.warning("could not read politeness for %s; using the defaults", host, exc_info=True)
-            return None, None
+    # Fetching (gleaner/fetchdeps.py): a run's fetchers and what every fetcher of the process shares.
+    new_fetcher = fetchdeps.new_fetcher
+    run_settings = fetchdeps.run_settings
+    run_options = fetchdeps.run_options
+    host_slots = _built_once(fetchdeps.host_slots)
+    tls_context = _built_once(fetchdeps.tls_context)
+    host_table = _built_once(fetchdeps.host_table)
+    _host_politeness = fetchdeps.host_politeness
 
     def close(self) -> None:
         if "renderer" in self.__dict__ and self.renderer_override is None:
