@@ -131,7 +131,7 @@ def map_cmd(url: str, limit: int | None, max_depth: int | None, include: tuple[s
     from gleaner.decide.port import PageFacts
     from gleaner.decide.rules import RuleDecider
     from gleaner.fetch.fetcher import Fetcher
-    from gleaner.stages.map import discover
+    from gleaner.stages.mapwalk import discover
     from gleaner.urls import canonicalize, path_of, validate_glob
 
     canonicalize(url)
