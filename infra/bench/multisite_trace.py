@@ -106,7 +106,7 @@ def _trace_calls() -> None:
         return wrapped
 
     from gleaner.extract.pool import ExtractPool
-    from gleaner.store.erasure import Blocklist
+    from gleaner.store.blocklist import Blocklist
 
     def done_later(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)

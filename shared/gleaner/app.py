@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from gleaner.retrieval.embedder import Embedder
     from gleaner.retrieval.index import SearchIndex
     from gleaner.store.blobs import BlobStore
+    from gleaner.store.blocklist import Blocklist
     from gleaner.store.browse import BrowseStore
-    from gleaner.store.erasure import Blocklist
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.provenance import ProvenanceStore
     from gleaner.store.references import ReferenceStore
@@ -134,7 +134,7 @@ class Deps:
     @_built_once
     def blocklist(self) -> Blocklist:
         """Erased content, checked before a crawl, a landing or ingest stores anything."""
-        from gleaner.store.erasure import Blocklist
+        from gleaner.store.blocklist import Blocklist
         from gleaner.store.erasurekey import erasure_secret
 
         secret: list[bytes] = []

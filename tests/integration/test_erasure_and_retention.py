@@ -10,7 +10,8 @@ from gleaner.provenance.verification import CitedSpan, VerifyState
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.runner import crawl, new_request
 from gleaner.stages import dispatch, wire
-from gleaner.store.erasure import erase_document, erased_forms
+from gleaner.store.blocklist import erased_forms
+from gleaner.store.erasure import erase_document
 from gleaner.store.retention import prune
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish

@@ -26,7 +26,7 @@ def _document(deps: Any, url: str, site_domain: str | None) -> dict[str, Any]:
     try:
         document = deps.provenance.document_at(canonical, site_domain)
         if document is None:  # an erased page is found by its erased form (store/erasure.py)
-            from gleaner.store.erasure import erased_forms
+            from gleaner.store.blocklist import erased_forms
 
             for site, form in erased_forms(deps.blocklist, canonical, site_domain):
                 document = document or deps.provenance.document_at(form, site)

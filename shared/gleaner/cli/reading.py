@@ -110,7 +110,7 @@ def docs_cmd(site: str, as_json: bool) -> None:
 @guard
 def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, as_json: bool) -> None:
     """A page's current body (or --version N's) and its version history."""
-    from gleaner.store.erasure import is_erased_form
+    from gleaner.store.blocklist import is_erased_form
 
     with open_deps(load_settings()) as deps:
         doc = find_document(deps, url, site_domain)
@@ -145,7 +145,7 @@ def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, 
 
 def find_document(deps: Deps, url: str, site_domain: str | None) -> dict[str, Any]:
     """The one document for URL (and site); exits 2 listing the sites when several hold the URL."""
-    from gleaner.store.erasure import erased_forms
+    from gleaner.store.blocklist import erased_forms
     from gleaner.urls import canonicalize
 
     canonical = canonicalize(url)

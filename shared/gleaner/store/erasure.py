@@ -30,38 +30,27 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import EventType
-from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest, tenant_key
+from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest
 from gleaner.retrieval.index import remove_documents
 from gleaner.store import generation
 from gleaner.store.blobs import BlobStore, map_key, run_body_key, run_content_key, run_raw_key, sample_key
+from gleaner.store.blocklist import ERASED_PREFIX, Blocklist, erased_form, is_erased_form
 from gleaner.store.events import record_status_change
 from gleaner.store.generation import cache_of
 from gleaner.store.routing import unfold_erased
 from gleaner.store.sqlstore import SqlStore, json_value
+from gleaner.store.versiondrop import drop_snapshots
 from gleaner.urls import url_hash
 
 log = logging.getLogger(__name__)
-
-K = TypeVar("K", bound=Hashable)
-
-ERASED_PREFIX = "erased:"
-
-
-def erased_form(url_digest: str) -> str:
-    """What stands for an erased URL wherever the URL stood: its keyed digest, never the URL."""
-    return ERASED_PREFIX + url_digest
-
-
-def is_erased_form(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(ERASED_PREFIX)
 
 
 @dataclass
@@ -308,93 +297,6 @@ def _mask_map(blobs: BlobStore, key: str, url: str, masked: str) -> bool:
     blobs.delete(key)
     blobs.put(key, json.dumps(data, sort_keys=True).encode("utf-8"), "application/json")
     return True
-
-
-def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Delete versions and the canonical texts no other version uses; (texts removed, texts kept)."""
-    if not snapshot_ids:
-        return [], []
-    ids = list(snapshot_ids)
-    hashes = conn.execute(
-        sa.text("SELECT DISTINCT text_hash FROM knowledge.snapshot_texts WHERE snapshot_id = ANY(CAST(:i AS uuid[]))"),
-        {"i": ids},
-    ).scalars().all()
-    conn.execute(sa.text("UPDATE knowledge.crawl_page_decisions SET produced_snapshot_id = NULL"
-                         " WHERE produced_snapshot_id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
-    conn.execute(sa.text("UPDATE knowledge.document_snapshots SET superseded_by = NULL"
-                         " WHERE superseded_by = ANY(CAST(:i AS uuid[]))"), {"i": ids})
-    if _table_exists(conn, "knowledge.composite_document_sources"):
-        conn.execute(sa.text("UPDATE knowledge.composite_document_sources SET source_snapshot_id = NULL"
-                             " WHERE source_snapshot_id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
-    conn.execute(sa.text("DELETE FROM knowledge.document_snapshots WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
-    # A canonical text is content-addressed, shared by every document (of any tenant) with the same text:
-    # whether another one still uses it is asked across tenants, for this statement only.
-    prior = conn.execute(sa.text("SELECT current_setting('app.all_tenants', true)")).scalar()
-    conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
-    try:
-        removed = conn.execute(
-            sa.text("DELETE FROM knowledge.canonical_texts c WHERE c.text_hash = ANY(CAST(:h AS text[]))"
-                    " AND NOT EXISTS (SELECT 1 FROM knowledge.snapshot_texts t WHERE t.text_hash = c.text_hash)"
-                    " AND NOT EXISTS (SELECT 1 FROM knowledge.citations x WHERE x.text_hash = c.text_hash)"
-                    " RETURNING c.text_hash"),
-            {"h": list(hashes)},
-        ).scalars().all()
-        if removed:  # a text's spans and retrieval chunks go with it (no foreign key cascades: migration 0019)
-            conn.execute(sa.text("DELETE FROM knowledge.text_spans WHERE text_hash = ANY(CAST(:h AS text[]))"),
-                         {"h": list(removed)})
-            conn.execute(sa.text("DELETE FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
-                         {"h": list(removed)})
-    finally:
-        conn.execute(sa.text("SELECT set_config('app.all_tenants', :p, true)"), {"p": prior or ""})
-    kept = sorted(set(hashes) - set(removed))
-    return sorted(removed), kept
-
-
-def _table_exists(conn: Connection, name: str) -> bool:
-    return conn.execute(sa.text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one()
-
-
-class Blocklist:
-    """The per-tenant blocklist of erased content, asked before anything is stored again."""
-
-    def __init__(self, store: ErasureStore, secret: Callable[[], bytes]) -> None:
-        self.store = store
-        self._secret = secret
-
-    def key(self, site: str) -> bytes:
-        return tenant_key(self._secret(), site)
-
-    def refused(self, site: str, items: Mapping[K, Sequence[bytes]]) -> set[K]:
-        """The items any of whose byte strings (URL, body, text) is blocklisted for the tenant: one query."""
-        # A tenant that never erased anything (nearly all) costs one indexed lookup, no hashing and no key.
-        if not items or not self.store.has_erasures(site):
-            return set()
-        key = self.key(site)
-        digests = {k: [erasure_digest(key, data) for data in values] for k, values in items.items()}
-        hits = self.store.blocked_digests(site, sorted({d for values in digests.values() for d in values}))
-        return {k for k, values in digests.items() if hits.intersection(values)} if hits else set()
-
-    def erased_urls(self, site: str) -> Callable[[str], str | None]:
-        """For map: a URL's erased form if the tenant erased it, else None (one query, then local hashing)."""
-        if not self.store.has_erasures(site):
-            return lambda _url: None
-        key = self.key(site)
-        erased = self.store.url_digests(site)
-
-        def form(url: str) -> str | None:
-            digest = erasure_digest(key, url.encode("utf-8"))
-            return erased_form(digest) if digest in erased else None
-
-        return form
-
-
-def erased_forms(blocklist: Blocklist, canonical_url: str, site: str | None) -> list[tuple[str, str]]:
-    """(site, erased form) for each tenant (or ``site``) that erased this URL: how a reader finds the
-    erased document by the URL it asks about, which the database no longer holds."""
-    if is_erased_form(canonical_url):
-        return []
-    sites = [site] if site else blocklist.store.sites_with_erased_urls()
-    return [(s, form) for s in sites if (form := blocklist.erased_urls(s)(canonical_url)) is not None]
 
 
 def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, document_id: str, reason: str | None,

@@ -21,8 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner.store.blobs import BlobStore
-from gleaner.store.erasure import _table_exists, drop_snapshots
 from gleaner.store.sqlstore import SqlStore
+from gleaner.store.versiondrop import drop_snapshots, table_exists
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class RetentionStore(SqlStore):
     def prune_rows(self, site: str | None, keep: int) -> tuple[list[str], int, int]:
         """Delete prunable versions; (their blob keys, versions removed, texts removed)."""
         with self._tx() as conn:
-            pinned = _PINNED + (_COMPOSITE_PIN if _table_exists(conn, "knowledge.composite_document_sources") else "")
+            pinned = _PINNED + (_COMPOSITE_PIN if table_exists(conn, "knowledge.composite_document_sources") else "")
             rows = conn.execute(
                 sa.text(
                     "SELECT s.id, s.processed_markdown_ref, s.raw_markdown_ref, s.original_ref FROM ("
