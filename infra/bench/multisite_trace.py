@@ -26,16 +26,23 @@ EVENTS: dict[str, Any] = {"start": T0, "stages": []}
 LOCK = threading.Lock()
 
 
-def span(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def timed(fn: Callable[..., Any], done: Callable[[float, float], None]) -> Callable[..., Any]:
+    """``fn``, calling ``done(started, ended)`` after each call (returned or raised)."""
     @functools.wraps(fn)
     def wrapped(*args: Any, **kw: Any) -> Any:
         started = time.monotonic()
         try:
             return fn(*args, **kw)
         finally:
-            with LOCK:
-                EVENTS.setdefault(name, []).append([started, time.monotonic()])
+            done(started, time.monotonic())
     return wrapped
+
+
+def span(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def done(started: float, ended: float) -> None:
+        with LOCK:
+            EVENTS.setdefault(name, []).append([started, ended])
+    return timed(fn, done)
 
 
 def install() -> None:
@@ -96,14 +103,7 @@ def _trace_calls() -> None:
     calls: list[list[Any]] = EVENTS.setdefault("calls", [])
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapped(*args: Any, **kw: Any) -> Any:
-            started = time.monotonic()
-            try:
-                return fn(*args, **kw)
-            finally:
-                calls.append([name, threading.get_ident(), started, time.monotonic()])
-        return wrapped
+        return timed(fn, lambda started, ended: calls.append([name, threading.get_ident(), started, ended]))
 
     from gleaner.extract.pool import ExtractPool
     from gleaner.store.blocklist import Blocklist

@@ -145,10 +145,7 @@ def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: li
 
 def show(label: str, r: dict[str, Any], top: int) -> None:
     pages = r["pages"]
-    top_level = [s for s in r["statements"] if s["toplevel"]]
-    calls = sum(s["calls"] for s in top_level)
-    exec_ms = sum(s["exec_ms"] for s in top_level)
-    plan_ms = sum(s["plan_ms"] for s in top_level)
+    calls, exec_ms, plan_ms = pg_statements.totals(r["statements"])
     print(f"\n## {label}: {pages} pages, tick {r['process_seconds']} s, CPU {r['cpu_seconds']}, PostgreSQL "
           f"{r['postgres_cpu_ms_per_page']} ms/page")
     print(f"sessions ended by duration: {r.get('session_seconds')}")

@@ -148,12 +148,16 @@ def profile(base: str, work: Path, name: str, limit: int, shared: Path) -> dict[
         bench.DATABASE_URL = None
 
 
+def totals(statements: list[dict[str, Any]]) -> tuple[int, float, float]:
+    """Calls, execution ms and planning ms of the top-level statements (nested ones count inside them)."""
+    top_level = [s for s in statements if s["toplevel"]]
+    return (sum(s["calls"] for s in top_level), sum(s["exec_ms"] for s in top_level),
+            sum(s["plan_ms"] for s in top_level))
+
+
 def print_result(label: str, r: dict[str, Any], top: int) -> None:
     pages = r["pages_settled"]
-    top_level = [s for s in r["statements"] if s["toplevel"]]
-    calls = sum(s["calls"] for s in top_level)
-    exec_ms = sum(s["exec_ms"] for s in top_level)
-    plan_ms = sum(s["plan_ms"] for s in top_level)
+    calls, exec_ms, plan_ms = totals(r["statements"])
     print(f"\n## {label}: {pages} pages, crawl {r['crawl_seconds']} s, PostgreSQL CPU during the crawl "
           f"{r['postgres_cpu_ms_per_page']} ms/page")
     print(f"top-level statements {calls / pages:.2f}/page, execution {exec_ms / pages:.3f} ms/page, planning "
