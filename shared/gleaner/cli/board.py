@@ -7,6 +7,7 @@ while something moved, so a long polite cycle over many sites is never silent in
 
 from __future__ import annotations
 
+import queue
 import sys
 import threading
 import time
@@ -65,6 +66,10 @@ class RunBoard:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._last_shown: tuple[tuple[int, int], ...] = ()
+        # Runs whose total is to be read: on a thread of its own, not the bus's draining thread (each
+        # is a database round trip, and fifty runs mapped together held their next dispatches back).
+        self._totals: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._reader: threading.Thread | None = None
 
     def __enter__(self) -> RunBoard:
         if self.tty:
@@ -85,6 +90,9 @@ class RunBoard:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        if self._reader is not None:
+            self._totals.put(None)
+            self._reader.join(timeout=1.0)
         if self._ticker is not None:
             self._ticker.join(timeout=1.0)
         if self._bar is not None:
@@ -122,10 +130,29 @@ class RunBoard:
     def on_message(self, message: Message) -> None:
         """Called once each message's handlers finished: CrawlMapped means sample has decided."""
         if isinstance(message, CrawlMapped) and message.run_id in self.runs:
-            line = self.runs[message.run_id]
-            line.total = self._pages_total(message.run_id) if self._pages_total is not None else 0
-            if self._bar is not None:
-                self._bar.update(line.task, total=line.total, description=line.site)
+            if self._pages_total is None:
+                self._set_total(message.run_id, 0)
+                return
+            with self._lock:
+                if self._reader is None:
+                    self._reader = threading.Thread(target=self._read_totals, name="gleaner-board-totals",
+                                                    daemon=True)
+                    self._reader.start()
+            self._totals.put(message.run_id)
+
+    def _read_totals(self) -> None:
+        while (run_id := self._totals.get()) is not None:
+            try:
+                total = self._pages_total(run_id) if self._pages_total is not None else 0
+            except Exception:  # only the display's: the run goes on, its line shows "?" pages
+                continue
+            self._set_total(run_id, total)
+
+    def _set_total(self, run_id: str, total: int) -> None:
+        line = self.runs[run_id]
+        line.total = total
+        if self._bar is not None:
+            self._bar.update(line.task, total=line.total, description=line.site)
 
     # -- plain lines -----------------------------------------------------------------------------
 
