@@ -72,3 +72,58 @@ def test_pages_fetched_before_a_polite_sites_last_page_are_stored_before_it_is_a
     # While the site kept its last page back, the pages fetched long before it had their snapshots already:
     # the run was still fetching (at least the first of the lumps it hands on as it goes).
     assert held.stored_while_held is not None and held.stored_while_held >= PAGES // 2
+
+
+class PageHeld(LastPageHeld):
+    """Hold the answer to the ``nth`` page asked for (not the last) the same way."""
+
+    def __init__(self, pages: dict[str, Page], ready, nth: int, wanted: int) -> None:
+        super().__init__(pages, ready)
+        self.nth, self.wanted = nth, wanted
+
+    def answer(self, h: BaseHTTPRequestHandler, page: Page) -> None:
+        with self.lock:
+            self.asked += 1
+            held = self.asked == self.nth
+        if held:
+            deadline = time.monotonic() + HOLD_SECONDS
+            stored = self.ready()
+            while stored < self.wanted and time.monotonic() < deadline:
+                time.sleep(0.05)
+                stored = self.ready()
+            self.stored_while_held = stored
+        h.send_response(200)
+        h.send_header("Content-Type", page.content_type)
+        h.send_header("Content-Length", str(len(page.data)))
+        h.end_headers()
+        h.wfile.write(page.data)
+
+
+def test_a_slow_sites_first_pages_are_stored_long_before_half_its_pages_are_fetched(make_deps, monkeypatch):
+    from gleaner.stages import scrapebatch
+
+    # Pages go on once the oldest has waited this long, whatever their number (here the count rules
+    # would hold them until half the site is fetched); the machine's load is not this test's subject.
+    monkeypatch.setattr(scrapebatch, "HAND_ON_AFTER", 0.3)
+    monkeypatch.setattr(scrapebatch, "SPARE_BELOW", 1.01)
+    pages_n, nth = 30, 8
+    deps = make_deps(host_delay=0.1, host_concurrency=1, fetch_timeout=HOLD_SECONDS + 10)
+    observer = make_deps()
+    served: dict[str, Page] = {}
+    with TestSite(served, max_seconds=120) as site:
+        request = new_request(site.url + "/", site_domain="slow.test")
+
+        def stored() -> int:
+            with tenancy.all_tenants():
+                return sum(1 for url in observer.metadata.run_urls(request.run_id) if url["snapshot"] == "new")
+
+        pages = site_pages(site.url, pages_n)
+        held = PageHeld(pages, stored, nth=nth, wanted=2)
+        served.update(pages)
+        served.update({path: held.page(path) for path in pages if path.startswith("/p/")})
+
+        summary = crawl(deps, request)
+
+    assert summary["status"] == "finished" and summary["snapshots"]["new"] == pages_n
+    # While the site held its 8th page back, some of the seven before it had their snapshots already.
+    assert held.stored_while_held is not None and held.stored_while_held >= 2

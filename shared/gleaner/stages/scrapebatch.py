@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -18,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gleaner.app import Deps
+from gleaner.cpugauge import GAUGE
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
@@ -43,6 +45,12 @@ RECORDS_PER_WRITE = 10
 # In-process, extracted pages go on to snapshot in one message when there are this many (the batch's
 # last one goes at its end): each message costs snapshot and ingest a few transactions of their own.
 PAGES_PER_SNAPSHOT = 10
+# In-process, fetched pages go on to snapshot once the oldest of them has waited this long (seconds), however
+# few: a polite host's pages come one a delay, and pages held for a count were stored in lumps late in the
+# crawl, the cores idle meanwhile and busy past its last request (many hosts end together).
+HAND_ON_AFTER = 3.0
+# ...but only while the machine's cores are less busy than this share (see gleaner.cpugauge).
+SPARE_BELOW = 0.7
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
 # request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
 NOT_MODIFIED_PER_WRITE = 50
@@ -83,7 +91,7 @@ class BatchScrape:
         self.extracting: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
         self.extracted: list[tuple[tuple[RunPage, FetchResult], ExtractedPage]] = []  # not yet checked
         self.answered: set[str] = set()
-        self.unhanded: set[str] = set()  # fetched, not yet handed off (see _stream)
+        self.unhanded: dict[str, float] = {}  # fetched, not yet handed off: when (see _stream)
         self.published = 0  # how many of ``handed`` went to snapshot already
         # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
         self.streams = deps.local_bus is not None and not self.render.browser_ids
@@ -119,7 +127,7 @@ class BatchScrape:
         if moved_to is not None:
             self.records.append(_record(page, result, None, superseded_by=moved_to))
         elif result.outcome is FetchOutcome.FETCHED:
-            self.unhanded.add(page.document_id)
+            self.unhanded[page.document_id] = time.monotonic()
             self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
             if len(self.waiting) >= PAGES_PER_EXTRACTION:
                 self.extract()
@@ -158,7 +166,7 @@ class BatchScrape:
             page.document_id: (page.canonical_url.encode("utf-8"), extracted.content, extracted.canonical.text)
             for (page, _result), extracted in done})
         for (page, result), extracted in done:
-            self.unhanded.discard(page.document_id)
+            self.unhanded.pop(page.document_id, None)
             if extracted.refused is not None:  # a document nothing could be read from (an unreadable PDF)
                 self.records.append(_record(page, replace(result, outcome=FetchOutcome.REFUSED_CONTENT,
                                                           reason=extracted.refused, body=None), None))
@@ -194,15 +202,20 @@ class BatchScrape:
         By count alone, a polite host's pages went on in lumps of ten and more, and every run's last lump
         was stored after its last request: the tail of a crawl of many hosts that end together. Now the
         lumps shrink towards the end (15, 10, 3 of 30 pages), each stored while the rest is fetched, and
-        only the last page or two are stored after the last request. A lump is a few messages
+        only the last page or two are stored after the last request. A slow host's pages do not wait for a
+        count at all while the machine has cores to spare: once the oldest has waited ``HAND_ON_AFTER``
+        seconds they go (else the first lump of 30 pages went at the 15th, the cores idle until then and
+        every host's storing crowded into the crawl's second half). A lump is a few messages
         more, and each costs snapshot and ingest their transactions: while the run's earlier pages are
         still being stored (the cores cannot keep up), the pages wait to go with the next ones, and the
         bus merges what waits (one snapshot and one ingest message of a run at a time). The pages due are
         extracted at once and waited for (the fetches go on meanwhile, on the fetch loop), so they go on
         before the next answer comes, however long the host's delay."""
         left = len(self.pages) - len(self.answered)  # none: the batch's end hands on what is left
-        due = (left > 0 and len(self.unhanded) >= 2 and (left == 1 or len(self.unhanded) >= 2 * left)
-               and not self._storing())
+        unhanded = len(self.unhanded)
+        due = left > 0 and unhanded >= 2 and (
+            ((left == 1 or unhanded >= 2 * left) and not self._storing())
+            or (time.monotonic() - min(self.unhanded.values()) >= HAND_ON_AFTER and self._spare()))
         if due:
             self.extract()
             while self.extracting:
@@ -216,6 +229,13 @@ class BatchScrape:
             self.hand_on(block=False)
         else:
             self.write(block=False)
+
+    def _spare(self) -> bool:
+        """Whether pages waiting long enough may go now: the run's earlier ones are stored and the cores
+        have room (early lumps cost a message each; paid from idle cores, not from busy ones)."""
+        bus = self.deps.local_bus
+        return (bus is not None and not bus.busy(self.message.run_id, (PagesFetched.topic, SnapshotsWritten.topic))
+                and GAUGE.busy() < SPARE_BELOW)
 
     def _storing(self) -> bool:
         """Whether the run's pages handed on before are still being snapshotted or ingested, or as many runs'
