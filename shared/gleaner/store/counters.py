@@ -10,11 +10,10 @@ page is settled.
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.fetch.types import LIMITED_OUTCOMES, REFUSED_OUTCOMES
-from gleaner.store.sqlstore import SqlStore
+from gleaner.store.sqlstore import SqlStore, text
 
 # The status of a run some of whose pages could not be stored: partial if it stored any page, else failed.
 UNSTORED_STATUS = (
@@ -68,14 +67,14 @@ class CounterStore(SqlStore):
         # its start and, if it then waits for the row lock, would write that stale count last.
         # A run that has ended is recounted whatever the age of its counters: a stage still in flight
         # when it ended (a snapshot written after a disk-full end) must not leave them stale.
-        fresh = conn.execute(sa.text(
+        fresh = conn.execute(text(
             "SELECT counted_at > now() - make_interval(secs => :f) AND finished_at IS NULL"
             " FROM knowledge.crawl_runs WHERE id = :r FOR UPDATE"),
             {"r": run_id, "f": RECOUNT_SECONDS}).scalar()
         if unless_fresh and fresh:
             return
         conn.execute(
-            sa.text(
+            text(
                 "UPDATE knowledge.crawl_runs r SET"
                 " urls_discovered = a.total, urls_included = a.included, urls_excluded = a.total - a.included,"
                 " urls_scraped = a.fetched, urls_not_modified = a.not_modified, urls_failed = a.failed,"
@@ -106,7 +105,7 @@ class CounterStore(SqlStore):
         with self._tx() as conn:  # one transaction (one commit) for both: it runs after every batch
             self._refresh_counters(conn, run_id, unless_fresh=True)
             row = conn.execute(
-                sa.text(
+                text(
                     "UPDATE knowledge.crawl_runs r SET"
                     " status = CASE WHEN EXISTS (SELECT 1 FROM knowledge.crawl_page_decisions"
                     f"   WHERE run_id = :r AND fetch_outcome = 'store-failed') THEN {UNSTORED_STATUS}"

@@ -17,13 +17,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import Change, ChangeEvent, EventType
 from gleaner.store.deliveries import NewDelivery, NewDigestItem, add_digest_items
 from gleaner.store.records import record_from_row
-from gleaner.store.sqlstore import SqlStore, json_rows
+from gleaner.store.sqlstore import SqlStore, json_rows, text
 
 # Set by record_changes, taken by the stage's flush after its commit (same thread: a message is one thread's).
 _RECORDED = threading.local()
@@ -44,7 +43,7 @@ def record_changes(conn: Connection, changes: Sequence[Change]) -> int:
     rows = [{"e": c.event_id, "k": c.dedupe_key, "ty": str(c.type), "d": c.document_id, "r": c.run_id,
              "s": c.snapshot_id, "ps": c.previous_snapshot_id} for c in changes]
     result = conn.execute(
-        sa.text(
+        text(
             "INSERT INTO knowledge.document_events (event_id, site_domain, dedupe_key, type, document_id, url, run_id,"
             " version, snapshot_id, content_hash, previous_version, occurred_at)"
             " SELECT t.e, d.site_domain, t.k, CAST(t.ty AS knowledge.document_event_type), d.id,"
@@ -129,7 +128,7 @@ class EventStore(SqlStore):
         """
         with self._tx() as conn:
             rows = conn.execute(
-                sa.text(f"SELECT {_COLUMNS}, e.seq FROM knowledge.document_events e"
+                text(f"SELECT {_COLUMNS}, e.seq FROM knowledge.document_events e"
                         " WHERE e.published_at IS NULL ORDER BY e.seq LIMIT :n FOR UPDATE SKIP LOCKED"),
                 {"n": limit},
             ).all()
@@ -141,12 +140,12 @@ class EventStore(SqlStore):
             add_digest_items(conn, [d for d in planned if isinstance(d, NewDigestItem)], seq)
             if deliveries:
                 conn.execute(
-                    sa.text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, event_seq, body)"
+                    text("INSERT INTO knowledge.notify_deliveries (id, subscription_id, event_id, event_seq, body)"
                             " SELECT t.i, t.s, t.e, t.q, t.b FROM json_to_recordset(CAST(:rows AS json))"
                             " AS t(i uuid, s uuid, e uuid, q bigint, b text) ON CONFLICT DO NOTHING"),
                     {"rows": json_rows([{"i": d.id, "s": d.subscription_id, "e": d.event_id, "q": seq[d.event_id],
                                          "b": d.body} for d in deliveries])},
                 )
-            conn.execute(sa.text("UPDATE knowledge.document_events SET published_at = now()"
+            conn.execute(text("UPDATE knowledge.document_events SET published_at = now()"
                                  " WHERE seq = ANY(CAST(:q AS bigint[]))"), {"q": list(seq.values())})
         return len(rows)

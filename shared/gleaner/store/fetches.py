@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-
 from gleaner.changes.lifecycle import FetchFacts
 from gleaner.store.lifecycle import settle_fetches
 from gleaner.store.notmodified import record_not_modified as store_not_modified
 from gleaner.store.records import FetchRecord
-from gleaner.store.sqlstore import SqlStore
+from gleaner.store.sqlstore import SqlStore, text
 
 
 class FetchStore(SqlStore):
@@ -45,7 +43,7 @@ class FetchStore(SqlStore):
                 cols[key].append(value)
         with self._tx() as conn:
             updated = conn.execute(
-                sa.text(
+                text(
                     "UPDATE knowledge.crawl_page_decisions c SET fetch_outcome = CAST(t.o AS knowledge.fetch_outcome),"
                     " fetch_reason = t.why, fetch_refused = t.ref, fetch_status = t.st, fetch_time_ms = t.ms,"
                     " byte_size = t.sz,"
@@ -67,7 +65,7 @@ class FetchStore(SqlStore):
             if not fresh:
                 return
             conn.execute(
-                sa.text(
+                text(
                     # New content's validators wait for its version (snapshots.py): stored beside the old
                     # version, a crash before the snapshot would turn the next run's fetch into a 304.
                     "UPDATE knowledge.documents d SET"

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.operator.composites import GLEANER_ACTOR
 from gleaner.operator.routing import GENERATOR, Composite, CompositeSource
 from gleaner.retrieval.index import remove_documents
-from gleaner.store.sqlstore import SqlStore, json_value
+from gleaner.store.sqlstore import SqlStore, json_value, text
 
 ERASURE_ACTOR = "gleaner: a source was erased"
 
@@ -30,7 +29,7 @@ class RoutingStore(SqlStore):
             # Each move to stale is recorded in the composite's history (operator/composites.py) with its
             # status before; a superseded composite stays superseded.
             conn.execute(
-                sa.text(
+                text(
                     "WITH moving AS (SELECT DISTINCT c.id, c.site_domain, c.status"
                     "   FROM knowledge.composite_documents c"
                     "   JOIN knowledge.composite_document_sources cs ON cs.composite_document_id = c.id"
@@ -48,7 +47,7 @@ class RoutingStore(SqlStore):
                 {"ids": list(snapshot_ids), "actor": GLEANER_ACTOR},
             )
             created = conn.execute(
-                sa.text(
+                text(
                     "INSERT INTO knowledge.document_routings (site_domain, document_id, destination)"
                     " SELECT DISTINCT d.site_domain, d.id, 'rag'::knowledge.routing_destination"
                     " FROM knowledge.document_snapshots s JOIN knowledge.documents d ON d.id = s.document_id"
@@ -91,41 +90,41 @@ class RoutingStore(SqlStore):
         Returns the composite's snapshot id."""
         with self._tx() as conn:
             conn.execute(
-                sa.text("INSERT INTO knowledge.composite_documents (id, site_domain, title, composite_kind, status)"
+                text("INSERT INTO knowledge.composite_documents (id, site_domain, title, composite_kind, status)"
                         " VALUES (:i, :s, :t, :k, 'generated')"),
                 {"i": composite_id, "s": site, "t": title, "k": kind},
             )
             conn.execute(
-                sa.text("INSERT INTO knowledge.composite_transitions"
+                text("INSERT INTO knowledge.composite_transitions"
                         " (composite_document_id, site_domain, from_status, to_status, actor)"
                         " VALUES (:i, :s, NULL, 'generated', :a)"),
                 {"i": composite_id, "s": site, "a": actor},
             )
             snapshot_id = str(conn.execute(
-                sa.text("INSERT INTO knowledge.document_snapshots (composite_document_id, version, content_hash,"
+                text("INSERT INTO knowledge.document_snapshots (composite_document_id, version, content_hash,"
                         " processed_markdown_ref, extraction_metadata) VALUES (:i, 1, :h, :k, CAST(:m AS jsonb))"
                         " RETURNING id"),
                 {"i": composite_id, "h": content_hash, "k": content_key,
                  "m": json_value({"generator": GENERATOR, "sources": list(sources)})},
             ).scalar_one())
-            conn.execute(sa.text("UPDATE knowledge.composite_documents SET current_snapshot_id = :s WHERE id = :i"),
+            conn.execute(text("UPDATE knowledge.composite_documents SET current_snapshot_id = :s WHERE id = :i"),
                          {"s": snapshot_id, "i": composite_id})
             for source in sources:
                 conn.execute(
-                    sa.text("INSERT INTO knowledge.composite_document_sources (composite_document_id, document_id,"
+                    text("INSERT INTO knowledge.composite_document_sources (composite_document_id, document_id,"
                             " source_snapshot_id, site_domain) VALUES (:c, :d, :s, :site)"),
                     {"c": composite_id, "d": source["document_id"], "s": source["snapshot_id"], "site": site},
                 )
             # Subsumption: a combined source is ingested through the composite only; losing its rag routing
             # takes it out of the search index in this transaction (the composite answers for it).
             conn.execute(
-                sa.text("DELETE FROM knowledge.document_routings WHERE destination = 'rag'"
+                text("DELETE FROM knowledge.document_routings WHERE destination = 'rag'"
                         " AND document_id = ANY(CAST(:d AS uuid[]))"),
                 {"d": [s["document_id"] for s in sources]},
             )
             remove_documents(conn, [s["document_id"] for s in sources])
             conn.execute(
-                sa.text("INSERT INTO knowledge.document_routings (site_domain, composite_document_id, destination)"
+                text("INSERT INTO knowledge.document_routings (site_domain, composite_document_id, destination)"
                         " VALUES (:s, :c, 'rag') ON CONFLICT DO NOTHING"),
                 {"s": site, "c": composite_id},
             )
@@ -159,14 +158,14 @@ def unfold_erased(conn: Connection, document_id: str, erasure_id: str) -> list[s
     left without a version and ``stale`` (a superseded one stays superseded), its history saying why,
     so search and exports no longer show it and the operator folds the remaining sources again."""
     composites = conn.execute(
-        sa.text("SELECT composite_document_id FROM knowledge.composite_document_sources WHERE document_id = :d"),
+        text("SELECT composite_document_id FROM knowledge.composite_document_sources WHERE document_id = :d"),
         {"d": document_id},
     ).scalars().all()
     if not composites:
         return []
     ids = [str(c) for c in composites]
     conn.execute(
-        sa.text("WITH moving AS (SELECT id, site_domain, status FROM knowledge.composite_documents"
+        text("WITH moving AS (SELECT id, site_domain, status FROM knowledge.composite_documents"
                 "   WHERE id = ANY(CAST(:c AS uuid[])) AND status <> 'superseded'),"
                 " moved AS (UPDATE knowledge.composite_documents c SET status = 'stale', updated_at = now()"
                 "   FROM moving m WHERE c.id = m.id RETURNING c.id)"
@@ -176,9 +175,9 @@ def unfold_erased(conn: Connection, document_id: str, erasure_id: str) -> list[s
         {"c": ids, "actor": ERASURE_ACTOR,
          "note": f"a source page was erased (erasure {erasure_id}): the versions that held it are deleted"},
     )
-    conn.execute(sa.text("UPDATE knowledge.composite_documents SET current_snapshot_id = NULL"
+    conn.execute(text("UPDATE knowledge.composite_documents SET current_snapshot_id = NULL"
                          " WHERE id = ANY(CAST(:c AS uuid[]))"), {"c": ids})
     return [str(i) for i in conn.execute(
-        sa.text("SELECT id FROM knowledge.document_snapshots WHERE composite_document_id = ANY(CAST(:c AS uuid[]))"),
+        text("SELECT id FROM knowledge.document_snapshots WHERE composite_document_id = ANY(CAST(:c AS uuid[]))"),
         {"c": ids},
     ).scalars().all()]

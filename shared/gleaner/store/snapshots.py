@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.changes.events import Change, EventType
 from gleaner.store.events import record_changes
 from gleaner.store.records import SnapshotInput, SnapshotResult
-from gleaner.store.sqlstore import SqlStore, json_rows
+from gleaner.store.sqlstore import SqlStore, json_rows, text
 
 
 class SnapshotStore(SqlStore):
@@ -37,12 +36,12 @@ class SnapshotStore(SqlStore):
             # Lock first, read second: a statement that waited for the lock sees the locked row as the
             # other delivery left it but its joined rows as they were when it started (FACTS.md), and
             # would take a version the other delivery just wrote for a change to make again.
-            conn.execute(sa.text("SELECT 1 FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[]))"
+            conn.execute(text("SELECT 1 FROM knowledge.documents WHERE id = ANY(CAST(:ids AS uuid[]))"
                                  " ORDER BY id FOR UPDATE"), {"ids": ids})
             state = {
                 str(r[0]): (r[1], r[2], r[3], r[4])
                 for r in conn.execute(
-                    sa.text(
+                    text(
                         "SELECT d.id, s.content_hash, d.current_snapshot_id, c.snapshot_outcome::text,"
                         " c.produced_snapshot_id"
                         " FROM knowledge.documents d"
@@ -80,14 +79,14 @@ class SnapshotStore(SqlStore):
             changed = [r for r in results if r.outcome in ("new", "changed")]
             files = [p.document_id for p, _ in versioned if p.original_key is not None]
             if files:  # a document (a PDF) is a file in the ADR's document kinds
-                conn.execute(sa.text("UPDATE knowledge.documents SET kind = 'file' WHERE id = ANY(CAST(:d AS uuid[]))"
+                conn.execute(text("UPDATE knowledge.documents SET kind = 'file' WHERE id = ANY(CAST(:d AS uuid[]))"
                                      " AND kind <> 'file'"), {"d": files})
             if changed:
                 # A first version makes the page active; other statuses (failed, stale, superseded, blocked)
                 # are the lifecycle's (gleaner.changes.lifecycle), settled when the page was fetched.
                 # The validators the fetch answered with belong to this version: they move with it.
                 conn.execute(
-                    sa.text(
+                    text(
                         "UPDATE knowledge.documents d SET current_snapshot_id = t.s,"
                         " status = CASE WHEN d.status IN ('discovered', 'failed') THEN 'active'"
                         "   ELSE d.status END,"
@@ -107,7 +106,7 @@ class SnapshotStore(SqlStore):
                 previous = {doc: str(st[1]) if st[1] else None for doc, st in state.items()}
                 # Gate 2: a blocked document is versioned but never announced as changed (operator/rules.py).
                 blocked = {str(d) for d in conn.execute(
-                    sa.text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:d AS uuid[]))"
+                    text("SELECT id FROM knowledge.documents WHERE id = ANY(CAST(:d AS uuid[]))"
                             " AND status = 'blocked'"), {"d": [r.document_id for r in changed]}).scalars()}
                 record_changes(conn, [
                     Change(document_id=r.document_id, type=EventType.NEW if r.outcome == "new" else EventType.CHANGED,
@@ -115,13 +114,13 @@ class SnapshotStore(SqlStore):
                     for r in changed if r.document_id not in blocked])
             if unchanged:
                 conn.execute(
-                    sa.text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
+                    text("UPDATE knowledge.documents SET last_seen_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
                     {"d": unchanged},
                 )
             settled = [r for r in results if r.outcome != "duplicate"]
             if run_id is not None and settled:
                 conn.execute(
-                    sa.text(
+                    text(
                         "UPDATE knowledge.crawl_page_decisions c"
                         " SET snapshot_outcome = CAST(t.o AS knowledge.snapshot_outcome),"
                         " produced_snapshot_id = CASE WHEN t.o = 'unchanged' THEN NULL ELSE t.s END"
@@ -137,7 +136,7 @@ class SnapshotStore(SqlStore):
                                                                                dict[str, Any] | None]]:
         """document id -> (path, current content hash, its content.md key, its ``ignored`` record)."""
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.text(
+            rows = conn.execute(text(
                 "SELECT d.id, d.path, s.content_hash, s.processed_markdown_ref, s.extraction_metadata->'ignored'"
                 " FROM knowledge.documents d LEFT JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
                 " WHERE d.id = ANY(CAST(:ids AS uuid[]))"), {"ids": list(document_ids)}).all()
@@ -160,7 +159,7 @@ class SnapshotStore(SqlStore):
                 for page, outcome in pages]
         params = {"rows": json_rows(rows), "r": run_id}
         inserted = {str(d): str(i) for i, d in conn.execute(
-            sa.text(
+            text(
                 "INSERT INTO knowledge.document_snapshots (document_id, version, content_hash,"
                 " processed_markdown_ref, raw_markdown_ref, original_ref, extraction_metadata, render_mode,"
                 " fetch_status, fetch_time_ms, byte_size, change_signal, produced_by_run_id, source_blake3)"
@@ -178,7 +177,7 @@ class SnapshotStore(SqlStore):
         if len(inserted) < len(rows):
             # Content back to an earlier version: point at that snapshot again (bodies are immutable).
             inserted.update({str(d): str(i) for i, d in conn.execute(
-                sa.text(
+                text(
                     "SELECT s.id, s.document_id FROM knowledge.document_snapshots s"
                     " JOIN json_to_recordset(CAST(:rows AS json)) AS t(d uuid, h text)"
                     " ON s.document_id = t.d AND s.content_hash = t.h"
