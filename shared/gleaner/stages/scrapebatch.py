@@ -46,10 +46,8 @@ RECORDS_PER_WRITE = 10
 # last one goes at its end): each message costs snapshot and ingest a few transactions of their own.
 PAGES_PER_SNAPSHOT = 10
 # In-process, fetched pages go on to snapshot once the oldest of them has waited this long (seconds), however
-# few: a polite host's pages come one a delay, and pages held for a count were stored in lumps late in the
-# crawl, the cores idle meanwhile and busy past its last request (many hosts end together).
+# few, while the machine's cores are less busy than SPARE_BELOW (see gleaner.cpugauge and _stream).
 HAND_ON_AFTER = 3.0
-# ...but only while the machine's cores are less busy than this share (see gleaner.cpugauge).
 SPARE_BELOW = 0.7
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional
 # request, so they wait for more company (an unchanged recrawl is nothing but 304s, each write a transaction).
@@ -196,26 +194,27 @@ class BatchScrape:
 
     def _stream(self) -> None:
         """Steps 2-5 while an in-process batch goes on: fetched pages are handed off, recorded and handed on
-        to snapshot when ten are extracted, and, while the run's earlier pages are stored already, when the
-        batch's last fetch is next or the pages not yet handed on are twice as many as those left to fetch.
+        to snapshot when ten are extracted, and, while the run's earlier pages are stored already and fewer
+        runs' are being stored than there are cores, when the batch's last fetch is next, when the pages not
+        yet handed on are twice as many as those left to fetch, or when the oldest of them has waited
+        ``HAND_ON_AFTER`` seconds and the machine's cores have room.
 
         By count alone, a polite host's pages went on in lumps of ten and more, and every run's last lump
-        was stored after its last request: the tail of a crawl of many hosts that end together. Now the
-        lumps shrink towards the end (15, 10, 3 of 30 pages), each stored while the rest is fetched, and
-        only the last page or two are stored after the last request. A slow host's pages do not wait for a
-        count at all while the machine has cores to spare: once the oldest has waited ``HAND_ON_AFTER``
-        seconds they go (else the first lump of 30 pages went at the 15th, the cores idle until then and
-        every host's storing crowded into the crawl's second half). A lump is a few messages
-        more, and each costs snapshot and ingest their transactions: while the run's earlier pages are
-        still being stored (the cores cannot keep up), the pages wait to go with the next ones, and the
-        bus merges what waits (one snapshot and one ingest message of a run at a time). The pages due are
-        extracted at once and waited for (the fetches go on meanwhile, on the fetch loop), so they go on
-        before the next answer comes, however long the host's delay."""
+        was stored after its last request: the tail of a crawl of many hosts that end together. The lumps
+        shrink towards the end (15, 10, 3 of 30 pages), so only the last page or two are stored after the
+        last request. By age, a slow host's first pages go while the cores idle through the hosts' delays
+        (by count, the first lump of 30 pages went at the 15th, and fifty hosts' first lumps went together,
+        a burst that held every host's next request back). A lump is a few messages more, and each costs
+        snapshot and ingest their transactions: while the run's earlier pages are still being stored, or
+        the cores are the limit, the pages wait to go with the next ones, and the bus merges what waits
+        (one snapshot and one ingest message of a run at a time). The pages due are extracted at once and
+        waited for (the fetches go on meanwhile, on the fetch loop), so they go on before the next answer
+        comes, however long the host's delay."""
         left = len(self.pages) - len(self.answered)  # none: the batch's end hands on what is left
         unhanded = len(self.unhanded)
-        due = left > 0 and unhanded >= 2 and (
-            ((left == 1 or unhanded >= 2 * left) and not self._storing())
-            or (time.monotonic() - min(self.unhanded.values()) >= HAND_ON_AFTER and self._spare()))
+        due = left > 0 and unhanded >= 2 and not self._storing() and (
+            left == 1 or unhanded >= 2 * left
+            or (time.monotonic() - min(self.unhanded.values()) >= HAND_ON_AFTER and GAUGE.busy() < SPARE_BELOW))
         if due:
             self.extract()
             while self.extracting:
@@ -229,13 +228,6 @@ class BatchScrape:
             self.hand_on(block=False)
         else:
             self.write(block=False)
-
-    def _spare(self) -> bool:
-        """Whether pages waiting long enough may go now: the run's earlier ones are stored and the cores
-        have room (early lumps cost a message each; paid from idle cores, not from busy ones)."""
-        bus = self.deps.local_bus
-        return (bus is not None and not bus.busy(self.message.run_id, (PagesFetched.topic, SnapshotsWritten.topic))
-                and GAUGE.busy() < SPARE_BELOW)
 
     def _storing(self) -> bool:
         """Whether the run's pages handed on before are still being snapshotted or ingested, or as many runs'
