@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import ExitStack, suppress
 from itertools import pairwise
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from procsample import PeakRss, busy_by_second
 
 from gleaner.testsite import Page, TestSite
 
@@ -60,73 +60,6 @@ def host_pages(host: int, base: str, pages: int) -> dict[str, Page]:
     served["/sitemap.xml"] = Page(f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
                                   f"{urls}</urlset>", content_type="application/xml")
     return served
-
-
-class PeakRss:
-    """The largest summed RSS of a process and its descendants, sampled every 0.2 s; with ``pgdata``, also
-    the CPU seconds of the process (its own, its live children's and those it reaped: the extraction
-    workers) and of the PostgreSQL server whose command line names ``pgdata`` (the postmaster's own, its
-    live backends' and the ones it reaped)."""
-
-    def __init__(self, pid: int, pgdata: str | None = None) -> None:
-        self.peak = 0
-        self.pgdata = pgdata
-        self.cpu = {"main": 0.0, "workers": 0.0, "postgres": 0.0}
-        self._postmaster: psutil.Process | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, args=(pid,), daemon=True)
-        self._thread.start()
-
-    def _sample(self, pid: int) -> None:
-        try:
-            root = psutil.Process(pid)
-        except psutil.Error:
-            return
-        while not self._stop.wait(0.2):
-            try:
-                tree = [root, *root.children(recursive=True)]
-            except psutil.Error:
-                return
-            total = 0
-            for proc in tree:
-                with suppress(psutil.Error):  # a process that just ended
-                    total += proc.memory_info().rss
-            self.peak = max(self.peak, total)
-            if self.pgdata is not None:
-                self._cpu(root, tree[1:])
-
-    def _cpu(self, root: psutil.Process, children: list[psutil.Process]) -> None:
-        with suppress(psutil.Error):
-            own = root.cpu_times()
-            live = 0.0
-            for proc in children:
-                with suppress(psutil.Error):
-                    if proc.name().startswith("postgres"):
-                        continue
-                    t = proc.cpu_times()
-                    live += t.user + t.system
-            self.cpu["main"] = max(self.cpu["main"], own.user + own.system)
-            self.cpu["workers"] = max(self.cpu["workers"], own.children_user + own.children_system + live)
-        if self._postmaster is None:
-            for proc in psutil.process_iter(["name", "cmdline"]):
-                if (proc.info["name"] or "").startswith("postgres") and self.pgdata in " ".join(
-                        proc.info["cmdline"] or []):
-                    self._postmaster = proc
-                    break
-        if self._postmaster is not None:
-            with suppress(psutil.Error):
-                pm = self._postmaster.cpu_times()
-                total = pm.user + pm.system + pm.children_user + pm.children_system
-                for proc in self._postmaster.children():
-                    with suppress(psutil.Error):
-                        t = proc.cpu_times()
-                        total += t.user + t.system
-                self.cpu["postgres"] = max(self.cpu["postgres"], total)
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=2)
-        return self.peak
 
 
 def timed(cmd: list[str], env: dict[str, str], pgdata: str | None = None
@@ -260,6 +193,7 @@ def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, e
                   "pages": pages, "statuses": sorted({r["status"] for r in runs}),
                   "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
                   "cpu_ms_per_page": round(sum(rss.cpu.values()) * 1000 / max(1, pages), 1),
+                  "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
                   **spacing(sites, since, delay, started)}
         if statements:
             counted = json.loads(Path(env["MULTISITE_STATEMENTS"]).read_text())
@@ -297,7 +231,9 @@ def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
             raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
         return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
                 "cpu_seconds": round(rss.cpu["main"] + rss.cpu["workers"], 2),
-                "pages": json.loads(out.read_text())["pages"], **spacing(sites, since, delay, started)}
+                "pages": json.loads(out.read_text())["pages"],
+                "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
+                **spacing(sites, since, delay, started)}
 
 
 def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = False, trace: bool = False,
