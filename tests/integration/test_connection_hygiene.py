@@ -66,3 +66,38 @@ def test_a_connection_lost_while_idle_is_replaced_and_a_busy_one_is_not_pinged(m
     for _ in range(3):  # every pooled connection, the killed one among them, taken after its idle time
         assert backend_pid() != first
     assert pings
+
+
+def test_threads_beyond_the_pool_wait_their_turn_and_one_alone_keeps_one_connection(make_deps):
+    """A many-site tick's threads outnumber the local pool: they share its connections (the server runs no
+    more processes than the pool's bound, each planning every statement again), and a thread alone takes
+    the connection given back last, whose statements are prepared already, not the next idle one in turn."""
+    import threading
+
+    import sqlalchemy as sa
+
+    from gleaner.store import db
+    from gleaner.store.rls import ADMIN_OPTION
+
+    engine = make_deps().engine
+    pids: set[int] = set()
+    errors: list[BaseException] = []
+
+    def backend_pid(pause: float = 0.0) -> int:
+        with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+            return int(conn.execute(sa.text("SELECT pg_backend_pid() FROM pg_sleep(:s)"), {"s": pause}).scalar_one())
+
+    def work() -> None:
+        try:
+            pids.add(backend_pid(0.05))
+        except BaseException as exc:  # reported below, with the thread's own error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3 * db.LOCAL_POOL_SIZE)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert 1 < len(pids) <= db.LOCAL_POOL_SIZE  # side by side, within the bound
+    assert len({backend_pid() for _ in range(6)}) == 1

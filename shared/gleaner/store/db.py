@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import os
 import re
 import time
 from pathlib import Path
@@ -39,8 +40,11 @@ log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # The pool of a laptop's engine (the embedded server or GLEANER_DATABASE_URL): kept and extra connections.
 # All kept: an extra connection, closed when given back, was a server process to start and every statement
-# of the crawl to prepare again (store/pgdriver.py) on the next one; the bound (25 at once) is unchanged.
-LOCAL_POOL_SIZE = 25
+# of the crawl to prepare again (store/pgdriver.py) on the next one. The bound follows the cores the server
+# shares with this process: more connections than it can run at once only add server processes that each
+# plan every statement again, and contend for the same cores. The most recently given back is taken first,
+# so the busiest connections, whose statements are planned already, do most of the work.
+LOCAL_POOL_SIZE = max(8, 4 * (os.cpu_count() or 2))
 LOCAL_MAX_OVERFLOW = 0
 # A local connection given back this recently is not pinged when taken again (see ping_when_idle).
 PING_AFTER_IDLE_SECONDS = 1.0
@@ -77,7 +81,8 @@ def create_engine(settings: Settings) -> Engine:
         sa_url, connect_args = _pg8000_url(url)
         # Kept connections for the many threads of a multi-site run (the engine's bus).
         engine = sa.create_engine(sa_url, connect_args=connect_args, pool_size=LOCAL_POOL_SIZE,
-                                  max_overflow=LOCAL_MAX_OVERFLOW, future=True)
+                                  max_overflow=LOCAL_MAX_OVERFLOW, pool_use_lifo=True,
+                                  future=True)
         ping_when_idle(engine)
     if settings.database_role:
         _set_role_on_connect(engine, settings.database_role)
