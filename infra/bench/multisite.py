@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -151,6 +152,30 @@ def tool_env() -> dict[str, str]:
     return env
 
 
+class Homes:
+    """Each tool's working directory, under ``--home-in``, all removed together when the bench ends.
+
+    Removed one by one, each run's home went just before the next tool's run, and that run paid for it:
+    on ext4 without a journal (this machine's root file system), making a file or directory skips every
+    inode freed in the last minute or more, so 1,500 pages' directories and files (4,500) cost the next
+    run 0.8-4.9 s of kernel CPU, against 0.1 s on tmpfs."""
+
+    def __init__(self, under: Path | None) -> None:
+        self.under = under
+        self.made: list[str] = []
+
+    def new(self, prefix: str) -> str:
+        home = tempfile.mkdtemp(prefix=prefix, dir=self.under)
+        self.made.append(home)
+        return home
+
+    def remove(self) -> None:
+        for home in self.made:
+            wait_for_postgres_gone(home)
+            shutil.rmtree(home, ignore_errors=True)
+        self.made.clear()
+
+
 def wait_for_postgres_gone(pgdata: str, seconds: float = 60.0) -> None:
     """Wait until no PostgreSQL process names ``pgdata``: Gleaner's exit does not wait for the embedded server's
     shutdown checkpoint (store/embedded.py), so removing the data dir at once races the server's last writes."""
@@ -166,46 +191,46 @@ def wait_for_postgres_gone(pgdata: str, seconds: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, *, embed: bool,
+def gleaner(sites: list[TestSite], delay: float, python: str, shared: Path, homes: Homes, *, embed: bool,
             trace: bool, statements: bool = False, keep: Path | None = None) -> dict[str, Any]:
     """``sites add`` every host (untimed), then one timed ``gleaner tick --json``, with the code under ``shared``."""
-    with tempfile.TemporaryDirectory(prefix="bench-multisite-") as home:
-        env = tool_env()
-        env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
-                   GLEANER_EMBED_AFTER_CRAWL="true" if embed else "false",
-                   PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
-        subprocess.run([python, "-c", SETUP, str(delay), *[s.url + "/" for s in sites]], env=env, check=True)
-        since = [len(s.log) for s in sites]
-        command = [python, "-m", "gleaner.cli", "tick", "--json"]
-        if trace:
-            env["MULTISITE_TRACE"] = str(Path(home) / "trace.json")
-            command = [python, str(HERE / "multisite_trace.py"), "tick", "--json"]
-        elif statements:
-            env["MULTISITE_STATEMENTS"] = str(Path(home) / "statements.json")
-            command = [python, str(HERE / "multisite_statements.py"), "tick", "--json"]
-        started, wall, rss, done = timed(command, env, pgdata=home)
-        wait_for_postgres_gone(home)
-        if done.returncode != 0:
-            raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
-        runs = json.loads(done.stdout)["runs"]
-        pages = sum(r["fetched"] for r in runs)
-        result = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
-                  "pages": pages, "statuses": sorted({r["status"] for r in runs}),
-                  "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
-                  "cpu_ms_per_page": round(sum(rss.cpu.values()) * 1000 / max(1, pages), 1),
-                  "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
-                  **spacing(sites, since, delay, started)}
-        if statements:
-            counted = json.loads(Path(env["MULTISITE_STATEMENTS"]).read_text())
-            result["statements"] = counted["statements"]
-            result["transactions"] = counted["transactions"]
-            result["statement_counts"] = counted
-        if trace:
-            result["timeline"] = timeline(json.loads(Path(env["MULTISITE_TRACE"]).read_text()), started, sites,
-                                          since)
-        if keep is not None:
-            _keep(keep, started, sites, since, Path(env["MULTISITE_TRACE"]) if trace else None)
-        return result
+    home = homes.new("bench-multisite-")
+    env = tool_env()
+    env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8",
+               GLEANER_EMBED_AFTER_CRAWL="true" if embed else "false",
+               PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
+    subprocess.run([python, "-c", SETUP, str(delay), *[s.url + "/" for s in sites]], env=env, check=True)
+    since = [len(s.log) for s in sites]
+    command = [python, "-m", "gleaner.cli", "tick", "--json"]
+    if trace:
+        env["MULTISITE_TRACE"] = str(Path(home) / "trace.json")
+        command = [python, str(HERE / "multisite_trace.py"), "tick", "--json"]
+    elif statements:
+        env["MULTISITE_STATEMENTS"] = str(Path(home) / "statements.json")
+        command = [python, str(HERE / "multisite_statements.py"), "tick", "--json"]
+    started, wall, rss, done = timed(command, env, pgdata=home)
+    wait_for_postgres_gone(home)
+    if done.returncode != 0:
+        raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
+    runs = json.loads(done.stdout)["runs"]
+    pages = sum(r["fetched"] for r in runs)
+    result = {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
+              "pages": pages, "statuses": sorted({r["status"] for r in runs}),
+              "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
+              "cpu_ms_per_page": round(sum(rss.cpu.values()) * 1000 / max(1, pages), 1),
+              "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
+              **spacing(sites, since, delay, started)}
+    if statements:
+        counted = json.loads(Path(env["MULTISITE_STATEMENTS"]).read_text())
+        result["statements"] = counted["statements"]
+        result["transactions"] = counted["transactions"]
+        result["statement_counts"] = counted
+    if trace:
+        result["timeline"] = timeline(json.loads(Path(env["MULTISITE_TRACE"]).read_text()), started, sites,
+                                      since)
+    if keep is not None:
+        _keep(keep, started, sites, since, Path(env["MULTISITE_TRACE"]) if trace else None)
+    return result
 
 
 def _keep(keep: Path, started: float, sites: list[TestSite], since: list[int], trace: Path | None) -> None:
@@ -219,24 +244,24 @@ def _keep(keep: Path, started: float, sites: list[TestSite], since: list[int], t
         (keep / "trace.json").write_text(trace.read_text())
 
 
-def scrapy(sites: list[TestSite], delay: float, python: str) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bench-multisite-scrapy-") as home:
-        since = [len(s.log) for s in sites]
-        out = Path(home) / "scrapy.json"
-        env = tool_env()
-        started, wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
-                                          "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)},
-                                         pgdata=home)
-        if done.returncode != 0:
-            raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
-        return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
-                "cpu_seconds": round(rss.cpu["main"] + rss.cpu["workers"], 2),
-                "pages": json.loads(out.read_text())["pages"],
-                "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
-                **spacing(sites, since, delay, started)}
+def scrapy(sites: list[TestSite], delay: float, python: str, homes: Homes) -> dict[str, Any]:
+    home = homes.new("bench-multisite-scrapy-")
+    since = [len(s.log) for s in sites]
+    out = Path(home) / "scrapy.json"
+    env = tool_env()
+    started, wall, rss, done = timed([python, str(HERE / "multisite_scrapy.py"), ",".join(s.url for s in sites),
+                                      "--delay", str(delay), "--out", str(out)], {**env, "PYTHONPATH": str(HERE)},
+                                     pgdata=home)
+    if done.returncode != 0:
+        raise SystemExit(f"scrapy failed ({done.returncode}): {done.stderr[-2000:]}")
+    return {"process_seconds": round(wall, 2), "peak_rss_mb": round(rss.peak / 2**20),
+            "cpu_seconds": round(rss.cpu["main"] + rss.cpu["workers"], 2),
+            "pages": json.loads(out.read_text())["pages"],
+            "machine_busy_percent_by_second": busy_by_second(rss.busy, started),
+            **spacing(sites, since, delay, started)}
 
 
-def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = False, trace: bool = False,
+def run(hosts: int, pages: int, delay: float, python: str, homes: Homes, *, embed: bool = False, trace: bool = False,
         baseline: Path | None = None, statements: bool = False, scrapy_too: bool = True,
         keep: Path | None = None) -> dict[str, Any]:
     """One N: Gleaner (and the baseline tree's Gleaner, if given), then Scrapy, over the same hosts."""
@@ -251,13 +276,13 @@ def run(hosts: int, pages: int, delay: float, python: str, *, embed: bool = Fals
         results: dict[str, Any] = {"hosts": hosts, "pages_per_host": pages, "delay": delay,
                                    "floor_seconds": round((pages + 1) * delay, 2), "load_before": os.getloadavg()}
         if baseline is not None:
-            results["baseline"] = gleaner(sites, delay, python, baseline, embed=embed, trace=trace,
+            results["baseline"] = gleaner(sites, delay, python, baseline, homes, embed=embed, trace=trace,
                                           statements=statements, keep=keep and keep / f"{hosts}-baseline")
-        results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", embed=embed, trace=trace,
+        results["gleaner"] = gleaner(sites, delay, python, REPO / "shared", homes, embed=embed, trace=trace,
                                      statements=statements, keep=keep and keep / f"{hosts}-gleaner")
         if not scrapy_too:
             return results
-        results["scrapy"] = scrapy(sites, delay, python)
+        results["scrapy"] = scrapy(sites, delay, python, homes)
         g, s, floor = results["gleaner"], results["scrapy"], results["floor_seconds"]
         results["ratios"] = {
             "gleaner_over_scrapy_process": round(g["process_seconds"] / s["process_seconds"], 2),
@@ -290,17 +315,24 @@ def main() -> None:
     parser.add_argument("--no-scrapy", action="store_true", help="Gleaner (and the baseline) only")
     parser.add_argument("--baseline", type=Path, metavar="SHARED",
                         help="also time the Gleaner of another tree's shared/ (before/after in one command)")
+    parser.add_argument("--home-in", type=Path, metavar="DIR",
+                        help="make each tool's working directory (Gleaner's home) under DIR (default: the temp dir)")
     args = parser.parse_args()
     if max(args.hosts) > 250:
         raise SystemExit("at most 250 hosts (127.0.0.2 .. 127.0.0.251)")
     report: dict[str, Any] = {"profile": "multi-site", "embed_after_crawl": args.embed,
-                              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()}, "runs": []}
-    for hosts in args.hosts:
-        result = run(hosts, args.pages, args.delay, sys.executable, embed=args.embed, trace=args.trace,
-                     baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy,
-                     keep=args.keep)
-        report["runs"].append(result)
-        print(json.dumps(result), flush=True)
+                              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+                              "home_in": str(args.home_in or tempfile.gettempdir()), "runs": []}
+    homes = Homes(args.home_in)
+    try:
+        for hosts in args.hosts:
+            result = run(hosts, args.pages, args.delay, sys.executable, homes, embed=args.embed, trace=args.trace,
+                         baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy,
+                         keep=args.keep)
+            report["runs"].append(result)
+            print(json.dumps(result), flush=True)
+    finally:
+        homes.remove()
     report["machine"]["load_after"] = os.getloadavg()
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
