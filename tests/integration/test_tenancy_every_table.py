@@ -118,3 +118,16 @@ def test_a_tenant_reads_none_of_another_tenants_rows_in_any_table_nor_its_texts(
     assert get(workspace_token, alpha_text) == 404 and get(workspace_token, beta_text) == 404
     assert get("s3cret-operator", alpha_text) == 200 and get("s3cret-operator", beta_text) == 200
     assert get("gl_wrong", alpha_text) == 401
+
+
+def test_every_policy_reads_the_tenant_once_per_statement_not_once_per_row(deps):
+    """A scan under a policy compares each row with values read once per statement (init plans): a bare
+    current_setting() in a policy was called again for every row, and a version's policy scans its
+    documents, every tenant's, through a hashed subplan."""
+    with deps.metadata.engine.connect() as conn:
+        tables = [name for name, _on, _forced, _own, policies in _tables(conn) if policies]
+        assert "knowledge.document_snapshots" in tables and "knowledge.documents" in tables
+        for table in tables:
+            plan = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN SELECT 1 FROM {table}")).all())
+            assert "current_setting" not in plan, (table, plan)
+            assert "InitPlan" in plan, (table, plan)

@@ -1,0 +1,51 @@
+"""Row-level security policies read the tenant settings once per statement, not once per row.
+
+Revision ID: 0040
+Revises: 0039
+Create Date: 2026-12-02
+
+Every policy compared each row with ``current_setting('app.site_domain', true)`` and
+``current_setting('app.all_tenants', true)``, and PostgreSQL called both again for every row a scan
+looked at: a version's policy reads its documents through a hashed subplan, so each statement on
+versions, texts or the ledger called them for every tenant's document. As scalar subqueries
+(gleaner.store.rls) they are init plans, evaluated once per statement; what a transaction sees is
+unchanged. Every existing policy is made again from gleaner.store.rls.
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from gleaner.store.rls import PARENT_POLICIES, POLICY, parent_isolation_sql, tenant_isolation_sql
+
+revision = "0040"
+down_revision = "0039"
+branch_labels = None
+depends_on = None
+
+# The expressions before this revision, for the downgrade.
+_BEFORE = {
+    "(SELECT NULLIF(current_setting('app.site_domain', true), ''))":
+        "NULLIF(current_setting('app.site_domain', true), '')",
+    "(SELECT current_setting('app.all_tenants', true) = 'on')": "current_setting('app.all_tenants', true) = 'on'",
+}
+
+
+def _policies() -> list[str]:
+    """Each table's policies made again, as gleaner.store.rls makes them now."""
+    rows = op.get_bind().execute(sa.text(
+        "SELECT DISTINCT schemaname || '.' || tablename, policyname = :own FROM pg_policies"
+        " WHERE schemaname = 'knowledge' AND policyname IN (:own, 'tenant_read') ORDER BY 1"), {"own": POLICY}).all()
+    return [tenant_isolation_sql(table) if own else parent_isolation_sql(table) for table, own in rows
+            if own or table in PARENT_POLICIES]
+
+
+def upgrade() -> None:
+    for sql in _policies():
+        op.execute(sql)
+
+
+def downgrade() -> None:
+    for sql in _policies():
+        for now, before in _BEFORE.items():
+            sql = sql.replace(now, before)
+        op.execute(sql)
