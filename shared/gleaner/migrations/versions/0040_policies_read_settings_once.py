@@ -31,12 +31,15 @@ _BEFORE = {
 
 
 def _policies() -> list[str]:
-    """Each table's policies made again, as gleaner.store.rls makes them now."""
+    """Each table's policies made again, as gleaner.store.rls makes them now, each table's FORCE as it was
+    (search's chunks are read whole by their owner's functions, migration 0031)."""
     rows = op.get_bind().execute(sa.text(
-        "SELECT DISTINCT schemaname || '.' || tablename, policyname = :own FROM pg_policies"
-        " WHERE schemaname = 'knowledge' AND policyname IN (:own, 'tenant_read') ORDER BY 1"), {"own": POLICY}).all()
-    return [tenant_isolation_sql(table) if own else parent_isolation_sql(table) for table, own in rows
-            if own or table in PARENT_POLICIES]
+        "SELECT DISTINCT n.nspname || '.' || c.relname, p.polname = :own, c.relforcerowsecurity"
+        " FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'knowledge' AND p.polname IN (:own, 'tenant_read') ORDER BY 1"), {"own": POLICY}).all()
+    return [(tenant_isolation_sql(table) if own else parent_isolation_sql(table))
+            + ("" if forced else f"\nALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;")
+            for table, own, forced in rows if own or table in PARENT_POLICIES]
 
 
 def upgrade() -> None:
