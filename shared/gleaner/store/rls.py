@@ -39,8 +39,7 @@ POLICY = "tenant_isolation"
 _TABLE = re.compile(r"knowledge\.[a-z_][a-z0-9_]*")
 # The transaction's tenant and its all-tenants switch, each read once per statement: as scalar subqueries
 # the planner makes them init plans, where a bare current_setting() in a policy was called again for every
-# row a scan looked at (8 % of PostgreSQL's CPU in a 50-site tick: a version's policy reads its documents
-# through a hashed subplan, every tenant's row of them).
+# row a scan looked at (a version's policy reads its documents through a hashed subplan: every tenant's).
 _SITE = "(SELECT NULLIF(current_setting('app.site_domain', true), ''))"
 _ALL = "(SELECT current_setting('app.all_tenants', true) = 'on')"
 _MATCH = f"(site_domain = {_SITE} OR {_ALL})"
