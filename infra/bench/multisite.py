@@ -157,8 +157,7 @@ class Homes:
 
     Removed one by one, each run's home went just before the next tool's run, and that run paid for it:
     on ext4 without a journal (this machine's root file system), making a file or directory skips every
-    inode freed in the last minute or more, so 1,500 pages' directories and files (4,500) cost the next
-    run 0.8-4.9 s of kernel CPU, against 0.1 s on tmpfs."""
+    inode freed in the last minute or more (the figures are in README.md, "Where the homes are")."""
 
     def __init__(self, under: Path | None) -> None:
         self.under = under

@@ -46,101 +46,101 @@ def _seconds(hms: str) -> float:
     return int(h) * 3600 + int(m) * 60 + float(sec)
 
 
-def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: list[str], label: str = "tree"
-         ) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bench-pgms-") as home:
-        Path(home).chmod(0o755)
-        cluster = Cluster(Path(home) / "pg")
-        cluster.start()
-        extra = conf
-        with (cluster.pgdata / "postgresql.conf").open("a") as conf_file:
-            conf_file.write("log_connections = on\nlog_disconnections = on\n" + "".join(line + "\n" for line in extra))
-        cluster.stop()
-        perf_out = Path(home) / "perf.data"
+def tick(sites: list[TestSite], delay: float, shared: Path, perf: bool, conf: list[str], homes: multisite.Homes,
+         label: str = "tree") -> dict[str, Any]:
+    home = homes.new("bench-pgms-")
+    Path(home).chmod(0o755)
+    cluster = Cluster(Path(home) / "pg")
+    cluster.start()
+    extra = conf
+    with (cluster.pgdata / "postgresql.conf").open("a") as conf_file:
+        conf_file.write("log_connections = on\nlog_disconnections = on\n" + "".join(line + "\n" for line in extra))
+    cluster.stop()
+    perf_out = Path(home) / "perf.data"
+    if perf:
+        env = {**os.environ}
+        launcher = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-o", str(perf_out), "--",
+                                     "runuser", "-u", "postgres", "--", str(pg_statements.PG_BIN / "postgres"),
+                                     "-D", str(cluster.pgdata)], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=open(Path(home) / "perf.log", "w"))  # noqa: SIM115
+        for _ in range(100):
+            if (cluster.sockets / f".s.PGSQL.{cluster.port}").exists():
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+    else:
+        pg_statements.as_pg([str(pg_statements.PG_BIN / "pg_ctl"), "-D", str(cluster.pgdata), "-w", "-l",
+                             str(cluster.pgdata / "log"), "start"])
+    try:
+        env = multisite.tool_env()
+        env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_EMBED_AFTER_CRAWL="false",
+                   GLEANER_DATABASE_URL=cluster.url,
+                   PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
+        python = sys.executable
+        subprocess.run([python, "-c", multisite.SETUP, str(delay), *[s.url + "/" for s in sites]], env=env,
+                       check=True)
+        time.sleep(1.2)
+        cluster.sql("SELECT pg_stat_statements_reset(), pg_stat_reset()")
+        log = cluster.pgdata / "log"
         if perf:
-            env = {**os.environ}
-            launcher = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-o", str(perf_out), "--",
-                                         "runuser", "-u", "postgres", "--", str(pg_statements.PG_BIN / "postgres"),
-                                         "-D", str(cluster.pgdata)], env=env, stdout=subprocess.DEVNULL,
-                                        stderr=open(Path(home) / "perf.log", "w"))  # noqa: SIM115
-            for _ in range(100):
-                if (cluster.sockets / f".s.PGSQL.{cluster.port}").exists():
-                    break
-                time.sleep(0.1)
-            time.sleep(0.3)
+            log = Path(home) / "perf.log"
+        connections_before = log.read_text(errors="replace").count("connection authorized")
+        time.sleep(0.5)
+        _started, wall, rss, done = multisite.timed([python, "-m", "gleaner.cli", "tick", "--json"], env,
+                                                   pgdata=str(cluster.pgdata))
+        if done.returncode != 0:
+            raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
+        runs = json.loads(done.stdout)["runs"]
+        pages = max(1, sum(r["fetched"] for r in runs))
+        time.sleep(1.5)
+        text = log.read_text(errors="replace")
+        connections = text.count("connection authorized") - connections_before
+        sessions = [_seconds(m) for m in re.findall(r"session time: (\d+:\d+:[\d.]+)", text)]
+        statements = [{"query": q, "calls": int(c), "exec_ms": float(e), "plan_ms": float(p), "plans": int(n),
+                       "rows": int(r), "toplevel": t == "t", "wal_bytes": int(w)}
+                      for q, c, e, p, n, r, t, w in cluster.sql(STATEMENTS)]
+        commits, rollbacks = (int(x) for x in cluster.sql(DATABASE)[0])
+        result = {
+            "pages": pages, "process_seconds": round(wall, 2),
+            "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
+            "postgres_cpu_ms_per_page": round(rss.cpu["postgres"] * 1000 / pages, 2),
+            "connections": connections,
+            "session_seconds": {"under_1": sum(t < 1 for t in sessions),
+                                "1_to_10": sum(1 <= t < 10 for t in sessions),
+                                "over_10": sum(t >= 10 for t in sessions)},
+            "commits": commits, "rollbacks": rollbacks,
+            "statements": statements,
+            "indexes": [dict(zip(("table", "index", "scans", "inserts", "updates", "hot_updates"),
+                                 (t, i, int(s), int(n), int(u), int(h)), strict=True))
+                        for t, i, s, n, u, h in cluster.sql(INDEXES)],
+            "tables": [dict(zip(("table", "inserts", "updates", "hot_updates", "deletes", "seq_scans",
+                                 "idx_scans"), (r[0], *map(int, r[1:])), strict=True))
+                       for r in cluster.sql(TABLES)],
+            "functions": [{"function": f, "calls": int(c), "total_ms": float(t), "self_ms": float(s)}
+                          for f, c, t, s in cluster.sql(FUNCTIONS)],
+        }
+    finally:
+        if perf:
+            pg_statements.as_pg([str(pg_statements.PG_BIN / "pg_ctl"), "-D", str(cluster.pgdata), "-m", "fast",
+                                 "-w", "stop"])
+            launcher.wait(timeout=60)
         else:
-            pg_statements.as_pg([str(pg_statements.PG_BIN / "pg_ctl"), "-D", str(cluster.pgdata), "-w", "-l",
-                                 str(cluster.pgdata / "log"), "start"])
-        try:
-            env = multisite.tool_env()
-            env.update(GLEANER_HOME=home, GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_EMBED_AFTER_CRAWL="false",
-                       GLEANER_DATABASE_URL=cluster.url,
-                       PYTHONPATH=str(shared) + os.pathsep + env.get("PYTHONPATH", ""))
-            python = sys.executable
-            subprocess.run([python, "-c", multisite.SETUP, str(delay), *[s.url + "/" for s in sites]], env=env,
-                           check=True)
-            time.sleep(1.2)
-            cluster.sql("SELECT pg_stat_statements_reset(), pg_stat_reset()")
-            log = cluster.pgdata / "log"
-            if perf:
-                log = Path(home) / "perf.log"
-            connections_before = log.read_text(errors="replace").count("connection authorized")
-            time.sleep(0.5)
-            _started, wall, rss, done = multisite.timed([python, "-m", "gleaner.cli", "tick", "--json"], env,
-                                                       pgdata=str(cluster.pgdata))
-            if done.returncode != 0:
-                raise SystemExit(f"gleaner tick failed ({done.returncode}): {done.stderr[-2000:]}")
-            runs = json.loads(done.stdout)["runs"]
-            pages = max(1, sum(r["fetched"] for r in runs))
-            time.sleep(1.5)
-            text = log.read_text(errors="replace")
-            connections = text.count("connection authorized") - connections_before
-            sessions = [_seconds(m) for m in re.findall(r"session time: (\d+:\d+:[\d.]+)", text)]
-            statements = [{"query": q, "calls": int(c), "exec_ms": float(e), "plan_ms": float(p), "plans": int(n),
-                           "rows": int(r), "toplevel": t == "t", "wal_bytes": int(w)}
-                          for q, c, e, p, n, r, t, w in cluster.sql(STATEMENTS)]
-            commits, rollbacks = (int(x) for x in cluster.sql(DATABASE)[0])
-            result = {
-                "pages": pages, "process_seconds": round(wall, 2),
-                "cpu_seconds": {k: round(v, 2) for k, v in rss.cpu.items()},
-                "postgres_cpu_ms_per_page": round(rss.cpu["postgres"] * 1000 / pages, 2),
-                "connections": connections,
-                "session_seconds": {"under_1": sum(t < 1 for t in sessions),
-                                    "1_to_10": sum(1 <= t < 10 for t in sessions),
-                                    "over_10": sum(t >= 10 for t in sessions)},
-                "commits": commits, "rollbacks": rollbacks,
-                "statements": statements,
-                "indexes": [dict(zip(("table", "index", "scans", "inserts", "updates", "hot_updates"),
-                                     (t, i, int(s), int(n), int(u), int(h)), strict=True))
-                            for t, i, s, n, u, h in cluster.sql(INDEXES)],
-                "tables": [dict(zip(("table", "inserts", "updates", "hot_updates", "deletes", "seq_scans",
-                                     "idx_scans"), (r[0], *map(int, r[1:])), strict=True))
-                           for r in cluster.sql(TABLES)],
-                "functions": [{"function": f, "calls": int(c), "total_ms": float(t), "self_ms": float(s)}
-                              for f, c, t, s in cluster.sql(FUNCTIONS)],
-            }
-        finally:
-            if perf:
-                pg_statements.as_pg([str(pg_statements.PG_BIN / "pg_ctl"), "-D", str(cluster.pgdata), "-m", "fast",
-                                     "-w", "stop"])
-                launcher.wait(timeout=60)
-            else:
-                cluster.stop()
-        if perf:
-            kept = Path(tempfile.gettempdir()) / f"pg_multisite-{os.getpid()}-{label}.perf.data"
-            perf_out.replace(kept)
-            perf_out = kept
-            result["perf_data"] = str(kept)
-            report = subprocess.run(["perf", "report", "-i", str(perf_out), "--no-children", "--sort", "symbol",
-                                     "--stdio", "-g", "none", "--percent-limit", "0.7"],
-                                    capture_output=True, text=True).stdout
-            result["perf_self"] = [line for line in report.splitlines() if line and not line.startswith("#")][:45]
-            report = subprocess.run(["perf", "report", "-i", str(perf_out), "--children", "--sort", "symbol",
-                                     "--stdio", "-g", "none", "--percent-limit", "2"],
-                                    capture_output=True, text=True).stdout
-            result["perf_children"] = [line for line in report.splitlines()
-                                       if line and not line.startswith("#")][:70]
-        return result
+            cluster.stop()
+    if perf:
+        kept = Path(tempfile.gettempdir()) / f"pg_multisite-{os.getpid()}-{label}.perf.data"
+        perf_out.replace(kept)
+        perf_out = kept
+        result["perf_data"] = str(kept)
+        report = subprocess.run(["perf", "report", "-i", str(perf_out), "--no-children", "--sort", "symbol",
+                                 "--stdio", "-g", "none", "--percent-limit", "0.7"],
+                                capture_output=True, text=True).stdout
+        result["perf_self"] = [line for line in report.splitlines() if line and not line.startswith("#")][:45]
+        report = subprocess.run(["perf", "report", "-i", str(perf_out), "--children", "--sort", "symbol",
+                                 "--stdio", "-g", "none", "--percent-limit", "2"],
+                                capture_output=True, text=True).stdout
+        result["perf_children"] = [line for line in report.splitlines()
+                                   if line and not line.startswith("#")][:70]
+    return result
 
 
 def show(label: str, r: dict[str, Any], top: int) -> None:
@@ -200,8 +200,11 @@ def main() -> None:
         if variants["baseline"] is None:
             del variants["baseline"]
         variants["tree"] = multisite.REPO / "shared"
+        homes = multisite.Homes(None)  # removed together at the end: see multisite.Homes
+        stack.callback(homes.remove)
         for name, shared in variants.items():
-            report[name] = tick(sites, args.delay, shared, args.perf, args.conf if name == "tree" else [], name)
+            report[name] = tick(sites, args.delay, shared, args.perf, args.conf if name == "tree" else [], homes,
+                                name)
             show(name, report[name], args.top)
     report["load_after"] = os.getloadavg()
     print(f"\nload {report['load_before']} -> {report['load_after']}")
