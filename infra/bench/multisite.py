@@ -11,7 +11,8 @@ the other over the same hosts:
 Reported per tool: the process's wall time, the crawl's span (its first request to its last, from the
 servers' logs), peak RSS of the process tree, its CPU seconds (Gleaner's: the main process, the
 extraction workers and PostgreSQL apart), and each host's smallest gap between two requests. The
-politeness floor is (PAGES + 1) x D: a host's robots.txt, sitemap and pages, one start per delay.
+politeness floor is (PAGES + 1) x D: a host's robots.txt, sitemap and pages, one start per delay. With
+``--busy K``, K other processes spin a core each while both tools run: a machine shared with other work.
 
     PYTHONPATH=shared .venv/bin/python infra/bench/multisite.py --hosts 5 --pages 30 --delay 0.5
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from procsample import PeakRss, busy_by_second
+from procsample import BusyLoops, PeakRss, busy_by_second
 
 from gleaner.testsite import Page, TestSite
 
@@ -316,20 +317,24 @@ def main() -> None:
                         help="also time the Gleaner of another tree's shared/ (before/after in one command)")
     parser.add_argument("--home-in", type=Path, metavar="DIR",
                         help="make each tool's working directory (Gleaner's home) under DIR (default: the temp dir)")
+    parser.add_argument("--busy", type=int, default=0, metavar="K",
+                        help="keep K other processes spinning a core each while both tools run (a shared machine)")
     args = parser.parse_args()
     if max(args.hosts) > 250:
         raise SystemExit("at most 250 hosts (127.0.0.2 .. 127.0.0.251)")
     report: dict[str, Any] = {"profile": "multi-site", "embed_after_crawl": args.embed,
-                              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+                              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg(),
+                                          "busy_loops": args.busy},
                               "home_in": str(args.home_in or tempfile.gettempdir()), "runs": []}
     homes = Homes(args.home_in)
     try:
-        for hosts in args.hosts:
-            result = run(hosts, args.pages, args.delay, sys.executable, homes, embed=args.embed, trace=args.trace,
-                         baseline=args.baseline, statements=args.statements, scrapy_too=not args.no_scrapy,
-                         keep=args.keep)
-            report["runs"].append(result)
-            print(json.dumps(result), flush=True)
+        with BusyLoops(args.busy):
+            for hosts in args.hosts:
+                result = run(hosts, args.pages, args.delay, sys.executable, homes, embed=args.embed,
+                             trace=args.trace, baseline=args.baseline, statements=args.statements,
+                             scrapy_too=not args.no_scrapy, keep=args.keep)
+                report["runs"].append(result)
+                print(json.dumps(result), flush=True)
     finally:
         homes.remove()
     report["machine"]["load_after"] = os.getloadavg()

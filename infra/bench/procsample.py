@@ -4,6 +4,8 @@ second (``multisite.py``)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from contextlib import suppress
@@ -103,3 +105,23 @@ def busy_by_second(samples: list[tuple[float, float]], started: float) -> list[i
             seconds.setdefault(int(at - started), []).append(share)
     last = max(seconds, default=-1)
     return [round(100 * sum(v) / len(v)) if (v := seconds.get(n)) else 0 for n in range(last + 1)]
+
+
+class BusyLoops:
+    """``count`` processes that each spin one core for as long as the bench runs (``multisite.py --busy``):
+    a machine shared with other work, for both tools alike. Each stops by itself after ``seconds``."""
+
+    def __init__(self, count: int, seconds: float = 3600.0) -> None:
+        self.count, self.seconds = count, seconds
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> BusyLoops:
+        spin = f"import time\nend = time.monotonic() + {self.seconds}\nwhile time.monotonic() < end:\n    pass\n"
+        self._procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self._procs:
+            proc.kill()
+            proc.wait()
+        self._procs.clear()
