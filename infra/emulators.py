@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_DIR = ROOT / "functions"
 # Not a function: the render service's handler, run by functions-framework as its container does.
-RENDER_SERVICE = ROOT / "shared" / "gleaner" / "render" / "service.py"
+RENDER_SERVICE = ROOT / "shared" / "gleaner" / "cloud" / "renderservice.py"
 DEAD_LETTER_TOPIC = "dead-letters"
 # The dead-letter topic is pushed to this function's on_event, which records the failure.
 DEAD_LETTER_HANDLER = ("map", "on_event")
@@ -356,12 +356,12 @@ def demo_crawl(stack: Stack, database_url: str, timeout: float = 300.0) -> dict[
     import urllib.request
 
     from gleaner import tenancy
-    from gleaner.config import Settings
-    from gleaner.demo import demo_pages
-    from gleaner.runstate import RunStatus
-    from gleaner.store import db
+    from gleaner.demosite.demo import demo_pages
+    from gleaner.demosite.testsite import TestSite
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
+    from gleaner.store.ledger.runstate import RunStatus
     from gleaner.store.metadata import MetadataStore
-    from gleaner.testsite import TestSite
 
     pages: dict[str, Any] = {}
     site = TestSite(pages, max_seconds=timeout + 600).start()
@@ -407,14 +407,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "shared"))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gleaner-emulators-"))
     database_url = args.database_url
-    from gleaner.config import default_home
+    from gleaner.settings.config import default_home
 
     if not database_url:
-        from gleaner.store.db import embedded_url
+        from gleaner.store.backends.db import embedded_url
 
         database_url = embedded_url(default_home(os.environ))
-    from gleaner.config import Settings
-    from gleaner.store import db
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
 
     engine = db.create_engine(Settings(database_url=database_url))
     db.ensure_schema(engine)  # once here, rather than by the first function a request reaches

@@ -35,7 +35,7 @@ LOCK = ROOT / "infra" / "functions.lock"
 # The embedded database is for laptops: its wheel carries PostgreSQL binaries no function needs
 # (functions reach Cloud SQL; pgserver is only imported when no database is configured).
 # waitress serves `gleaner serve` on a laptop; functions run under functions-framework and never
-# import it (gleaner.web imports it only to build a server).
+# import it (gleaner.serving.web imports it only to build a server).
 # The embedding models and their runtime: ingest (a function) writes chunks and full-text vectors
 # without the model's vectors (it embeds inside its transaction only where the model is installed:
 # Deps.inline_embedder), and `gleaner index` / `gleaner serve` embed (retrieval/embedder.py imports lazily).

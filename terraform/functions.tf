@@ -8,7 +8,7 @@
 #
 # No function has a public invoker: Cloud Run admits only identities holding run.invoker (the
 # push, tasks and scheduler identities, var.operators, var.feed_pollers, var.backoffice_invokers), so the code may trust
-# an identity token that reached it (GLEANER_HTTP_AUTH=iam, gleaner/callers.py).
+# an identity token that reached it (GLEANER_HTTP_AUTH=iam, gleaner/cloud/callers.py).
 
 locals {
   # concurrency: requests one instance serves at once (Cloud Run's max_instance_request_concurrency; above 1

@@ -20,8 +20,8 @@ import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.config import Settings, default_pg_templates, parse_networks
-from gleaner.store import db
+from gleaner.settings.config import Settings, default_pg_templates, parse_networks
+from gleaner.store.backends import db
 
 TEMPLATE_DB = "gleaner_template"
 

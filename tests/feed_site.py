@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler
 
 from fpdf import FPDF
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 ARTICLES = {
     "/articles/sea-ice": ("Arctic sea ice hits a record low",

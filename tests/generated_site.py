@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 _TEXT = ("gleaner keeps an auditable copy of every page it reads and verifies each quote against the exact "
          "bytes stored for the version that held it while the crawl settles every run")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 _TEXT = ("rendered text arrives after the script asks the server for the page content and writes it "

@@ -9,7 +9,7 @@ bearer or a site token.
 import flask
 import functions_framework
 
-from gleaner import entry
+from gleaner.cloud import entry
 
 entry.setup_logging()
 

@@ -10,7 +10,7 @@ import flask
 import functions_framework
 from cloudevents.http import CloudEvent
 
-from gleaner import entry
+from gleaner.cloud import entry
 from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 
 entry.setup_logging()

@@ -9,7 +9,7 @@ import flask
 import functions_framework
 from cloudevents.http import CloudEvent
 
-from gleaner import entry
+from gleaner.cloud import entry
 from gleaner.messages import CrawlRequested
 
 entry.setup_logging()

@@ -4,7 +4,7 @@ attempt). A function of its own, so a crawl filling the scrape instances never s
 import flask
 import functions_framework
 
-from gleaner import entry, taskentry
+from gleaner.cloud import entry, taskentry
 
 entry.setup_logging()
 

@@ -6,7 +6,7 @@ are still served here."""
 import flask
 import functions_framework
 
-from gleaner import entry, taskentry
+from gleaner.cloud import entry, taskentry
 from gleaner.messages import ScrapeBatch
 
 entry.setup_logging()

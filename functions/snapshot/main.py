@@ -3,7 +3,7 @@
 import functions_framework
 from cloudevents.http import CloudEvent
 
-from gleaner import entry
+from gleaner.cloud import entry
 from gleaner.messages import PagesFetched
 
 entry.setup_logging()

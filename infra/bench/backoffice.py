@@ -23,8 +23,8 @@ import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.config import Settings
-from gleaner.store import db
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 SITE = "big.test"
 

@@ -214,7 +214,7 @@ def run_json(cmd: list[str], out: Path, env: dict[str, str] | None = None, rss_a
     return data
 
 
-# Where a new data dir's migrated cluster is cached (store/pgtemplate.py); see warm_pg_templates.
+# Where a new data dir's migrated cluster is cached (store/backends/pgtemplate.py); see warm_pg_templates.
 PG_TEMPLATES: Path | None = None
 
 
@@ -227,7 +227,8 @@ def warm_pg_templates(work: Path, shared: Path = REPO / "shared") -> dict[str, A
     global PG_TEMPLATES
     PG_TEMPLATES = work / "pg-templates"
     started = time.monotonic()
-    built = subprocess.run([python(), "-c", "import sys; from pathlib import Path; from gleaner.store.pgtemplate "
+    built = subprocess.run([python(), "-c", "import sys; from pathlib import Path; "
+                            "from gleaner.store.backends.pgtemplate "
                             "import ensure_template; ensure_template(Path(sys.argv[1]))", str(PG_TEMPLATES)],
                            env=gleaner_env(work / "pg-template-build", shared), capture_output=True, text=True,
                            check=False, timeout=600)
@@ -327,7 +328,7 @@ class Servers:
         if self.kind == "nginx":
             self._nginx = server.Nginx(self.workdir / "nginx", self.sites).start()
             return
-        from gleaner.testsite import TestSite
+        from gleaner.demosite.testsite import TestSite
 
         for port, root in self.sites.items():
             site = server.testsite_for(root)

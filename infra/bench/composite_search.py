@@ -32,7 +32,7 @@ from retrieval import REPO, _deps
 from gleaner import tenancy
 from gleaner.retrieval import search
 from gleaner.retrieval.index import embed_pending
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "topics.test"
 
@@ -56,9 +56,9 @@ def measure(server: Any, work: Path, composites: int, queries: int) -> dict[str,
     from tests.integration.paraphrase_site import QUESTIONS, TOPICS, topic_pages
 
     from gleaner.cli.operating import drain_local
+    from gleaner.demosite.testsite import TestSite
     from gleaner.operator.routing import create_composite
     from gleaner.retrieval.composites import composite_hits
-    from gleaner.testsite import TestSite
 
     deps = _deps(server, "composites", work)
     questions = list(QUESTIONS)

@@ -83,7 +83,7 @@ def component(frames: tuple[str, ...], main: bool) -> str:
     if "importlib._bootstrap" in joined:
         return STARTUP
     # The harness's main thread outside runner.crawl: imports, the database's start, the counts.
-    if main and frames and frames[0].startswith("<module> (") and "gleaner/runner.py" not in joined:
+    if main and frames and frames[0].startswith("<module> (") and "gleaner/runtime/runner.py" not in joined:
         return STARTUP
     if main:
         for name, pattern in STAGE_RULES:

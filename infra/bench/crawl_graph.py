@@ -29,7 +29,7 @@ from retrieval import _deps, _NoIndex, _owner, _timed  # noqa: I001
 from corpus import generate_synthetic
 from gleaner import tenancy
 from gleaner.retrieval.embedder import EmbedModel, default_embedder
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from server import testsite_for
 
 GRAPHS = ((16, 64), (12, 48), (8, 32))

@@ -32,10 +32,10 @@ from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.client import Gleaner
-from gleaner.config import Settings
-from gleaner.runner import crawl, new_request
-from gleaner.serve import WebhookServer
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.serve import WebhookServer
+from gleaner.settings.config import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import page_paths, render_page  # the benchmark's own corpus, beside this file

@@ -27,9 +27,9 @@ from tests.integration.test_failures import FailingWrites
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.config import Settings
-from gleaner.runner import crawl, new_request
-from gleaner.store import db
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

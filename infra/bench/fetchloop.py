@@ -33,7 +33,7 @@ def serve(hosts: int, pages: int, seconds: float) -> None:
 
     from multisite import host_pages
 
-    from gleaner.testsite import Page, TestSite
+    from gleaner.demosite.testsite import Page, TestSite
 
     with ExitStack() as stack:
         urls = []
@@ -49,10 +49,10 @@ def serve(hosts: int, pages: int, seconds: float) -> None:
 
 def client(urls: list[str], pages: int, delay: float) -> dict[str, float]:
     """Fetch every host's robots.txt and pages at once; this process's CPU seconds for it."""
-    from gleaner.config import Settings
     from gleaner.fetch.fetcher import Fetcher
     from gleaner.fetch.politeness import HostTable
     from gleaner.fetch.types import FetchRequest
+    from gleaner.settings.config import Settings
 
     settings = Settings.from_env({"GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": str(delay),
                                   "GLEANER_HOME": "/nonexistent-fetchloop-bench"})

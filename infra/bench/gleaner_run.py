@@ -71,8 +71,8 @@ def main() -> None:
     from gleaner import tenancy
     from gleaner.app import Deps
     from gleaner.bus.local import LocalBus
-    from gleaner.config import Settings
-    from gleaner.runner import crawl, new_request
+    from gleaner.runtime.runner import crawl, new_request
+    from gleaner.settings.config import Settings
     from gleaner.stages import STAGES, dispatch
 
     t_imported = time.monotonic()

@@ -43,7 +43,7 @@ from corpus import DEFAULT_REAL_SOURCE, page_paths, render_page  # noqa: E402
 from gleaner.extract.page import extract_page  # noqa: E402
 from gleaner.retrieval.chunks import chunk_text, embedding_input  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
-from gleaner.store import db  # noqa: E402
+from gleaner.store.backends import db  # noqa: E402
 
 GRAPHS = ((16, 64), (12, 48), (8, 32))
 EF_SEARCH = 50  # ranking.CANDIDATES: search sets hnsw.ef_search to it

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
 
-from gleaner.store import db
+from gleaner.store.backends import db
 
 GRAPH = "USING hnsw (e vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
 

@@ -143,7 +143,7 @@ def write_wrappers(code: Path, into: Path) -> None:
 
 
 def migrate(code: Path, database_url: str) -> None:
-    script = ("import sys\nfrom gleaner.config import Settings\nfrom gleaner.store import db\n"
+    script = ("import sys\nfrom gleaner.settings.config import Settings\nfrom gleaner.store.backends import db\n"
               "db.ensure_schema(db.create_engine(Settings(database_url=sys.argv[1])))\n")
     subprocess.run([sys.executable, "-c", script, database_url], check=True,
                    env={**os.environ, "PYTHONPATH": str(code / "shared")})
@@ -152,8 +152,8 @@ def migrate(code: Path, database_url: str) -> None:
 def transactions(database_url: str) -> int:
     import sqlalchemy as sa
 
-    from gleaner.config import Settings
-    from gleaner.store import db
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
 
     engine = db.create_engine(Settings(database_url=database_url))
     with engine.connect() as conn:
@@ -167,8 +167,8 @@ def settled(database_url: str, run_ids: list[str]) -> dict[str, dict[str, Any]] 
     import sqlalchemy as sa
 
     from gleaner import tenancy
-    from gleaner.config import Settings
-    from gleaner.store import db
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
     from gleaner.store.metadata import MetadataStore
 
     engine = db.create_engine(Settings(database_url=database_url))
@@ -201,8 +201,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import emulators
     from multisite import host_pages
 
-    from gleaner.store.db import embedded_url
-    from gleaner.testsite import Page, TestSite
+    from gleaner.demosite.testsite import Page, TestSite
+    from gleaner.store.backends.db import embedded_url
 
     code = args.code.resolve()
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-instance-",

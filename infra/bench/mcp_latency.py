@@ -25,11 +25,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gleaner import tenancy
 from gleaner.app import Deps
-from gleaner.config import Settings
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.serve import WebhookServer
-from gleaner.testsite import TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.serve import WebhookServer
+from gleaner.settings.config import Settings
 
 SECRET = "mcp-bench-operator-secret-0123456789abcdef"  # >= 32 characters
 

@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 from procsample import BusyLoops, PeakRss, busy_by_second
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -131,7 +131,7 @@ def timeline(trace: dict[str, Any], started: float, sites: list[TestSite], since
 SETUP = """import os, sys
 from gleaner import tenancy
 from gleaner.app import Deps
-from gleaner.config import Settings
+from gleaner.settings.config import Settings
 from gleaner.operator.sites import add_site
 deps = Deps(Settings.from_env(os.environ))
 with tenancy.all_tenants():
@@ -178,7 +178,8 @@ class Homes:
 
 def wait_for_postgres_gone(pgdata: str, seconds: float = 60.0) -> None:
     """Wait until no PostgreSQL process names ``pgdata``: Gleaner's exit does not wait for the embedded server's
-    shutdown checkpoint (store/embedded.py), so removing the data dir at once races the server's last writes."""
+    shutdown checkpoint (store/backends/embedded.py), so removing the data dir at once races the server's
+    last writes."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         alive = []

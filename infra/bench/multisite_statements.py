@@ -70,7 +70,7 @@ def dump() -> None:
 def main() -> None:
     atexit.register(dump)
     try:
-        from gleaner.earlystart import start_database
+        from gleaner.runtime.earlystart import start_database
     except ImportError:
         pass
     else:

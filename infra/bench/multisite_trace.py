@@ -49,7 +49,7 @@ def install() -> None:
     from gleaner.bus.local import LocalBus
     from gleaner.cli import operating, search
     from gleaner.extract.pool import ExtractPool
-    from gleaner.store import db
+    from gleaner.store.backends import db
 
     EVENTS["imports"] = time.monotonic()
     db.create_engine = span("database", db.create_engine)
@@ -76,10 +76,10 @@ def install() -> None:
 
     LocalBus._dispatch = traced  # type: ignore[method-assign]
     operating.embed_new_chunks = span("embed", search.embed_new_chunks)
-    import gleaner.runner as runner
+    import gleaner.runtime.runner as runner
 
     runner.notify = span("notify", runner.notify)
-    import gleaner.engine as engine
+    import gleaner.runtime.engine as engine
 
     engine.notify = runner.notify
     engine.Engine._summary = span("summaries", engine.Engine._summary)  # type: ignore[method-assign]
@@ -97,7 +97,7 @@ def _trace_calls() -> None:
     """Every call of the metadata store, the fetcher and the blob store, with its thread: what a stage waits
     on between two requests (``calls`` in the JSON: name, thread, start, end)."""
     from gleaner.fetch.fetcher import Fetcher
-    from gleaner.store.localblobs import LocalBlobStore
+    from gleaner.store.backends.localblobs import LocalBlobStore
     from gleaner.store.metadata import MetadataStore
 
     calls: list[list[Any]] = EVENTS.setdefault("calls", [])
@@ -106,7 +106,7 @@ def _trace_calls() -> None:
         return timed(fn, lambda started, ended: calls.append([name, threading.get_ident(), started, ended]))
 
     from gleaner.extract.pool import ExtractPool
-    from gleaner.store.blocklist import Blocklist
+    from gleaner.store.documents.blocklist import Blocklist
 
     def done_later(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -134,20 +134,20 @@ def dump() -> None:
 
 def main() -> None:
     atexit.register(dump)
-    try:  # a tree before store/embedded.py and earlystart.py (the bench's baseline) has its stop in db.py
-        from gleaner.store import embedded
+    try:  # a tree before store/backends/embedded.py and earlystart.py (the bench's baseline) has its stop in db.py
+        from gleaner.store.backends import embedded
     except ImportError:
-        from gleaner.store import db as embedded  # type: ignore[no-redef]
+        from gleaner.store.backends import db as embedded  # type: ignore[no-redef]
     # Wrapped before the server starts (as the command starts it, before importing gleaner.cli: earlystart.py).
     embedded.stop_if_last = span("database_stop", embedded.stop_if_last)
     try:
-        from gleaner.earlystart import start_database
+        from gleaner.runtime.earlystart import start_database
     except ImportError:
         pass
     else:
         start_database(sys.argv[1:])
     try:  # as the command does (a tree before session 12 has no such step)
-        from gleaner.earlystart import end_quickly
+        from gleaner.runtime.earlystart import end_quickly
     except ImportError:
         pass
     else:

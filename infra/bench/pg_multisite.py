@@ -35,7 +35,7 @@ import multisite
 import pg_statements
 from pg_statements import INDEXES, STATEMENTS, TABLES, Cluster
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 FUNCTIONS = pg_statements.FUNCTIONS
 DATABASE = pg_statements.DATABASE

@@ -87,7 +87,8 @@ class Cluster:
 
 def migrate(url: str, data: Path, shared: Path) -> None:
     env = {**bench.gleaner_env(data, shared), "GLEANER_DATABASE_URL": url}
-    code = ("import os; from gleaner.config import Settings; from gleaner.store.db import create_engine, "
+    code = ("import os; from gleaner.settings.config import Settings; "
+            "from gleaner.store.backends.db import create_engine, "
             "ensure_schema; ensure_schema(create_engine(Settings.from_env(os.environ)))")
     subprocess.run([bench.python(), "-c", code], env=env, check=True, cwd=bench.HERE)
 

@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.render_site import SHELL, render_site
 
-from gleaner.config import Settings, parse_networks
+from gleaner.demosite.testsite import Page
 from gleaner.fetch import loop
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchRequest
 from gleaner.render.browser import BrowserRenderer
-from gleaner.testsite import Page
+from gleaner.settings.config import Settings, parse_networks
 
 
 def main() -> None:

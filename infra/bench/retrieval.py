@@ -65,8 +65,8 @@ from gleaner.retrieval import index as index_module  # noqa: E402
 from gleaner.retrieval import search  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
 from gleaner.retrieval.index import embed_pending  # noqa: E402
-from gleaner.runner import crawl, new_request  # noqa: E402
-from gleaner.store import db  # noqa: E402
+from gleaner.runtime.runner import crawl, new_request  # noqa: E402
+from gleaner.store.backends import db  # noqa: E402
 
 
 class _NoIndex:
@@ -266,8 +266,8 @@ def paraphrase_recall(server: Any, work: Path, model: str) -> dict[str, Any]:
     (in the HNSW index)."""
     from tests.integration.paraphrase_site import QUESTIONS, recall, topic_pages
 
+    from gleaner.demosite.testsite import TestSite
     from gleaner.retrieval.fresh import merge_fresh
-    from gleaner.testsite import TestSite
 
     deps = _deps(server, f"topics_{model}", work, model=model)
     out: dict[str, Any] = {}

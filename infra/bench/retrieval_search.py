@@ -27,10 +27,10 @@ from corpus import _WORDS  # noqa: E402
 
 from gleaner import tenancy  # noqa: E402
 from gleaner.app import Deps  # noqa: E402
-from gleaner.config import Settings, parse_networks  # noqa: E402
 from gleaner.retrieval import search  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
-from gleaner.store import db  # noqa: E402
+from gleaner.settings.config import Settings, parse_networks  # noqa: E402
+from gleaner.store.backends import db  # noqa: E402
 
 
 def _deps(server: Any, name: str, work: Path, model: str = "static") -> Deps:

@@ -4,7 +4,7 @@
         [--toggle] [--pages 300] [--rounds 2] [--out FILE]
 
 With ``--toggle`` both runs use ``--after``'s tree, one with the parent-row policies of
-``gleaner.store.rls.PARENT_POLICIES`` switched off before the crawl: the policies' own cost, apart
+``gleaner.store.access.rls.PARENT_POLICIES`` switched off before the crawl: the policies' own cost, apart
 from any other change between the trees.
 
 Serves the tests' generated site (``--pages`` article pages, one section) on loopback and runs
@@ -33,8 +33,8 @@ from tests.generated_site import generated_site  # noqa: E402  (the tests' deter
 # Run in the crawl's environment before it: migrate, then switch the parent-row policies off.
 _WITHOUT_PARENT_RLS = """
 from gleaner.app import Deps
-from gleaner.config import Settings
-from gleaner.store.rls import ADMIN_OPTION, PARENT_POLICIES
+from gleaner.settings.config import Settings
+from gleaner.store.access.rls import ADMIN_OPTION, PARENT_POLICIES
 import os, sqlalchemy as sa
 deps = Deps(Settings.from_env(os.environ))
 with deps.metadata.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:

@@ -96,7 +96,7 @@ class Nginx:
 
 def testsite_for(root: Path, max_seconds: float = 600.0):  # type: ignore[no-untyped-def]
     """Gleaner's own loopback server over a corpus directory (the smoke test's fallback: no nginx needed)."""
-    from gleaner.testsite import Page, TestSite
+    from gleaner.demosite.testsite import Page, TestSite
 
     pages: dict[str, Page] = {}
     for f in sorted(root.rglob("*")):

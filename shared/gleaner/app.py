@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from gleaner import fetchdeps
-from gleaner.config import Settings
 from gleaner.observe import NoObserver, RunObserver
+from gleaner.runtime import fetchdeps
+from gleaner.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +34,14 @@ if TYPE_CHECKING:
     from gleaner.render.remote import RemoteRenderer
     from gleaner.retrieval.embedder import Embedder
     from gleaner.retrieval.index import SearchIndex
-    from gleaner.store.blobs import BlobStore
-    from gleaner.store.blocklist import Blocklist
+    from gleaner.store.access.tokens import TokenStore
+    from gleaner.store.backends.blobs import BlobStore
     from gleaner.store.browse import BrowseStore
+    from gleaner.store.documents.blocklist import Blocklist
+    from gleaner.store.documents.texts import TextStore
+    from gleaner.store.feeds.references import ReferenceStore
     from gleaner.store.metadata import MetadataStore
     from gleaner.store.provenance import ProvenanceStore
-    from gleaner.store.references import ReferenceStore
-    from gleaner.store.texts import TextStore
-    from gleaner.store.tokens import TokenStore
 
 
 T = TypeVar("T")
@@ -100,10 +100,10 @@ class Deps:
     @_built_once
     def engine(self) -> Engine:
         if self.engine_override is not None:
-            from gleaner.store.dberrors import guard_engine
+            from gleaner.store.backends.dberrors import guard_engine
 
             return guard_engine(self.engine_override, self.settings.database_wait_seconds)
-        from gleaner.store import db
+        from gleaner.store.backends import db
 
         engine = db.create_engine(self.settings)
         if self.settings.auto_migrate:
@@ -120,7 +120,7 @@ class Deps:
 
     @_built_once
     def references(self) -> ReferenceStore:
-        from gleaner.store.references import ReferenceStore
+        from gleaner.store.feeds.references import ReferenceStore
 
         return ReferenceStore(self.engine)
 
@@ -134,8 +134,8 @@ class Deps:
     @_built_once
     def blocklist(self) -> Blocklist:
         """Erased content, checked before a crawl, a landing or ingest stores anything."""
-        from gleaner.store.blocklist import Blocklist
-        from gleaner.store.erasurekey import erasure_secret
+        from gleaner.store.documents.blocklist import Blocklist
+        from gleaner.store.documents.erasurekey import erasure_secret
 
         secret: list[bytes] = []
 
@@ -156,13 +156,13 @@ class Deps:
     @_built_once
     def tokens(self) -> TokenStore:
         """Bearer tokens of HTTP callers (``gleaner tokens``, the webhook's caller check)."""
-        from gleaner.store.tokens import TokenStore
+        from gleaner.store.access.tokens import TokenStore
 
         return TokenStore(self.engine)
 
     @_built_once
     def texts(self) -> TextStore:
-        from gleaner.store.texts import TextStore
+        from gleaner.store.documents.texts import TextStore
 
         return TextStore(self.engine)
 
@@ -235,7 +235,7 @@ class Deps:
     def blobs(self) -> BlobStore:
         if self.blobs_override is not None:
             return self.blobs_override
-        from gleaner.store.blobs import open_blob_store
+        from gleaner.store.backends.blobs import open_blob_store
 
         return open_blob_store(self.settings)
 
@@ -300,7 +300,7 @@ class Deps:
 
         return BrowserRenderer(executable=s.chromium_path, user_agent=s.user_agent, limits=limits)
 
-    # Fetching (gleaner/fetchdeps.py): a run's fetchers and what every fetcher of the process shares.
+    # Fetching (gleaner/runtime/fetchdeps.py): a run's fetchers and what every fetcher of the process shares.
     new_fetcher = fetchdeps.new_fetcher
     run_settings = fetchdeps.run_settings
     run_options = fetchdeps.run_options

@@ -149,7 +149,7 @@ class ScrapeBatch(Message):
     ``part`` counts continuations: a batch that reached its soft deadline hands the URLs it did not
     start to part + 1 of the same batch, under its own deterministic name. ``deferrals`` counts the
     times the batch was handed back to the queue because its site's batches were all taken
-    (:mod:`gleaner.siteleases`): each is a new task under its own name, so none is scheduled twice.
+    (:mod:`gleaner.cloud.siteleases`): each is a new task under its own name, so none is scheduled twice.
     ``queued`` marks such a batch as written down among its site's waiters: a holder that finishes
     sends a ``woken`` copy at once (its name ends ``-w``), and whichever copy arrives first runs it.
     """

@@ -16,7 +16,7 @@ Every transaction on the application's engine runs for exactly one of:
 - nothing: rows of tenant-scoped tables are invisible and cannot be written.
 
 The store reads the current choice when a transaction begins
-(:func:`gleaner.store.db.install_tenant_guard`). Context variables make the
+(:func:`gleaner.store.backends.db.install_tenant_guard`). Context variables make the
 choice follow the thread (and asyncio task) that set it.
 """
 

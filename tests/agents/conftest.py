@@ -16,10 +16,10 @@ import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.serve import WebhookServer
-from gleaner.testsite import TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.serve import WebhookServer
 from tests.conftest import TEMPLATE_DB, _admin_engine, _with_database, test_settings
 
 SITE = "demo.test"

@@ -27,8 +27,8 @@ from gleaner.client import (
     ServerUnreachable,
     TextSlice,
 )
-from gleaner.runner import crawl, new_request
-from gleaner.store.tokens import TokenStore
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.access.tokens import TokenStore
 
 from .conftest import OPERATOR_SECRET, SITE, Served
 

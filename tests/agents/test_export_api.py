@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from gleaner import tenancy
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.cli import main
-from gleaner.runner import crawl, new_request
-from gleaner.store.tokens import TokenStore
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.access.tokens import TokenStore
 from tests.backoffice.conftest import call
 
 from .conftest import OPERATOR_SECRET, SITE, Served

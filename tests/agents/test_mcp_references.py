@@ -19,12 +19,12 @@ from mcp import ClientSession
 
 from gleaner import tenancy
 from gleaner.cli.operating import drain_local
+from gleaner.demosite.testsite import TestSite
 from gleaner.messages import ArticlesAccepted
 from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.references import embed_references
 from gleaner.stages import dispatch
-from gleaner.store.references import ArticleRow
-from gleaner.testsite import TestSite
+from gleaner.store.feeds.references import ArticleRow
 from tests.integration.paraphrase_site import topic_pages
 
 from .conftest import SITE, Served

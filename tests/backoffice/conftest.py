@@ -16,10 +16,10 @@ import pytest
 
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.demo import article, demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.serve import WebhookServer
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import article, demo_pages
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.serve import WebhookServer
 
 SITE = "demo.test"
 CHANGED = "/docs/install"

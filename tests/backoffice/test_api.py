@@ -251,7 +251,7 @@ def test_a_document_lists_the_citations_that_pin_it(kept: Kept):
 
 
 def test_an_erased_document_reads_as_erased_in_the_api_and_the_pages_without_its_url(kept: Kept):
-    from gleaner.store.erasure import erase_document
+    from gleaner.store.documents.erasure import erase_document
 
     doc_id = kept.document_id(CHANGED)
     erase_document(kept.deps.provenance, kept.deps.blobs, kept.deps.blocklist, doc_id, "request", "tester")

@@ -19,8 +19,8 @@ import pytest
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
 from gleaner.operator.sites import add_site
-from gleaner.serve import WebhookServer
-from gleaner.store.tokens import TokenStore
+from gleaner.serving.serve import WebhookServer
+from gleaner.store.access.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Kept, held_page
 
 CHROMIUM = "/usr/bin/chromium"

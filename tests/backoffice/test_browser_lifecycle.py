@@ -15,10 +15,10 @@ import httpx
 
 from gleaner.changes import subscriptions
 from gleaner.cli.operating import drain_local
-from gleaner.demo import article
+from gleaner.demosite.demo import article
+from gleaner.demosite.testsite import Page
 from gleaner.operator.routing import create_composite
 from gleaner.operator.rules import add_rule
-from gleaner.testsite import Page
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
 from tests.backoffice.test_browser import shot, wait_for, wait_for_run_status

@@ -12,7 +12,7 @@ from functions_framework import create_app
 
 from gleaner import app as gleaner_app
 from gleaner import tenancy
-from gleaner.store.tokens import TokenStore
+from gleaner.store.access.tokens import TokenStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FN_SECRET = "fn-secret-0123456789abcdef0123456789abcdef"
@@ -88,10 +88,10 @@ def test_the_feed_webhook_function_no_longer_serves_the_back_office(monkeypatch,
 
 
 def test_the_function_streams_the_export_as_it_is_made(monkeypatch, tmp_path, database_url, make_deps, reset_deps):
-    from gleaner.demo import demo_pages
-    from gleaner.exportformats import jsonl_lines
-    from gleaner.runner import crawl, new_request
-    from gleaner.testsite import TestSite
+    from gleaner.demosite.demo import demo_pages
+    from gleaner.demosite.testsite import TestSite
+    from gleaner.exporting.exportformats import jsonl_lines
+    from gleaner.runtime.runner import crawl, new_request
 
     deps = make_deps()  # the same database and blob directory as the function's
     pages: dict = {}

@@ -10,7 +10,7 @@ from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import subscriptions
 from gleaner.cli.operating import drain_local
 from gleaner.operator.routing import create_composite
-from gleaner.store.tokens import TokenStore
+from gleaner.store.access.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Kept, call
 
 OPERATOR = "operator-secret"

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.runner import CrawlFailed, crawl, new_request
+from gleaner.runtime.runner import CrawlFailed, crawl, new_request
 from tests.backoffice.conftest import SITE, Kept, call
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gleaner.serve import WebhookServer
+from gleaner.serving.serve import WebhookServer
 from tests.backoffice.conftest import SITE, Kept
 from tests.backoffice.test_browser import CHROMEDRIVER, CHROMIUM
 

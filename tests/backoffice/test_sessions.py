@@ -16,7 +16,7 @@ from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.operator.sites import add_site
-from gleaner.store.sessions import login_delay
+from gleaner.store.access.sessions import login_delay
 from tests.backoffice.conftest import Answer
 
 SECRET = "operator-secret-0123456789abcdef0123456789"

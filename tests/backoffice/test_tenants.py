@@ -26,8 +26,8 @@ from gleaner.changes import subscriptions
 from gleaner.cli import main
 from gleaner.cli.operating import drain_local
 from gleaner.operator.routing import create_composite
-from gleaner.runner import crawl, new_request
-from gleaner.store.tokens import TokenStore
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.access.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Answer, Kept, call
 
 OTHER = "other.test"

@@ -11,9 +11,9 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from gleaner.config import Settings
-from gleaner.store import db
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 from ..integration.sites import demo_site
 

@@ -16,7 +16,7 @@ import psutil
 HOLDER = """
 import sys, time
 from pathlib import Path
-from gleaner.store.db import embedded_url
+from gleaner.store.backends.db import embedded_url
 print(embedded_url(Path(sys.argv[1])), flush=True)
 time.sleep(300)
 """

@@ -17,10 +17,10 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import app as gleaner_app
-from gleaner.config import Settings
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id, source_document_id
-from gleaner.store.db import create_engine
-from gleaner.testsite import Page, TestSite
+from gleaner.settings.config import Settings
+from gleaner.store.backends.db import create_engine
 from tests.feed_site import ARTICLES, Flaky, article_html, feed_site
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -415,8 +415,8 @@ def test_the_articles_accepted_event_target_lands_rows_once_however_often_delive
     import base64
 
     from gleaner.messages import ArticlesAccepted, encode
-    from gleaner.references.webhook import parse_article
-    from gleaner.store.references import ReferenceStore
+    from gleaner.serving.webhook import parse_article
+    from gleaner.store.feeds.references import ReferenceStore
 
     make_client()  # sets the function's environment
     row = parse_article(article(site, "/articles/solar-cells"))

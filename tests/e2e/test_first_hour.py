@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 from ..integration.sites import demo_site
 

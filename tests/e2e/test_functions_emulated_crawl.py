@@ -27,14 +27,14 @@ from gleaner.app import Deps
 from gleaner.bus.gcp import GcpBus
 from gleaner.bus.local import LocalBus
 from gleaner.changes.events import TOPIC as CHANGES_TOPIC
-from gleaner.config import Settings
-from gleaner.demo import demo_pages
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
 from gleaner.messages import CrawlRequested, FetchedPage, Message, PagesFetched, decode
-from gleaner.runner import crawl
-from gleaner.store import db
-from gleaner.store.gcsblobs import GcsBlobStore
+from gleaner.runtime.runner import crawl
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
+from gleaner.store.backends.gcsblobs import GcsBlobStore
 from gleaner.store.metadata import MetadataStore
-from gleaner.testsite import TestSite
 from tests.cloud_fixtures import crawl_state, emulators, pull_all
 from tests.conftest import test_settings
 

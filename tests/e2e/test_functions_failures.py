@@ -6,15 +6,15 @@ from pathlib import Path
 
 from werkzeug.test import EnvironBuilder
 
-from gleaner import entry, taskentry
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.demo import demo_pages
+from gleaner.cloud import entry, taskentry
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
 from gleaner.errors import RetryableError
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch, encode
 from gleaner.stages import dispatch
-from gleaner.testsite import TestSite
 from tests.cloud_fixtures import cloud_event
 from tests.conftest import test_settings
 

@@ -149,8 +149,8 @@ def test_the_feed_webhook_is_served_by_the_ingest_function(function_env):
 def test_a_scheduler_tick_starts_each_due_site_once_however_often_it_is_delivered(pubsub_env, pubsub_host,
                                                                                    database_url, tmp_path):
     from gleaner.app import Deps
-    from gleaner.config import Settings
     from gleaner.operator.sites import add_site
+    from gleaner.settings.config import Settings
 
     admin = Deps(Settings(database_url=database_url, data_dir=tmp_path / "admin"))
     try:
@@ -178,7 +178,7 @@ def test_the_scheduler_sweep_settles_a_run_whose_worker_went_silent_and_leaves_a
 
     from gleaner import tenancy
     from gleaner.app import Deps
-    from gleaner.config import Settings
+    from gleaner.settings.config import Settings
 
     admin = Deps(Settings(database_url=database_url, data_dir=tmp_path / "admin"))
     stuck, fresh = str(uuid.uuid4()), str(uuid.uuid4())

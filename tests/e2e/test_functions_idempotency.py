@@ -15,13 +15,13 @@ from typing import Any
 
 from werkzeug.test import EnvironBuilder
 
-from gleaner import entry, taskentry
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
-from gleaner.demo import demo_pages
+from gleaner.cloud import entry, taskentry
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
 from gleaner.messages import Message, ScrapeBatch, decode, encode
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
 from tests.cloud_fixtures import cloud_event, crawl_state
 from tests.conftest import test_settings
 
@@ -147,8 +147,8 @@ def test_a_map_redelivered_after_a_crash_still_opens_the_run_when_the_site_chang
     The redelivery discovers a different map: the first map JSON stands (blobs are create-only) and
     the run must still move on to sampling instead of staying in `mapping` for ever.
     """
-    from gleaner.demo import article
-    from gleaner.testsite import Page
+    from gleaner.demosite.demo import article
+    from gleaner.demosite.testsite import Page
 
     deps = make_deps()
     pages: dict = {}
@@ -172,7 +172,7 @@ def test_content_that_returns_to_an_earlier_version_with_other_raw_markup_still_
     import hashlib
 
     from gleaner.messages import FetchedPage, PagesFetched
-    from gleaner.store.blobs import run_content_key, run_raw_key, snapshot_content_key
+    from gleaner.store.backends.blobs import run_content_key, run_raw_key, snapshot_content_key
     from gleaner.store.metadata import Decision, FetchRecord
 
     deps = make_deps()

@@ -26,8 +26,8 @@ import sqlalchemy as sa
 
 from gleaner import tenancy
 from gleaner.changes import subscriptions
-from gleaner.config import parse_networks
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.settings.config import parse_networks
 from tests.cloud_fixtures import emulators
 from tests.e2e.test_functions_emulated_crawl import Cloud, wait_for
 

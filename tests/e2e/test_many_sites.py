@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from gleaner.app import Deps
-from gleaner.engine import Engine, RunRef
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator.schedule import tick
 from gleaner.operator.sites import add_site
-from gleaner.runner import resume
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.engine import Engine, RunRef
+from gleaner.runtime.runner import resume
 
 from ..generated_site import site_pages
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from gleaner.config import Settings
-from gleaner.store import db
-from gleaner.testsite import TestSite
+from gleaner.demosite.testsite import TestSite
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 from ..generated_site import Gate, generated_site, page_requests
 

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
+from gleaner.demosite.testsite import TestSite
 from gleaner.references.identity import reference_item_id
-from gleaner.testsite import TestSite
 from tests.feed_site import ARTICLES, feed_site
 
 from ..processes import announced_url
@@ -86,8 +86,8 @@ def test_gleaner_serve_accepts_a_batch_over_http_and_lands_it_in_the_background(
 def test_refs_cli_searches_and_shows_what_landed(env, site):
     runner = CliRunner()
     from gleaner.app import Deps
-    from gleaner.config import Settings
-    from gleaner.references.webhook import WebhookRequest, handle
+    from gleaner.serving.webhook import WebhookRequest, handle
+    from gleaner.settings.config import Settings
 
     deps = Deps(Settings.from_env(env))
     try:

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.demo import demo_pages
-from gleaner.testsite import TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
 from tests.cloud_fixtures import emulators
 from tests.e2e.test_operator_paths import identity_token
 

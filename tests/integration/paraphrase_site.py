@@ -5,7 +5,7 @@ Shared by the retrieval tests (recall@1/@3 asserted) and infra/bench/retrieval.p
 
 from __future__ import annotations
 
-from gleaner.testsite import Page
+from gleaner.demosite.testsite import Page
 
 # path -> (title, two paragraphs); QUESTIONS below paraphrase each page without its key words.
 TOPICS: dict[str, tuple[str, str, str]] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 LEAD = ("The city council approved the new harbour budget on Monday after a long debate about the cost of "
         "dredging the old channel and repairing the northern pier.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gleaner.demo import demo_pages
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""List parameters and placeholders reach PostgreSQL as the same values and statements (store/pgdriver.py)."""
+"""List parameters and placeholders reach PostgreSQL as the same values and statements (store/backends/pgdriver.py)."""
 
 from __future__ import annotations
 

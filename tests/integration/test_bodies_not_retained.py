@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gleaner.runner import crawl, new_request
-from gleaner.runstate import RunStatus
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages.upkeep import upkeep
-from gleaner.store.blobs import run_prefix
+from gleaner.store.backends.blobs import run_prefix
+from gleaner.store.ledger.runstate import RunStatus
 
 from .sites import demo_site, set_version
 from .test_fetch_once import without_sitemaps
@@ -83,7 +83,7 @@ def test_upkeep_prunes_versions_and_expires_old_run_artefacts_by_itself(make_dep
 
 
 def test_pruning_a_pdfs_old_version_deletes_its_original_too(make_deps):
-    from gleaner.testsite import Page, TestSite
+    from gleaner.demosite.testsite import Page, TestSite
 
     from .test_erasure_surfaces import _pdf
 

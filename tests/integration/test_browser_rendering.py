@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from gleaner.demosite.testsite import TestSite
 from gleaner.fetch import loop
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchRequest
 from gleaner.render.gate import Limits
 from gleaner.render.modes import RenderOutcome
-from gleaner.testsite import TestSite
 from tests.conftest import test_settings
 from tests.render_site import render_site
 
@@ -41,7 +41,7 @@ def fetcher(tmp_path: Path) -> Iterator[Fetcher]:
 
 
 def _only_127_0_0_1() -> tuple[Any, ...]:
-    from gleaner.config import parse_networks
+    from gleaner.settings.config import parse_networks
 
     return tuple(parse_networks("127.0.0.1/32"))
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
+from gleaner.demosite.testsite import TestSite
 from gleaner.references.identity import reference_item_id
-from gleaner.serve import WebhookServer
-from gleaner.testsite import TestSite
+from gleaner.serving.serve import WebhookServer
 from gleaner.urls import canonicalize
 from tests.feed_site import ARTICLES, feed_site
 

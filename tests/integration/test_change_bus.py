@@ -15,11 +15,11 @@ from gleaner.app import Deps
 from gleaner.bus.gcp import GcpBus
 from gleaner.changes import outbox
 from gleaner.changes.events import TOPIC
-from gleaner.config import Settings
-from gleaner.demo import demo_pages
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.messages import DeliveryTask, decode
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.settings.config import Settings
 from tests.cloud_fixtures import pull_all
 from tests.conftest import test_settings
 from tests.integration.test_cloud_bus import TasksRecorder, _topic_with_subscription, tasks_bus

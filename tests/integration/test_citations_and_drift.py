@@ -9,10 +9,10 @@ import sqlalchemy as sa
 
 from gleaner.provenance.quotes import QuoteRefusal
 from gleaner.provenance.verification import CitedSpan, DriftState, VerifyState
-from gleaner.references.webhook import WebhookRequest, handle
-from gleaner.runner import crawl, new_request
-from gleaner.store.citations import Refused
-from gleaner.textsapi import TextReader, text_slice
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.textsapi import TextReader, text_slice
+from gleaner.serving.webhook import WebhookRequest, handle
+from gleaner.store.documents.citations import Refused
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from gleaner.config import Settings
 from gleaner.errors import BlobConflict, InvalidInput
-from gleaner.store.blobs import open_blob_store
-from gleaner.store.gcsblobs import GcsBlobStore
-from gleaner.store.localblobs import LocalBlobStore
+from gleaner.settings.config import Settings
+from gleaner.store.backends.blobs import open_blob_store
+from gleaner.store.backends.gcsblobs import GcsBlobStore
+from gleaner.store.backends.localblobs import LocalBlobStore
 
 KEY = "domains/example.com/document-snapshots/d1/abc/content.md"
 

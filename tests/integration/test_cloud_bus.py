@@ -18,9 +18,9 @@ import pytest
 
 from gleaner.bus.gcp import GcpBus
 from gleaner.bus.local import LocalBus
-from gleaner.config import Settings
 from gleaner.errors import ConfigError
 from gleaner.messages import CrawlMapped, ScrapeBatch, decode, encode
+from gleaner.settings.config import Settings
 from tests.cloud_fixtures import emulators, pull_all
 
 BATCH = ScrapeBatch(run_id="6f1c0e1e-0000-4000-8000-000000000001", site_domain="example.com", batch_no=3,

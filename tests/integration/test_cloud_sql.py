@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from gleaner.config import Settings
 from gleaner.errors import ConfigError
-from gleaner.store import db
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 
 class AdminApiRecorder:

@@ -7,7 +7,7 @@ import pytest
 from gleaner.cli.operating import drain_local
 from gleaner.operator import composites
 from gleaner.operator.routing import create_composite, list_composites
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 
 from .sites import demo_site, set_version
 

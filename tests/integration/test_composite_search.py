@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from gleaner import tenancy
 from gleaner.cli.operating import drain_local
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator import composites
 from gleaner.operator.routing import create_composite
 from gleaner.operator.rules import add_rule, remove_rule
@@ -19,10 +20,9 @@ from gleaner.provenance.citations import check_slice
 from gleaner.retrieval import search
 from gleaner.retrieval.composites import index_unindexed_composites
 from gleaner.retrieval.index import embed_pending
-from gleaner.runner import crawl, new_request
-from gleaner.store.erasure import erase_document
-from gleaner.testsite import Page, TestSite
-from gleaner.textsapi import TextReader, text_slice
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.textsapi import TextReader, text_slice
+from gleaner.store.documents.erasure import erase_document
 from tests.integration.paraphrase_site import topic_html, topic_pages
 
 SITE = "topics.test"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gleaner.store.dberrors import DatabaseRefused, is_permanent, sqlstate
-from gleaner.store.references import ArticleRow
+from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent, sqlstate
+from gleaner.store.feeds.references import ArticleRow
 
 
 def row(title: str, url: str) -> ArticleRow:
@@ -41,8 +41,8 @@ def test_a_connection_lost_while_idle_is_replaced_and_a_busy_one_is_not_pinged(m
 
     import sqlalchemy as sa
 
-    from gleaner.store import db
-    from gleaner.store.rls import ADMIN_OPTION
+    from gleaner.store.access.rls import ADMIN_OPTION
+    from gleaner.store.backends import db
 
     monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.3)
     engine = make_deps().engine
@@ -76,8 +76,8 @@ def test_threads_beyond_the_pool_wait_their_turn_and_one_alone_keeps_one_connect
 
     import sqlalchemy as sa
 
-    from gleaner.store import db
-    from gleaner.store.rls import ADMIN_OPTION
+    from gleaner.store.access.rls import ADMIN_OPTION
+    from gleaner.store.backends import db
 
     engine = make_deps().engine
     pids: set[int] = set()

@@ -16,10 +16,10 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
-from gleaner.config import Settings
-from gleaner.store import db
-from gleaner.store.dberrors import DatabaseRefused
-from gleaner.store.rls import APP_ROLE
+from gleaner.settings.config import Settings
+from gleaner.store.access.rls import APP_ROLE
+from gleaner.store.backends import db
+from gleaner.store.backends.dberrors import DatabaseRefused
 
 from ..generated_site import generated_site
 from . import deploy_rehearsal as rehearsal

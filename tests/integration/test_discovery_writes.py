@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.store.discovery import record_discovery
+from gleaner.store.ledger.discovery import record_discovery
 from gleaner.urls import url_hash
 
 from .db_helpers import rows, scalar
@@ -69,7 +69,7 @@ def test_a_large_discovery_leaves_the_planner_knowing_the_runs_ledger(deps):
 
 
 def test_statistics_that_already_know_enough_rows_are_not_gathered_again(deps, monkeypatch):
-    from gleaner.store import discovery
+    from gleaner.store.ledger import discovery
 
     monkeypatch.setattr(discovery, "STATISTICS_COVER", 1)  # enough: as many rows as a run adds
 
@@ -89,8 +89,8 @@ def test_statistics_that_already_know_enough_rows_are_not_gathered_again(deps, m
 
 
 def test_a_discovery_larger_than_one_statement_lands_every_url_and_its_decision(deps, monkeypatch):
-    from gleaner.store import sqlstore
-    from gleaner.store.records import Decision
+    from gleaner.store.backends import sqlstore
+    from gleaner.store.ledger.records import Decision
 
     monkeypatch.setattr(sqlstore, "ROWS_PER_STATEMENT", 2)
     meta = deps.metadata

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 from ..feed_site import article_html, make_pdf
 from .db_helpers import rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from gleaner.provenance.conflicts import ConflictStatus
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages.conflicts import label_duplicates
 
 from .provenance_site import BODY, LEAD, article_html, news_site

@@ -7,12 +7,12 @@ import json
 import sqlalchemy as sa
 
 from gleaner.provenance.verification import CitedSpan, VerifyState
-from gleaner.references.webhook import WebhookRequest, handle
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.webhook import WebhookRequest, handle
 from gleaner.stages import dispatch, wire
-from gleaner.store.blocklist import erased_forms
-from gleaner.store.erasure import erase_document
-from gleaner.store.retention import prune
+from gleaner.store.documents.blocklist import erased_forms
+from gleaner.store.documents.erasure import erase_document
+from gleaner.store.documents.retention import prune
 
 from .provenance_site import BODY, LEAD, article_html, news_site, publish
 

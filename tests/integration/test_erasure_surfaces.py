@@ -15,11 +15,11 @@ import sqlalchemy as sa
 from fpdf import FPDF
 
 from gleaner.cli.operating import drain_local
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator.composites import history
 from gleaner.operator.routing import create_composite, list_composites
-from gleaner.runner import crawl, new_request
-from gleaner.store.erasure import erase_document
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.documents.erasure import erase_document
 
 SITE = "quokka.test"
 HTML_PATH = "/people/zanzibar-quokka"

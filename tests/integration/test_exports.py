@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "export.test"
 KEYS = {"url", "title", "site_domain", "document_id", "version", "content_hash", "text_hash", "fetched_at",

@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner.errors import PermanentError, RetryableError
-from gleaner.runner import crawl, new_request
-from gleaner.store.blobs import BlobStore
-from gleaner.store.dberrors import DatabaseRefused, DatabaseUnavailable
-from gleaner.store.rls import ADMIN_OPTION
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.access.rls import ADMIN_OPTION
+from gleaner.store.backends.blobs import BlobStore
+from gleaner.store.backends.dberrors import DatabaseRefused, DatabaseUnavailable
 
 from ..generated_site import generated_site, page_requests
 from .db_helpers import rows, scalar
@@ -135,8 +135,8 @@ class Flaky:
 
 @pytest.mark.parametrize("wait", [5.0, 0.0])
 def test_a_socket_error_while_connecting_is_waited_out_or_reported_as_unavailable(database_url, wait):
-    from gleaner.config import Settings
-    from gleaner.store import db
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
 
     engine = db.create_engine(Settings(database_url=database_url, database_wait_seconds=wait))
     try:
@@ -175,9 +175,9 @@ def test_a_broken_pipe_that_is_not_stdout_is_reported_not_swallowed(capsys):
 
 
 def test_a_change_fetched_just_before_a_crash_is_versioned_by_the_next_run(make_deps):
+    from gleaner.demosite.testsite import Page
     from gleaner.messages import PagesFetched
     from gleaner.stages import wire
-    from gleaner.testsite import Page
 
     from ..generated_site import article
 

@@ -6,8 +6,8 @@ import json
 
 import sqlalchemy as sa
 
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 from tests.feed_site import feed_pages
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 from .db_helpers import rows
 from .sites import demo_site

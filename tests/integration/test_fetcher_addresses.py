@@ -19,10 +19,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from gleaner.config import Settings, parse_networks
+from gleaner.demosite.testsite import Page, TestSite, redirect_page
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome
-from gleaner.testsite import Page, TestSite, redirect_page
+from gleaner.settings.config import Settings, parse_networks
 
 LOOPBACK = parse_networks("127.0.0.0/8")
 

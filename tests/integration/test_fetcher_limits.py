@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler
 import brotli
 import pytest
 
-from gleaner.config import Settings, parse_networks
+from gleaner.demosite.testsite import Page, TestSite, redirect_page
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome
-from gleaner.testsite import Page, TestSite, redirect_page
+from gleaner.settings.config import Settings, parse_networks
 
 HTML = "text/html; charset=utf-8"
 

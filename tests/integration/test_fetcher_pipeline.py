@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite, redirect_page
+from gleaner.demosite.testsite import Page, TestSite, redirect_page
+from gleaner.runtime.runner import crawl, new_request
 
 
 def article(title: str, seed: str, *, extra: str = "") -> str:

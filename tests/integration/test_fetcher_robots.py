@@ -8,10 +8,10 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from gleaner.config import Settings, parse_networks
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest
-from gleaner.testsite import Page, TestSite
+from gleaner.settings.config import Settings, parse_networks
 
 
 def _settings(**kw: object) -> Settings:

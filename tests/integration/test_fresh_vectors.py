@@ -14,13 +14,13 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator.rules import add_rule
 from gleaner.retrieval import fresh, search
 from gleaner.retrieval.fresh import MergeWay, fresh_count, merge_fresh
-from gleaner.runner import crawl, new_request
-from gleaner.store.erasure import erase_document
-from gleaner.store.rls import ADMIN_OPTION
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.access.rls import ADMIN_OPTION
+from gleaner.store.documents.erasure import erase_document
 from tests.integration.paraphrase_site import QUESTIONS, TOPICS, topic_html, topic_pages
 
 SITE = "topics.test"

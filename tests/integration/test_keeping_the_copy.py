@@ -17,9 +17,9 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.demo import POSTS, article, demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite, redirect_page
+from gleaner.demosite.demo import POSTS, article, demo_pages
+from gleaner.demosite.testsite import Page, TestSite, redirect_page
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "demo.test"
 

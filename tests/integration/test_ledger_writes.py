@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from gleaner.demosite.testsite import TestSite
 from gleaner.messages import CrawlMapped
 from gleaner.operator.lastmod import parse_lastmod
-from gleaner.runner import new_request
-from gleaner.store.discovery import record_discovery
-from gleaner.store.records import Decision
-from gleaner.testsite import TestSite
+from gleaner.runtime.runner import new_request
+from gleaner.store.ledger.discovery import record_discovery
+from gleaner.store.ledger.records import Decision
 from gleaner.urls import url_hash
 
 from .db_helpers import rows

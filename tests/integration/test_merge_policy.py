@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from gleaner.cli.many import watch_many
+from gleaner.demosite.testsite import TestSite
 from gleaner.operator.sites import add_site
 from gleaner.retrieval import search
-from gleaner.testsite import TestSite
 from tests.integration.paraphrase_site import TOPICS, topic_pages
 from tests.integration.test_fresh_vectors import TIDES, _where
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gleaner.messages import ScrapeBatch
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages import dispatch
 
 from .db_helpers import rows

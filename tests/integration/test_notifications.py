@@ -17,12 +17,12 @@ from click.testing import CliRunner
 from standardwebhooks import Webhook, WebhookVerificationError
 from werkzeug.test import EnvironBuilder
 
-from gleaner import taskentry
 from gleaner.cli import main
-from gleaner.demo import demo_pages
+from gleaner.cloud import taskentry
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.messages import DeliveryTask, encode
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "demo.test"
 

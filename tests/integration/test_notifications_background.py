@@ -14,9 +14,9 @@ import pytest
 
 from gleaner.backoffice.api import ApiRequest, HttpError, post_retry
 from gleaner.changes.sender import DeliverySender
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 from tests.integration.test_notifications import Receiver, gleaner, subscribe
 from tests.integration.test_notifications import env as env  # a fixture
 from tests.integration.test_notifications import receiver as receiver  # a fixture

@@ -21,12 +21,12 @@ from click.testing import CliRunner
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes import delivery, netguard, outbox, subscriptions
 from gleaner.cli import main
-from gleaner.config import parse_networks
-from gleaner.demo import demo_pages
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.errors import PolicyRefused
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.settings.config import parse_networks
 from gleaner.tenancy import all_tenants
-from gleaner.testsite import Page, TestSite
 from tests.backoffice.conftest import call
 
 SITE = "demo.test"

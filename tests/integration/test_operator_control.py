@@ -16,7 +16,7 @@ from gleaner.operator.routing import create_composite, list_composites
 from gleaner.operator.rules import add_rule, list_rules, remove_rule
 from gleaner.operator.schedule import tick
 from gleaner.operator.sites import add_site, get_site
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 
 from .db_helpers import rows, scalar
 from .sites import demo_site, set_version
@@ -299,7 +299,7 @@ def test_a_sites_own_budget_bounds_its_scheduled_runs(deps):
 
 
 def lastmod_site(base, lastmods):
-    from gleaner.testsite import Page
+    from gleaner.demosite.testsite import Page
 
     body = "<p>" + "Words about crawling and snapshots and provenance. " * 20 + "</p>"
     pages = {"/": Page("<html><body><h1>Home</h1>" + body + "</body></html>")}
@@ -314,8 +314,8 @@ def lastmod_site(base, lastmods):
 
 
 def test_an_auto_site_skips_urls_whose_sitemap_lastmod_is_not_after_their_last_fetch(deps):
+    from gleaner.demosite.testsite import TestSite
     from gleaner.operator.lastmod import REASON
-    from gleaner.testsite import TestSite
 
     pages = {}
     with TestSite(pages, max_seconds=60) as site:

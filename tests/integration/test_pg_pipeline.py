@@ -1,4 +1,5 @@
-"""A statement goes to PostgreSQL in one exchange and the connection stays in step after errors (store/pgdriver.py)."""
+"""A statement goes to PostgreSQL in one exchange and the connection stays in step after errors
+(store/backends/pgdriver.py)."""
 
 from __future__ import annotations
 

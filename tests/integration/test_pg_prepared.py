@@ -1,4 +1,4 @@
-"""A statement is prepared once per connection and reused (store/pgdriver.py): parsed once, row-level
+"""A statement is prepared once per connection and reused (store/backends/pgdriver.py): parsed once, row-level
 security still decided per transaction, and a statement whose table changed shape prepared afresh."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
-from gleaner.store import pgdriver
-from gleaner.store.dberrors import DatabaseUnavailable
-from gleaner.store.discovery import record_discovery
-from gleaner.store.rls import generic_plans
+from gleaner.store.access.rls import generic_plans
+from gleaner.store.backends import pgdriver
+from gleaner.store.backends.dberrors import DatabaseUnavailable
+from gleaner.store.ledger.discovery import record_discovery
 from gleaner.urls import path_of, url_hash
 
 PREPARED = "SELECT custom_plans + generic_plans FROM pg_prepared_statements WHERE statement = :s"

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gleaner.store import pgtemplate
-from gleaner.store.db import head_revision
+from gleaner.store.backends import pgtemplate
+from gleaner.store.backends.db import head_revision
 
 # Start the data dir's database as every command does, then report what a user could check with psql.
 OPEN = """
@@ -21,9 +21,9 @@ import json, os, sys
 from pathlib import Path
 import sqlalchemy as sa
 from gleaner import tenancy
-from gleaner.config import Settings, default_pg_templates
-from gleaner.store import db
-from gleaner.store.rls import ADMIN_OPTION
+from gleaner.settings.config import Settings, default_pg_templates
+from gleaner.store.backends import db
+from gleaner.store.access.rls import ADMIN_OPTION
 settings = Settings(data_dir=Path(sys.argv[1]), pg_template_dir=default_pg_templates(os.environ))
 engine = db.create_engine(settings)
 db.ensure_schema(engine)

@@ -7,9 +7,9 @@ import json
 
 from gleaner.messages import Message
 from gleaner.provenance.canonical import canonical_text, slice_text
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages import dispatch
-from gleaner.store.blobs import map_key
+from gleaner.store.backends.blobs import map_key
 
 from .db_helpers import counts, decision_of, rows, scalar
 from .sites import demo_site, set_version
@@ -170,7 +170,7 @@ def test_redelivering_every_message_changes_nothing(make_deps):
 
 
 def test_a_page_that_fails_mid_batch_is_recorded_and_the_rest_complete(deps):
-    from gleaner.testsite import Page
+    from gleaner.demosite.testsite import Page
 
     with demo_site(**{"/docs/api": Page("<h1>boom</h1>", status=500)}) as site:
         summary = run(deps, site)
@@ -191,7 +191,7 @@ def test_include_globs_limit_and_depth_bound_the_map(deps):
 def test_a_run_resumed_after_a_lost_hand_off_announces_its_pages_again(make_deps):
     """A crash between recording fetches and publishing pages-fetched must not strand the run."""
     from gleaner.messages import PagesFetched, ScrapeBatch
-    from gleaner.runner import resume
+    from gleaner.runtime.runner import resume
 
     deps = make_deps()
     batches: list[ScrapeBatch] = []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 
 def test_a_crawl_of_the_demo_site_lands_snapshots_for_the_included_pages(deps):

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 SITE = "precedence.test"
 SLOW = 0.4  # seconds between requests when a slow setting wins; the fast ones are 0

@@ -14,13 +14,13 @@ import signal
 import pytest
 import sqlalchemy as sa
 
+from gleaner.demosite.testsite import TestSite
 from gleaner.retrieval.embedder import EmbedModel, default_embedder
 from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.prepare import NewText, prepare_in_worker, prepare_texts
 from gleaner.retrieval.vectors import TABLE as VECTORS
 from gleaner.retrieval.vectors import copy_vectors
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
 from tests.integration.paraphrase_site import TOPICS, topic_pages
 
 SITE = "topics.test"

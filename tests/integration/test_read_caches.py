@@ -1,7 +1,7 @@
 """Per-process caches of the site rules and the erasure check: another process's rule or erasure applies at once.
 
 Two Deps on one database stand for two processes (or a stage and the back office): each has its own
-engine, so its own connections, caches and view of the cache generation (store/generation.py).
+engine, so its own connections, caches and view of the cache generation (store/backends/generation.py).
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from gleaner.changes import outbox
 from gleaner.changes.events import Change, EventType
 from gleaner.operator.rules import RuleAction
 from gleaner.provenance.digests import DIGEST_SCHEME, erasure_digest
-from gleaner.store import generation
-from gleaner.store.events import record_changes, take_recorded
+from gleaner.store.backends import generation
+from gleaner.store.notifications.events import record_changes, take_recorded
 
 SITE = "cached.test"
 URL = "https://cached.test/secret"
 
 
 def _erase_url(deps, site: str, url: str) -> None:
-    """What an erasure leaves for later fetches (store/erasure.py step 1): the URL's digest blocklisted."""
+    """What an erasure leaves for later fetches (store/documents/erasure.py step 1): the URL's digest blocklisted."""
     digest = erasure_digest(deps.blocklist.key(site), url.encode("utf-8"))
     with deps.engine.begin() as conn:
         erasure = conn.execute(sa.text(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 
 def test_changed_pages_get_a_new_version_and_a_reverted_page_its_old_snapshot_again(deps):

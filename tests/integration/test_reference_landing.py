@@ -9,7 +9,7 @@ from gleaner.bus.local import LocalBus
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.messages import ArticlesAccepted
 from gleaner.stages import dispatch
-from gleaner.store.references import ArticleRow
+from gleaner.store.feeds.references import ArticleRow
 from tests.conftest import test_settings
 
 

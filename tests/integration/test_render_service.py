@@ -12,9 +12,9 @@ import flask
 import pytest
 from werkzeug.serving import make_server
 
+from gleaner.cloud import renderservice as service
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchRequest
-from gleaner.render import service
 from gleaner.render.modes import RenderOutcome
 from gleaner.render.remote import RemoteRenderer
 from tests.conftest import test_settings

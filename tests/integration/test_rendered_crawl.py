@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from tests.render_site import render_site
 
 from .db_helpers import rows

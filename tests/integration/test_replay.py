@@ -10,12 +10,12 @@ from dataclasses import replace
 import pytest
 import sqlalchemy as sa
 
-from gleaner.demo import demo_pages
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.extract import page as page_module
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages import replay as replay_module
 from gleaner.stages.replay import replay
-from gleaner.testsite import Page, TestSite
 
 from ..feed_site import article_html
 from .db_helpers import rows, scalar

@@ -15,17 +15,17 @@ import sqlalchemy as sa
 
 from gleaner import tenancy
 from gleaner.cli.info import _search_mode
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.messages import ArticlesAccepted
 from gleaner.operator.rules import add_rule
 from gleaner.provenance.slices import slice_text_bytes
 from gleaner.retrieval import ranking, search
 from gleaner.retrieval.index import embed_pending
 from gleaner.retrieval.references import embed_references, search_references
-from gleaner.runner import crawl, new_request
+from gleaner.runtime.runner import crawl, new_request
 from gleaner.stages import dispatch
-from gleaner.store.erasure import erase_document
-from gleaner.store.references import ArticleRow
-from gleaner.testsite import Page, TestSite
+from gleaner.store.documents.erasure import erase_document
+from gleaner.store.feeds.references import ArticleRow
 from tests.integration.paraphrase_site import QUESTIONS, TOPICS, recall, topic_html, topic_pages
 
 SITE = "topics.test"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from gleaner.errors import PermanentError
-from gleaner.runcontrol import claim_for_resume, sweep
-from gleaner.runstate import RunStatus, Worker
-from gleaner.store.discovery import record_discovery
+from gleaner.runtime.runcontrol import claim_for_resume, sweep
+from gleaner.store.ledger.discovery import record_discovery
+from gleaner.store.ledger.runstate import RunStatus, Worker
 from gleaner.urls import url_hash
 
 LIMIT = 1800.0

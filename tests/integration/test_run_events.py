@@ -11,9 +11,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from gleaner.demo import demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import demo_pages
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 from tests.integration.test_notifications import env, gleaner, receiver, subscribe  # noqa: F401  (fixtures)
 
 SITE = "runs.test"

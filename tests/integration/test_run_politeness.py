@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 from ..generated_site import site_pages
 

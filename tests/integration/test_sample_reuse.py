@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page
+from gleaner.demosite.testsite import Page
+from gleaner.runtime.runner import crawl, new_request
 
 from .db_helpers import rows
 from .sites import demo_site, set_version

@@ -12,11 +12,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner import tenancy
-from gleaner.config import Settings
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.messages import CrawlMapped, Message, ScrapeBatch
-from gleaner.runner import crawl, new_request
-from gleaner.store import db
-from gleaner.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 
 PAGES = 30
 

@@ -8,8 +8,8 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 from gleaner import tenancy
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 from ..generated_site import site_pages
 

@@ -19,9 +19,9 @@ import httpx
 import psutil
 import pytest
 
-from gleaner.serve import WebhookServer
-from gleaner.testsite import Page, TestSite
-from gleaner.web import ServerLimits
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.serving.serve import WebhookServer
+from gleaner.serving.web import ServerLimits
 
 SECRET = "attack-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}"}

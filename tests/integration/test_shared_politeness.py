@@ -19,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
 
 ROOT = Path(__file__).resolve().parents[2]
 DELAY = 0.3
@@ -29,7 +29,7 @@ PAGES_EACH = 5
 FETCH_SCRIPT = """
 import json, os, sys
 from gleaner.app import Deps
-from gleaner.config import Settings, parse_networks
+from gleaner.settings.config import Settings, parse_networks
 from gleaner.fetch.types import FetchRequest
 
 settings = Settings(database_url=os.environ["DB"], data_dir=__import__("pathlib").Path(os.environ["DATA"]),

@@ -13,18 +13,18 @@ import sqlalchemy as sa
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
-from gleaner import taskentry
+from gleaner.cloud import taskentry
 from gleaner.fetch.politeness import Turn
 from gleaner.messages import ScrapeBatch, encode
-from gleaner.store.hostslots import HostSlots
-from gleaner.store.siteleases import SiteLease, SiteLeases, Waiter
+from gleaner.store.registry.hostslots import HostSlots
+from gleaner.store.registry.siteleases import SiteLease, SiteLeases, Waiter
 
 RUN = "6f1c0e1e-0000-4000-8000-0000000000aa"
 
 
 def _engine(database_url: str) -> sa.engine.Engine:
-    from gleaner.config import Settings
-    from gleaner.store import db
+    from gleaner.settings.config import Settings
+    from gleaner.store.backends import db
 
     return db.create_engine(Settings(database_url=database_url))
 
@@ -156,7 +156,7 @@ class _QueueRecorder(_DeferRecorder):
 
 
 def test_a_holder_that_finishes_sends_the_waiting_batch_at_once_and_its_delayed_copy_does_nothing(make_deps):
-    from gleaner import siteleases
+    from gleaner.cloud import siteleases
 
     deps = make_deps(shared_politeness=True, host_delay=0.5, host_concurrency=1)
     bus = _QueueRecorder()
@@ -205,7 +205,8 @@ def test_a_delayed_copy_that_comes_first_runs_the_batch_and_the_woken_one_then_d
 
 
 def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
-    from gleaner import siteleases, tenancy
+    from gleaner import tenancy
+    from gleaner.cloud import siteleases
 
     deps = make_deps(shared_politeness=True, host_delay=0.1, host_concurrency=2)
     run = "6f1c0e1e-0000-4000-8000-0000000000bb"
@@ -228,7 +229,7 @@ def test_a_runs_own_concurrency_and_delay_size_its_sites_batch_slots(make_deps):
 
 def test_a_batch_slower_than_its_expected_time_keeps_its_slot_and_the_next_batch_waits(make_deps, database_url,
                                                                                          monkeypatch):
-    from gleaner import siteleases
+    from gleaner.cloud import siteleases
 
     # A renewal window of 3 s (2 x 1 s fetch timeout + 1 s), renewed every second: without renewals the
     # one-page batch's lease (0.5 s expected + the window) runs out while it is still fetching.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.store.records import SnapshotInput
+from gleaner.store.ledger.records import SnapshotInput
 
 
 def _page(document_id: str, content_hash: str) -> SnapshotInput:

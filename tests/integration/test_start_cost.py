@@ -12,9 +12,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from gleaner.config import Settings
-from gleaner.runner import crawl, new_request
-from gleaner.store import db
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.settings.config import Settings
+from gleaner.store.backends import db
 from tests.conftest import _admin_engine, _with_database
 
 from .sites import demo_site, set_version

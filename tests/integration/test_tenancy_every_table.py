@@ -14,10 +14,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner import tenancy
-from gleaner.references.webhook import WebhookRequest, handle
-from gleaner.runner import crawl, new_request
-from gleaner.store.rls import GLOBAL_TABLES, OWNER_READ_TABLES, PARENT_POLICIES, POLICY
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
+from gleaner.serving.webhook import WebhookRequest, handle
+from gleaner.store.access.rls import GLOBAL_TABLES, OWNER_READ_TABLES, PARENT_POLICIES, POLICY
 
 # Tables a tenant's crawl never writes or that belong to no tenant when written by the tests here.
 _SHARED_ROWS = {"knowledge.canonical_texts", "knowledge.text_spans"}  # content-addressed: shared by design
@@ -48,7 +48,7 @@ def test_every_table_of_the_knowledge_schema_is_under_row_level_security_by_its_
         if not (enabled and (forced or name in OWNER_READ_TABLES) and (own or parent)):
             uncovered.append(name)
     assert uncovered == [], ("tenant data without row-level security: give the table a site_domain and "
-                             f"tenant_isolation_sql, or a parent policy in gleaner.store.rls: {uncovered}")
+                             f"tenant_isolation_sql, or a parent policy in gleaner.store.access.rls: {uncovered}")
 
 
 def _page(title: str, words: str) -> Page:

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from gleaner import tenancy
 from gleaner.cli import main
-from gleaner.store.dberrors import DatabaseRefused
-from gleaner.store.discovery import record_discovery
-from gleaner.store.rls import tenant_tables
+from gleaner.store.access.rls import tenant_tables
+from gleaner.store.backends.dberrors import DatabaseRefused
+from gleaner.store.ledger.discovery import record_discovery
 from gleaner.urls import path_of, url_hash
 
 
@@ -119,7 +119,7 @@ def test_an_http_route_sees_no_tenant_unless_it_chooses_one(make_deps, two_tenan
     where no tenant is chosen: a forged id finds nothing until the route enters its caller's scope."""
     import httpx
 
-    from gleaner.serve import WebhookServer
+    from gleaner.serving.serve import WebhookServer
 
     a, b = two_tenants
     deps = make_deps(webhook_secret="s")

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from gleaner.app import Deps
-from gleaner.store import db
-from gleaner.store.dberrors import DatabaseRefused
-from gleaner.store.rls import ADMIN_OPTION
+from gleaner.store.access.rls import ADMIN_OPTION
+from gleaner.store.backends import db
+from gleaner.store.backends.dberrors import DatabaseRefused
 
 
 def _composite(conn: sa.Connection) -> str:

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.demo import DOCS, article, demo_pages
-from gleaner.runner import crawl, new_request
-from gleaner.testsite import Page, TestSite
+from gleaner.demosite.demo import DOCS, article, demo_pages
+from gleaner.demosite.testsite import Page, TestSite
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "volatile.test"
 PAGE = f"/docs/{DOCS[0]}"

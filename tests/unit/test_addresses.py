@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from gleaner.config import parse_networks
 from gleaner.fetch.addresses import AddressBook, AddressRefused, UrlRefused, check_url, is_allowed, is_public
+from gleaner.settings.config import parse_networks
 
 REFUSED = [
     "0.0.0.0", "0.1.2.3", "10.1.2.3", "100.64.0.1", "100.127.255.254", "127.0.0.1", "127.255.255.254",

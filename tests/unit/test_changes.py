@@ -25,8 +25,8 @@ from gleaner.changes.lifecycle import (
 )
 from gleaner.changes.outbox import planned_deliveries
 from gleaner.changes.subscriptions import Subscription
-from gleaner.export import export_path, export_paths
-from gleaner.store.deliveries import Response
+from gleaner.exporting.export import export_path, export_paths
+from gleaner.store.notifications.deliveries import Response
 
 DOC = "8f0c9e1e-0000-4000-8000-000000000001"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from gleaner.cli.info import mask_url
-from gleaner.config import Settings, default_home
-from gleaner.configfile import layered_env, setting_names
 from gleaner.errors import ConfigError
+from gleaner.settings.config import Settings, default_home
+from gleaner.settings.configfile import layered_env, setting_names
 
 
 def test_home_defaults_to_the_xdg_data_dir_and_never_to_the_current_directory(tmp_path):

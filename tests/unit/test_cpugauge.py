@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from gleaner import cpugauge
-from gleaner.cpugauge import CpuGauge
+from gleaner.stages import cpugauge
+from gleaner.stages.cpugauge import CpuGauge
 
 
 def stat(path, user: int, idle: int) -> None:

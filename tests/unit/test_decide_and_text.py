@@ -2,9 +2,9 @@ import pytest
 
 from gleaner.decide.port import PageDecision, PageFacts, Verdict
 from gleaner.decide.rules import RuleDecider
+from gleaner.display.tree import render_tree
 from gleaner.extract.html import extract_html
 from gleaner.provenance.canonical import canonical_text, slice_text, spans_of, text_hash
-from gleaner.tree import render_tree
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Terraform, cloudbuild.yaml and the function archives agree with the code.
 
 The code side is derived, never listed: topics from gleaner.messages, consumers from
-gleaner.stages.STAGES, entry points from functions/*/main.py, settings from gleaner.config.
+gleaner.stages.STAGES, entry points from functions/*/main.py, settings from gleaner.settings.config.
 Terraform is parsed with python-hcl2 (providers cannot be downloaded here, so no `validate`).
 """
 
@@ -24,9 +24,9 @@ import pytest
 import yaml
 
 from gleaner.changes.events import TOPIC as CHANGES_TOPIC
-from gleaner.config import HttpAuth, Settings
 from gleaner.logs import Event
 from gleaner.messages import TOPICS, ArticlesAccepted, DeliveryTask, ScrapeBatch, decode
+from gleaner.settings.config import HttpAuth, Settings
 from gleaner.stages import STAGES
 from tests.cloud_fixtures import emulators
 
@@ -188,7 +188,8 @@ def test_functions_are_built_from_the_archive_cloud_build_uploads(tf):
 
 def test_every_gleaner_setting_terraform_sets_is_one_the_code_reads(tf):
     # The settings object and the readers of single values it calls (GLEANER_HOME's is there).
-    config = "\n".join((ROOT / "shared" / "gleaner" / name).read_text() for name in ("config.py", "envvalues.py"))
+    settings_dir = ROOT / "shared" / "gleaner" / "settings"
+    config = "\n".join((settings_dir / name).read_text() for name in ("config.py", "envvalues.py"))
     text = "\n".join(p.read_text() for p in TERRAFORM.glob("*.tf"))
     names = set(re.findall(r"\b(GLEANER_[A-Z_]+)\s*=", text))
     assert names, "terraform sets no GLEANER_* variables?"
@@ -308,7 +309,7 @@ def test_packaging_vendors_the_package_beside_each_entry_point_named_by_content(
         assert path.name == f"{stage}-{digest}.zip"
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
-            assert {"main.py", "requirements.txt", "gleaner/__init__.py", "gleaner/entry.py",
+            assert {"main.py", "requirements.txt", "gleaner/__init__.py", "gleaner/cloud/entry.py",
                     "gleaner/migrations/versions/0001_knowledge_core.py"} <= names
             assert not any("__pycache__" in n for n in names)
             tree = ast.parse(archive.read("main.py"))
@@ -663,7 +664,7 @@ def _stage_modules() -> dict[str, set[str]]:
         modules.setdefault(stage, set()).update({own, *(m for m in _imports(ast.parse(path.read_text()))
                                                        if m.startswith("gleaner."))})
     # scrape's Cloud Tasks entry takes the batch's site slot before the handler and wakes a waiter after it.
-    entry = ast.parse((SHARED / "gleaner" / "taskentry.py").read_text())
+    entry = ast.parse((SHARED / "gleaner" / "cloud" / "taskentry.py").read_text())
     modules["scrape"].update(m for m in _imports(entry) if m.startswith("gleaner."))
     return modules
 
@@ -721,7 +722,7 @@ def test_the_functions_that_delete_scrape_tasks_may_delete_them_and_nothing_more
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cancel" \
                     and ast.unparse(node.func.value).endswith("bus"):
                 callers.add(_module(path))
-    assert callers == {"gleaner.siteleases"}  # a finishing holder deletes its waiter's delayed task
+    assert callers == {"gleaner.cloud.siteleases"}  # a finishing holder deletes its waiter's delayed task
     assert callers <= _stage_modules()["scrape"]
     deleters = [b for b in tf["resource"]["google_cloud_tasks_queue_iam_member"].values()
                 if b["role"] == "roles/cloudtasks.taskDeleter"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.earlystart import command_of, is_gleaner, start_database
+from gleaner.runtime.earlystart import command_of, is_gleaner, start_database
 
 
 def test_the_command_is_the_first_word_after_the_root_options():
@@ -33,7 +33,7 @@ def test_nothing_starts_for_other_commands_other_databases_or_a_new_data_dir(tmp
 
 EXIT = """
 import sys
-from gleaner.earlystart import end_quickly
+from gleaner.runtime.earlystart import end_quickly
 if sys.argv[1] == "quick":
     end_quickly()
 class Cycle:

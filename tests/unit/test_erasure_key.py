@@ -6,10 +6,10 @@ import stat
 
 import pytest
 
-from gleaner.config import Settings
 from gleaner.errors import ConfigError
 from gleaner.provenance.digests import erasure_digest, tenant_key
-from gleaner.store.erasurekey import KEY_FILE, erasure_secret
+from gleaner.settings.config import Settings
+from gleaner.store.documents.erasurekey import KEY_FILE, erasure_secret
 
 
 def test_a_local_key_is_generated_once_readable_by_its_owner_only_and_reused(tmp_path):

@@ -2,7 +2,7 @@
 
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchResult
 from gleaner.stages.fetchonce import Prefetched, kept, replay_for
-from gleaner.store.localblobs import LocalBlobStore
+from gleaner.store.backends.localblobs import LocalBlobStore
 
 
 def test_a_kept_answer_replays_as_the_result_the_site_gave(tmp_path):

@@ -1,10 +1,10 @@
-"""The Host rule and the credential-less rule of `gleaner serve` (gleaner.hostgate), on plain environs."""
+"""The Host rule and the credential-less rule of `gleaner serve` (gleaner.serving.hostgate), on plain environs."""
 
 from __future__ import annotations
 
 import pytest
 
-from gleaner.hostgate import HostPolicy, host_name
+from gleaner.serving.hostgate import HostPolicy, host_name
 
 
 def environ(host: str | None, peer: str = "127.0.0.1", **headers: str) -> dict[str, str]:

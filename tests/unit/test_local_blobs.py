@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gleaner.errors import BlobConflict, InvalidInput
-from gleaner.store import localblobs
-from gleaner.store.localblobs import KNOWN_DIRS, LocalBlobStore
+from gleaner.store.backends import localblobs
+from gleaner.store.backends.localblobs import KNOWN_DIRS, LocalBlobStore
 
 
 def test_a_blob_is_written_once_and_never_overwritten(tmp_path: Path) -> None:

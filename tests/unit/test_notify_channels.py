@@ -9,9 +9,9 @@ import pytest
 
 from gleaner.bus.gcp import build_delivery_request
 from gleaner.changes import channels, digest, notices
-from gleaner.config import Settings
 from gleaner.errors import PolicyRefused
 from gleaner.messages import DeliveryTask
+from gleaner.settings.config import Settings
 
 
 @pytest.mark.parametrize(("url", "shown", "hidden"), [

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gleaner.config import parse_networks
 from gleaner.errors import InvalidInput
 from gleaner.extract.pdf import extract_pdf
 from gleaner.references.identity import REFERENCES_NS, reference_item_id, source_document_id
 from gleaner.references.url_policy import refusal_reason
+from gleaner.settings.config import parse_networks
 from tests.feed_site import PDF_LINES, make_pdf
 
 

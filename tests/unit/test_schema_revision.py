@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from alembic.util import CommandError
 
-from gleaner.store import db
+from gleaner.store.backends import db
 
 
 def test_the_head_read_from_the_migration_files_is_alembics_head():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gleaner.config import Settings
 from gleaner.errors import ConfigError
+from gleaner.settings.config import Settings
 
 LONG = "x" * 32
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from gleaner.app import Deps
-from gleaner.config import ConfigError, Settings
 from gleaner.retrieval import embedder as port
 from gleaner.retrieval import static
 from gleaner.retrieval.embedder import EmbedderUnavailable, EmbedModel, default_embedder, model_name
+from gleaner.settings.config import ConfigError, Settings
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from gleaner.bus.local import LocalBus
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.messages import CrawlMapped, ScrapeBatch
-from gleaner.store.localblobs import LocalBlobStore
+from gleaner.store.backends.localblobs import LocalBlobStore
 
 
 def test_blob_writes_are_create_only(tmp_path):

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from gleaner.cli import main
-from gleaner.entry import crawl_request_from
+from gleaner.cloud.entry import crawl_request_from
 from gleaner.errors import InvalidInput
 from gleaner.messages import CrawlMapped, CrawlRequested, ScrapeBatch, SnapshotsWritten, decode, encode
-from gleaner.runner import new_request
+from gleaner.runtime.runner import new_request
 from gleaner.tenancy import InvalidTenant, all_tenants, current, no_tenant, scope, site_for, validate_site_domain
 
 VALID = ["example.com", "docs.example.com", "a", "127.0.0.1", "xn--bcher-kva.example", "a-b.c-d.e",

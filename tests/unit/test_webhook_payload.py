@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gleaner.references.webhook import Batch, MalformedRequest, Walk, parse_payload
-from gleaner.web import BodyRefused, read_body
+from gleaner.serving.web import BodyRefused, read_body
+from gleaner.serving.webhook import Batch, MalformedRequest, Walk, parse_payload
 
 
 def body(value) -> bytes:

@@ -2,7 +2,7 @@
 
 ``gleaner serve`` is one waitress (WSGI) server for the webhook, ``/v1/`` and ``/ui/``; the MCP SDK
 ships an ASGI (Starlette) app. Rather than move every surface to an ASGI server (a second HTTP stack
-under the webhook, the limits in :class:`gleaner.web.ServerLimits` and the gate other work hardens),
+under the webhook, the limits in :class:`gleaner.serving.web.ServerLimits` and the gate other work hardens),
 ``/mcp`` is one more WSGI route: ``a2wsgi.ASGIMiddleware`` (a well-kept adapter) runs the ASGI app
 on one event loop thread of its own, and waitress keeps owning sockets, threads and limits.
 
@@ -32,7 +32,7 @@ from gleaner.agents.server import ENVIRON_ACCESS, build_server
 from gleaner.app import Deps
 from gleaner.backoffice.api import Access
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.web import Environ, StartResponse, respond
+from gleaner.serving.web import Environ, StartResponse, respond
 
 log = logging.getLogger(__name__)
 

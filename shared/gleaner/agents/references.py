@@ -27,9 +27,9 @@ import sqlalchemy as sa
 from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice.api import Access
-from gleaner.callers import bearer_token
+from gleaner.cloud.callers import bearer_token
 from gleaner.references.identity import REFERENCES_SITE
-from gleaner.store.tokens import TOKEN_PREFIX
+from gleaner.store.access.tokens import TOKEN_PREFIX
 
 MAX_RESULTS = 50
 SITES_REFUSED = ("a workspace token reaches the feed's reference items only: use refs_search, refs_get "

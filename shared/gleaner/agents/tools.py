@@ -1,7 +1,7 @@
 """What each MCP tool answers, as plain functions of (deps, caller, arguments) -> JSON object.
 
 No second implementation: searching is :func:`gleaner.retrieval.search`, a slice is
-:func:`gleaner.textsapi.text_slice` (the bytes of ``gleaner slice`` and ``/v1/texts``), citing and
+:func:`gleaner.serving.textsapi.text_slice` (the bytes of ``gleaner slice`` and ``/v1/texts``), citing and
 verifying are the citation store's (``gleaner cite``, ``gleaner citation verify|drift``), and change
 events, runs and documents are the back office API's own handlers (``/v1/changes``, ``/v1/runs``,
 ``/v1/documents``), called with the caller's :class:`~gleaner.backoffice.api.Access`.
@@ -65,7 +65,7 @@ def search(deps: Deps, access: Access, query: str, site: str | None = None, limi
 def get(deps: Deps, access: Access | WorkspaceCaller, text_hash: str, start: int | None = None,
         end: int | None = None) -> dict[str, Any]:
     """Bytes [start, end) of a stored canonical text, verbatim (``gleaner slice``'s bytes), as UTF-8 text."""
-    from gleaner.textsapi import TextReader, text_slice
+    from gleaner.serving.textsapi import TextReader, text_slice
 
     query = {k: str(v) for k, v in (("start", start), ("end", end)) if v is not None}
     # The one reader rule of /v1/texts and `gleaner slice`: a site reads the texts of its own versions,
@@ -82,7 +82,7 @@ def get(deps: Deps, access: Access | WorkspaceCaller, text_hash: str, start: int
 
 def cite(deps: Deps, access: Access, url: str, quote: str, site: str | None = None) -> dict[str, Any]:
     """``gleaner cite``: bind a short verbatim quote to the exact bytes of URL's current version."""
-    from gleaner.store.citations import AmbiguousUrl, Refused
+    from gleaner.store.documents.citations import AmbiguousUrl, Refused
     from gleaner.urls import canonicalize
 
     site = _site_arg(access, site)
@@ -127,7 +127,7 @@ def verify_range(deps: Deps, access: Access, text_hash: str | None, start: int |
     ``unverifiable`` (the stored bytes no longer hash to the name)."""
     from gleaner.provenance.citations import check_slice
     from gleaner.provenance.verification import VerifyState
-    from gleaner.textsapi import TextReader, read_text
+    from gleaner.serving.textsapi import TextReader, read_text
 
     if text_hash is None or start is None or end is None or quote is None:
         raise ToolRefused("give a citation_id, or text_hash, start, end and the quote those bytes should hold")

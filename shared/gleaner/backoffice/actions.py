@@ -17,7 +17,7 @@ from gleaner.backoffice.api import ApiRequest, HttpError
 from gleaner.backoffice.pages import Page, PageRequest, render
 from gleaner.backoffice.siteform import FIELDS, RENDER_MODES, check_site, form_values
 from gleaner.operator import sites as operator_sites
-from gleaner.runstate import RunStatus
+from gleaner.store.ledger.runstate import RunStatus
 
 # What a finished action says on the page it lands on (``?done=KEY``).
 NOTICES = {

@@ -39,7 +39,7 @@ Routes (GET unless marked)::
     /v1/search?q&site&limit                        ranked citable chunks (backoffice/searchapi.py)
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
-route (``gleaner.textsapi``), not this module's.
+route (``gleaner.serving.textsapi``), not this module's.
 
 Errors are ``{"error": ...}``: 400 bad input (every query value is checked),
 403 an operator-only route asked with a site token, 404 unknown path or object

@@ -1,6 +1,6 @@
 """``GET /v1/sites/{site}/export?format=jsonl&spans=1&raw=1``: ``gleaner export --format jsonl`` over HTTP, streamed.
 
-The lines are :func:`gleaner.exportformats.jsonl_lines`, the very ones the command writes to
+The lines are :func:`gleaner.exporting.exportformats.jsonl_lines`, the very ones the command writes to
 ``documents.jsonl``, sent as ``application/x-ndjson`` while they are made: documents are listed a
 page at a time and each body is read from the blob store as its line is sent, so a large site
 streams in flat memory. A site token exports its own site only (row-level security; another site
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from gleaner.app import Deps
 from gleaner.backoffice.request import ApiRequest, HttpError, Stream, check_site, choice_arg
-from gleaner.exportformats import BodyMissing, ExportFormat, jsonl_lines
+from gleaner.exporting.exportformats import BodyMissing, ExportFormat, jsonl_lines
 
 NDJSON = "application/x-ndjson"
 

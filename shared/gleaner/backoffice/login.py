@@ -1,7 +1,7 @@
 """The back office's browser session: login, logout, the session cookie and the forms' CSRF token.
 
 - **Login** (``POST /ui/login``) takes the operator bearer or a site token once and starts a
-  server-side session (:mod:`gleaner.store.sessions`): the cookie holds a random id, the database its
+  server-side session (:mod:`gleaner.store.access.sessions`): the cookie holds a random id, the database its
   digest and expiry. A failed login from an address makes the next ones from it wait longer
   (429 with ``Retry-After`` until then), so guessing costs time and holds no server thread.
 - **The cookie** is ``HttpOnly``, ``SameSite=Strict`` and ``Secure`` exactly when the page was
@@ -28,9 +28,9 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
 from gleaner.backoffice import pages
-from gleaner.hostgate import host_name, is_loopback_name
-from gleaner.store.sessions import SESSION_TTL, SessionStore, login_delay
-from gleaner.store.tokens import SiteToken
+from gleaner.serving.hostgate import host_name, is_loopback_name
+from gleaner.store.access.sessions import SESSION_TTL, SessionStore, login_delay
+from gleaner.store.access.tokens import SiteToken
 
 LOGIN_PATH = "/ui/login"
 LOGOUT_PATH = "/ui/logout"

@@ -21,7 +21,7 @@ from gleaner.backoffice.api import (
 )
 from gleaner.changes import delivery
 from gleaner.changes.subscriptions import SubscriptionStatus
-from gleaner.store.deliveries import Requeue
+from gleaner.store.notifications.deliveries import Requeue
 
 
 def get_subscriptions(deps: Deps, req: ApiRequest) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def start_request(deps: Deps, request: CrawlRequested) -> str:
         return request.run_id
 
     def drive() -> None:
-        from gleaner.runner import crawl
+        from gleaner.runtime.runner import crawl
 
         try:
             crawl(deps, request)

@@ -18,14 +18,15 @@ from urllib.parse import urlencode
 import jinja2
 import markupsafe
 
-from gleaner import humanize, tenancy
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
+from gleaner.display import humanize
 from gleaner.errors import InvalidInput
 from gleaner.operator import sites as operator_sites
 from gleaner.store import browse
-from gleaner.store.references import QUALITY_FLAGS
+from gleaner.store.feeds.references import QUALITY_FLAGS
 
 # Whether the request being rendered came with a login session (set by the WSGI layer per request).
 SIGNED_IN: ContextVar[bool] = ContextVar("signed_in", default=False)

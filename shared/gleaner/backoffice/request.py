@@ -18,7 +18,7 @@ from typing import Any
 from gleaner.app import Deps
 from gleaner.errors import InvalidInput
 from gleaner.operator import sites as operator_sites
-from gleaner.textcheck import text_problem
+from gleaner.serving.textcheck import text_problem
 
 Answer = tuple[int, dict[str, Any]]
 

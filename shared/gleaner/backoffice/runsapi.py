@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Any
 
-from gleaner import runcontrol, tenancy
+from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.backoffice.api import (
     Answer,
@@ -24,7 +24,8 @@ from gleaner.backoffice.api import (
     page_args,
     valid_site_domain,
 )
-from gleaner.runstate import RunStatus
+from gleaner.runtime import runcontrol
+from gleaner.store.ledger.runstate import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def post_cancel(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
 def post_resume(deps: Deps, req: ApiRequest, run_id: str) -> Answer:
     """Take the run over now (so a refusal is this answer's) and drive it to its end on a background
     thread: the request answers 202 at once and the run page follows the run."""
-    from gleaner.runner import claim_resume, drive_resumed
+    from gleaner.runtime.runner import claim_resume, drive_resumed
 
     summary = _run(deps, run_id)
     if deps.local_bus is None:

@@ -25,7 +25,7 @@ from gleaner.backoffice.request import (
 )
 from gleaner.operator import review, rules
 from gleaner.provenance.conflicts import ConflictStatus
-from gleaner.store.references import QUALITY_FLAGS
+from gleaner.store.feeds.references import QUALITY_FLAGS
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ function, waitress) can serve it as is. Two credentials, each an
   another site's ids answer 404, exactly like ids that do not exist.
 
 Without a credential, a request is the operator's only when it comes from this
-machine to a loopback name with no proxy in between (``gleaner.hostgate``; the
+machine to a loopback name with no proxy in between (``gleaner.serving.hostgate``; the
 server's Host rule has already refused names that are not its own). A wrong
 token is 401 everywhere. A browser cannot add the header, so ``/ui/login``
 takes the token once and starts a server-side session
@@ -39,13 +39,13 @@ from gleaner.app import Deps
 from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
-from gleaner.callers import bearer_token, identity_claims, secret_matches
-from gleaner.hostgate import HostPolicy
-from gleaner.store.dberrors import DatabaseRefused, is_permanent
-from gleaner.store.sessions import SessionStore
-from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
-from gleaner.textcheck import text_problem
-from gleaner.web import query_of
+from gleaner.cloud.callers import bearer_token, identity_claims, secret_matches
+from gleaner.serving.hostgate import HostPolicy
+from gleaner.serving.textcheck import text_problem
+from gleaner.serving.web import query_of
+from gleaner.store.access.sessions import SessionStore
+from gleaner.store.access.tokens import TOKEN_PREFIX, SiteToken
+from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ StartResponse = Callable[..., Any]
 
 def serves(path: str) -> bool:
     """Whether a path belongs to the back office (for hosts that mount it beside other routes).
-    ``/v1/texts/`` stays the webhook's (``gleaner.textsapi``), with the webhook's callers and bearer."""
+    ``/v1/texts/`` stays the webhook's (``gleaner.serving.textsapi``), with the webhook's callers and bearer."""
     if path.startswith("/v1/texts/"):
         return False
     return path.startswith("/v1/") or path == "/ui" or path.startswith("/ui/")
@@ -178,7 +178,7 @@ class BackofficeApp:
 
     def _access(self, environ: dict[str, Any]) -> Access | None:
         """Whom the request acts for, or None (401): its bearer, else its login session, else (from this
-        machine to a loopback name, no proxy: gleaner.hostgate) the operator."""
+        machine to a loopback name, no proxy: gleaner.serving.hostgate) the operator."""
         header = str(environ.get("HTTP_AUTHORIZATION", ""))
         token = bearer_token(header)
         # A Google identity token there is Cloud Run's gate (IAM admitted the caller, e.g. through

@@ -35,9 +35,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from gleaner.config import Settings
 from gleaner.errors import ConfigError, InvalidInput, RetryableError
 from gleaner.messages import DeliveryTask, Message, ScrapeBatch, encode
+from gleaner.settings.config import Settings
 
 if TYPE_CHECKING:
     from gleaner.changes.events import ChangeEvent

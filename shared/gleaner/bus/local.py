@@ -9,7 +9,7 @@ Like Pub/Sub, the bus delivers several messages at once (``concurrency``
 threads), so the snapshot and ingest of one scrape batch overlap the fetching
 and extraction of the next. Scrape batches go one at a time *per run* by default
 (``topic_limits`` count a topic's messages in flight for each run): the runs of
-different sites go side by side (the multi-site engine, :mod:`gleaner.engine`), and
+different sites go side by side (the multi-site engine, :mod:`gleaner.runtime.engine`), and
 every fetcher of the process shares one per-host politeness table, so two runs on one
 host still take turns. The local runner raises the per-run limit so batch N+1 fetches
 while batch N is extracted. Handlers are idempotent and safe to run concurrently (the
@@ -28,7 +28,7 @@ traceback), so one run's bug never stops the other runs the bus carries.
 Retryable errors (a database restart, a blob store hiccup) are retried with exponential backoff
 capped at ``max_backoff_seconds``, like Pub/Sub's retry policy; a message that still fails is
 dead-lettered and, like the cloud's dead-letter topic, handed to ``on_give_up`` so its failure is
-recorded on the run (:mod:`gleaner.deadletters`). A message dropped after a permanent error is
+recorded on the run (:mod:`gleaner.runtime.deadletters`). A message dropped after a permanent error is
 handed there too: nothing accepted disappears without a trace on its run.
 
 Messages run on daemon threads: on Ctrl-C the caller marks the run interrupted and exits without

@@ -7,6 +7,6 @@
 - ``signing``: the Standard Webhooks signature;
 - ``delivery``: one delivery attempt, retries with backoff.
 
-These decide on values and run no SQL: the rows live behind ``deps.metadata`` (``store/events.py``,
-``store/lifecycle.py``, ``store/subscriptions.py``, ``store/deliveries.py``).
+These decide on values and run no SQL: the rows live behind ``deps.metadata`` (``store/notifications/events.py``,
+``store/documents/lifecycle.py``, ``store/notifications/subscriptions.py``, ``store/notifications/deliveries.py``).
 """

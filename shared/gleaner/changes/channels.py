@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from gleaner.changes import netguard
 from gleaner.errors import PolicyRefused
 from gleaner.fetch.addresses import AddressRefused, IPNetwork, Resolver, check_answers, lookup
-from gleaner.store.deliveries import Response
+from gleaner.store.notifications.deliveries import Response
 
 if TYPE_CHECKING:
     from apprise.plugins.base import NotifyBase

@@ -12,10 +12,10 @@ log and retries; its attempt renders the stored body as a readable message
 
 Who attempts: locally the run before it returns (:func:`deliver_due` with a wait) and
 ``gleaner deliver``; in the cloud a Cloud Task per delivery whose handler
-(:func:`gleaner.taskentry.run_delivery_task`, the notify function) makes one attempt and lets
+(:func:`gleaner.cloud.taskentry.run_delivery_task`, the notify function) makes one attempt and lets
 Cloud Tasks back off.
 
-The queue, the leases and the log are :mod:`gleaner.store.deliveries`' (``deps.metadata``); the log
+The queue, the leases and the log are :mod:`gleaner.store.notifications.deliveries`' (``deps.metadata``); the log
 is read with ``deps.metadata.delivery_log()``.
 """
 
@@ -36,7 +36,7 @@ from gleaner.app import Deps
 from gleaner.changes import channels, notices, signing
 from gleaner.changes.subscriptions import checked_target
 from gleaner.errors import PolicyRefused
-from gleaner.store.deliveries import DeliveryState, Response
+from gleaner.store.notifications.deliveries import DeliveryState, Response
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ cause), unique per tenant: a redelivered message that reaches the same change in
 the event id (a UUID derived from that key) is the same however often it is computed.
 
 This module is the events' shape and identity, on values. The store records them
-(:func:`gleaner.store.events.record_changes`, called inside the change's transaction by the store
+(:func:`gleaner.store.notifications.events.record_changes`, called inside the change's transaction by the store
 module that makes it) and lists them (``deps.metadata.list_events``); rows are published after their
 commit by :mod:`gleaner.changes.outbox`.
 """

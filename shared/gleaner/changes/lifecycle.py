@@ -12,7 +12,7 @@
 
 :func:`next_status` is the decision for one fetch, :func:`moves_for` for a batch of them and
 :func:`event_for` the event a transition emits; all work on values. The store applies them
-(:mod:`gleaner.store.lifecycle`: a scrape batch's fetch outcomes, a finished mapping run's missing
+(:mod:`gleaner.store.documents.lifecycle`: a scrape batch's fetch outcomes, a finished mapping run's missing
 pages), each inside the transaction that records the fetches, with one event per transition.
 ``blocked`` is the operator's gate: nothing here moves a blocked document.
 """

@@ -25,8 +25,8 @@ from gleaner.changes.events import ChangeEvent
 from gleaner.changes.subscriptions import Subscription
 from gleaner.errors import GleanerError
 from gleaner.messages import GLEANER_NS
-from gleaner.store.deliveries import NewDelivery, NewDigestItem
-from gleaner.store.events import take_recorded
+from gleaner.store.notifications.deliveries import NewDelivery, NewDigestItem
+from gleaner.store.notifications.events import take_recorded
 from gleaner.tenancy import across_tenants
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ policy when it is added (no server-side request forgery by subscription: loopbac
 link-local and metadata addresses are refused unless inside ``GLEANER_ALLOW_NETWORKS``), and again
 at every delivery (DNS may answer differently later). A subscription may ask for a digest
 (:mod:`gleaner.changes.digest`) instead of one message per event. Listings show the URL masked
-(:meth:`Subscription.public`). They are stored by :mod:`gleaner.store.subscriptions`.
+(:meth:`Subscription.public`). They are stored by :mod:`gleaner.store.notifications.subscriptions`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from gleaner.changes import channels
 from gleaner.changes.events import ChangeEvent, EventType
 from gleaner.changes.signing import new_secret
-from gleaner.config import IPNetwork
 from gleaner.errors import InvalidInput, PolicyRefused
 from gleaner.fetch.addresses import (
     AddressBook,
@@ -31,9 +30,10 @@ from gleaner.fetch.addresses import (
     check_url,
     system_resolver,
 )
+from gleaner.settings.config import IPNetwork
 
 if TYPE_CHECKING:
-    from gleaner.store.subscriptions import SubscriptionStore
+    from gleaner.store.notifications.subscriptions import SubscriptionStore
 
 
 class SubscriptionStatus(StrEnum):

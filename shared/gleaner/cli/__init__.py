@@ -7,7 +7,7 @@ own module here and one import line below.
 
 import sys
 
-from gleaner.earlystart import end_quickly, is_gleaner, start_database
+from gleaner.runtime.earlystart import end_quickly, is_gleaner, start_database
 
 if is_gleaner(sys.argv[0]):  # first: the embedded database starts while the modules below are imported
     end_quickly()

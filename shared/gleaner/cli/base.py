@@ -20,10 +20,10 @@ import click
 from gleaner import __version__
 from gleaner.app import Deps
 from gleaner.cli.progress import Progress  # noqa: F401  (re-exported: command modules take it from here)
-from gleaner.config import Settings
+from gleaner.display.humanize import plain as plain  # re-exported: the commands print values with it
 from gleaner.errors import GleanerError
-from gleaner.humanize import plain as plain  # re-exported: the commands print values with it
-from gleaner.store.dberrors import DatabaseRefused, DatabaseUnavailable, quiet_driver_logs
+from gleaner.settings.config import Settings
+from gleaner.store.backends.dberrors import DatabaseRefused, DatabaseUnavailable, quiet_driver_logs
 
 log = logging.getLogger("gleaner")
 
@@ -40,8 +40,8 @@ def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment over ``gleaner.toml`` (the current directory's, then GLEANER_HOME's)."""
     from pathlib import Path
 
-    from gleaner.config import POLITENESS_VARIABLES
-    from gleaner.configfile import layered_env
+    from gleaner.settings.config import POLITENESS_VARIABLES
+    from gleaner.settings.configfile import layered_env
 
     layered = layered_env(os.environ, Path.cwd())
     given = overrides.pop("politeness_sources", {})  # what the command line set (cli/crawl.py's politeness())
@@ -113,7 +113,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except (DatabaseUnavailable, DatabaseRefused) as exc:
             # The database is outside Gleaner's control (down, full, a schema someone changed): every
-            # engine translates the driver's errors into these (store/dberrors.py); one line here, the
+            # engine translates the driver's errors into these (store/backends/dberrors.py); one line here, the
             # driver's traceback with -vv.
             log.debug("database error", exc_info=True)
             fail(f"{exc} (run with -vv for details)")
@@ -202,12 +202,12 @@ def main(verbose: int, tenant: str | None) -> None:
     if verbose < 1:
         # A dead letter is recorded on its run, and the command's own last line reports the run's error
         # (exit_for_run); logging it too printed every failure twice. -v shows the log line again.
-        logging.getLogger("gleaner.deadletters").setLevel(logging.CRITICAL)
+        logging.getLogger("gleaner.runtime.deadletters").setLevel(logging.CRITICAL)
 
 
 def exit_for_run(summary: dict[str, Any]) -> None:
     """Exit non-zero, with one line saying why, unless the run finished (or ended partial by its budget)."""
-    from gleaner.runstate import RunStatus
+    from gleaner.store.ledger.runstate import RunStatus
 
     status = RunStatus(summary["status"])
     error = summary.get("error")

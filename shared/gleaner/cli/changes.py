@@ -140,7 +140,7 @@ def _set_status(subscription_id: str, status: str) -> None:
 def notify_retry(delivery_id: str) -> None:
     """Attempt a pending or failed delivery now (refused when its subscription was removed or disabled)."""
     from gleaner.changes import delivery
-    from gleaner.store.deliveries import Requeue
+    from gleaner.store.notifications.deliveries import Requeue
 
     if not is_uuid(delivery_id):
         fail(f"not a delivery id: {delivery_id!r} (see `gleaner notify deliveries`)")

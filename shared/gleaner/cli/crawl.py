@@ -25,7 +25,7 @@ from gleaner.cli.base import (
     tenant_key,
 )
 from gleaner.cli.search import embed_new_chunks
-from gleaner.config import Settings
+from gleaner.settings.config import Settings
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -40,7 +40,7 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
     with open_deps(settings) as deps:
         opening = _open_database_meanwhile(deps)
         try:
-            from gleaner.runner import crawl, new_request
+            from gleaner.runtime.runner import crawl, new_request
 
             _freeze_imported()
 
@@ -134,7 +134,7 @@ def run_crawls(settings: Settings, urls: Sequence[str], as_json: bool, **request
     """One run per URL, all at once (the multi-site engine); prints their summaries."""
     with open_deps(settings) as deps:
         from gleaner.cli.many import crawl_many
-        from gleaner.runner import new_request
+        from gleaner.runtime.runner import new_request
 
         _freeze_imported()
         deps.extract_pool.prestart()  # its imports overlap the database's start and the runs' map stage
@@ -151,7 +151,7 @@ def run_crawls(settings: Settings, urls: Sequence[str], as_json: bool, **request
 
 def exit_for_runs(summaries: Sequence[dict[str, Any]]) -> None:
     """Exit as the worst run would alone: 130 if any was interrupted, 1 if any failed, else 0."""
-    from gleaner.runstate import RunStatus
+    from gleaner.store.ledger.runstate import RunStatus
 
     statuses = {RunStatus(s["status"]) for s in summaries}
     if RunStatus.INTERRUPTED in statuses:
@@ -206,7 +206,7 @@ def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:
 
 
 def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
-    from gleaner.testsite import TestSite
+    from gleaner.demosite.testsite import TestSite
 
     try:
         return TestSite(pages, port=port, max_seconds=serve_seconds)
@@ -228,8 +228,8 @@ def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
 @guard
 def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
     """Serve the bundled demo site on 127.0.0.1 and crawl it (again: an unchanged recrawl)."""
-    from gleaner.config import parse_networks
-    from gleaner.demo import demo_pages
+    from gleaner.demosite.demo import demo_pages
+    from gleaner.settings.config import parse_networks
 
     pages: dict[str, Any] = {}
     site = _demo_site(pages, port, serve_seconds)

@@ -16,7 +16,7 @@ def db_group() -> None:
 @guard
 def db_upgrade() -> None:
     """Apply schema migrations (every command also does this when needed)."""
-    from gleaner.store import db
+    from gleaner.store.backends import db
 
     settings = load_settings()
     engine = db.create_engine(settings)

@@ -12,7 +12,7 @@ import click
 
 from gleaner import __version__
 from gleaner.cli.base import guard, main
-from gleaner.config import Settings
+from gleaner.settings.config import Settings
 
 _SECRET_PARAMS = ("password", "secret", "token", "key")
 
@@ -30,7 +30,7 @@ def mask_url(url: str) -> str:
 
 
 def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
-    from gleaner.store import db
+    from gleaner.store.backends import db
 
     if settings.cloudsql_instance:
         database = f"cloudsql://{settings.cloudsql_instance}/{settings.cloudsql_database}"
@@ -97,7 +97,7 @@ def _search_mode(engine: Any, embed_model: str) -> str:
 @guard
 def info_cmd(as_json: bool) -> None:
     """Where the data lives (GLEANER_HOME, database, blobs), the schema revision and the version."""
-    from gleaner.configfile import layered_env
+    from gleaner.settings.configfile import layered_env
 
     layered = layered_env(os.environ, Path.cwd())
     info = describe(Settings.from_env(layered.env), layered.files)

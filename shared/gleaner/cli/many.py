@@ -23,9 +23,9 @@ import click
 from gleaner.app import Deps
 from gleaner.cli.board import RunBoard
 from gleaner.cli.search import merge_when_idle
-from gleaner.engine import Engine, RunRef
 from gleaner.messages import CrawlRequested
-from gleaner.store.rls import generic_plans
+from gleaner.runtime.engine import Engine, RunRef
+from gleaner.store.access.rls import generic_plans
 
 
 def crawl_many(deps: Deps, requests: Sequence[CrawlRequested]) -> list[dict[str, Any]]:

@@ -256,7 +256,7 @@ def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any] | None
     if deps.local_bus is None:
         return [deps.metadata.run_summary(s.run_id) for s in report.started]
     from gleaner.cli.many import drive_many
-    from gleaner.engine import RunRef
+    from gleaner.runtime.engine import RunRef
 
     if not report.started:
         drain_local(deps)

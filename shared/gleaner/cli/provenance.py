@@ -19,14 +19,14 @@ REFUSED_EXIT = 5
 
 
 def _document(deps: Any, url: str, site_domain: str | None) -> dict[str, Any]:
-    from gleaner.store.citations import AmbiguousUrl
+    from gleaner.store.documents.citations import AmbiguousUrl
     from gleaner.urls import canonicalize
 
     canonical = canonicalize(url)
     try:
         document = deps.provenance.document_at(canonical, site_domain)
-        if document is None:  # an erased page is found by its erased form (store/erasure.py)
-            from gleaner.store.blocklist import erased_forms
+        if document is None:  # an erased page is found by its erased form (store/documents/erasure.py)
+            from gleaner.store.documents.blocklist import erased_forms
 
             for site, form in erased_forms(deps.blocklist, canonical, site_domain):
                 document = document or deps.provenance.document_at(form, site)
@@ -47,7 +47,7 @@ def _document(deps: Any, url: str, site_domain: str | None) -> dict[str, Any]:
 @guard
 def cite_cmd(url: str, quote: str, site_domain: str | None, as_json: bool) -> None:
     """Bind QUOTE (at most 15 words, verbatim) to the exact bytes of URL's current version."""
-    from gleaner.store.citations import Refused
+    from gleaner.store.documents.citations import Refused
 
     with open_deps(load_settings()) as deps:
         document = _document(deps, url, site_domain)
@@ -120,7 +120,7 @@ def slice_cmd(text_hash: str, start: int, end: int) -> None:
     """Print bytes [START, END) of the stored canonical text TEXT_HASH, exactly as stored."""
     from gleaner import tenancy
     from gleaner.provenance.slices import slice_text_bytes
-    from gleaner.textsapi import TextReader, read_text
+    from gleaner.serving.textsapi import TextReader, read_text
 
     with open_deps(load_settings()) as deps:
         # The operator's console reads every text; `gleaner --tenant SITE slice` only that site's.
@@ -185,7 +185,7 @@ def conflicts_set_cmd(conflict_id: str, status: str) -> None:
 @guard
 def erase_cmd(url: str, site_domain: str | None, reason: str | None, as_json: bool) -> None:
     """Delete every body of URL's document, blocklist its content, and keep a record of the erasure."""
-    from gleaner.store.erasure import erase_document
+    from gleaner.store.documents.erasure import erase_document
 
     with open_deps(load_settings()) as deps:
         document = _document(deps, url, site_domain)
@@ -211,7 +211,7 @@ def erase_cmd(url: str, site_domain: str | None, reason: str | None, as_json: bo
 @guard
 def prune_cmd(site: str | None, as_json: bool) -> None:
     """Drop versions beyond GLEANER_KEEP_VERSIONS per document; never the current or a pinned one."""
-    from gleaner.store.retention import prune
+    from gleaner.store.documents.retention import prune
 
     settings = load_settings()
     with open_deps(settings) as deps:

@@ -95,7 +95,7 @@ def docs_cmd(site: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows))
         return
-    from gleaner.tree import render_tree
+    from gleaner.display.tree import render_tree
 
     for line in render_tree(rows):
         click.echo(line)
@@ -110,7 +110,7 @@ def docs_cmd(site: str, as_json: bool) -> None:
 @guard
 def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, as_json: bool) -> None:
     """A page's current body (or --version N's) and its version history."""
-    from gleaner.store.blocklist import is_erased_form
+    from gleaner.store.documents.blocklist import is_erased_form
 
     with open_deps(load_settings()) as deps:
         doc = find_document(deps, url, site_domain)
@@ -145,12 +145,12 @@ def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, 
 
 def find_document(deps: Deps, url: str, site_domain: str | None) -> dict[str, Any]:
     """The one document for URL (and site); exits 2 listing the sites when several hold the URL."""
-    from gleaner.store.blocklist import erased_forms
+    from gleaner.store.documents.blocklist import erased_forms
     from gleaner.urls import canonicalize
 
     canonical = canonicalize(url)
     docs = deps.metadata.documents_by_url(canonical, site_domain)
-    if not docs:  # an erased page is found by its erased form (store/erasure.py)
+    if not docs:  # an erased page is found by its erased form (store/documents/erasure.py)
         docs = [d for s, form in erased_forms(deps.blocklist, canonical, site_domain)
                 for d in deps.metadata.documents_by_url(form, s)]
     if not docs:

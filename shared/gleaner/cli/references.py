@@ -24,7 +24,7 @@ def serve_cmd(host: str, port: int) -> None:
     import signal
     import threading
 
-    from gleaner.serve import WebhookServer
+    from gleaner.serving.serve import WebhookServer
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -24,7 +24,7 @@ from gleaner.cli.base import (
     open_deps,
     print_summary,
 )
-from gleaner.runstate import RunStatus
+from gleaner.store.ledger.runstate import RunStatus
 
 
 class RunsGroup(click.Group):
@@ -69,7 +69,7 @@ def _install() -> RunsGroup:
 @guard
 def cancel_cmd(run_id: str) -> None:
     """Cancel a run: its worker fetches nothing more (a batch in flight completes)."""
-    from gleaner.runcontrol import cancel
+    from gleaner.runtime.runcontrol import cancel
 
     if not is_uuid(run_id):
         fail(f"no run {run_id}")
@@ -89,7 +89,7 @@ def cancel_cmd(run_id: str) -> None:
 @guard
 def resume_cmd(run_id: str, as_json: bool) -> None:
     """Finish what a stopped run left; pages it fetched are not fetched again."""
-    from gleaner.runner import resume
+    from gleaner.runtime.runner import resume
 
     if not is_uuid(run_id):
         fail(f"no run {run_id}")
@@ -132,7 +132,7 @@ def replay_cmd(run_id: str, as_json: bool) -> None:
 @guard
 def sweep_cmd(idle: float | None, as_json: bool) -> None:
     """Settle runs that nobody works on any more (crashed, killed): interrupted, or finished if they were done."""
-    from gleaner.runcontrol import sweep
+    from gleaner.runtime.runcontrol import sweep
     from gleaner.stages.upkeep import upkeep
 
     settings = load_settings()

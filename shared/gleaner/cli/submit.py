@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from gleaner.callers import SERVERLESS_AUTHORIZATION
 from gleaner.cli.base import fail, guard, is_uuid, load_settings, main
+from gleaner.cloud.callers import SERVERLESS_AUTHORIZATION
 from gleaner.errors import ConfigError
 
 # A crawl request is answered as soon as it is queued; a status read is one query.

@@ -58,7 +58,7 @@ def diff_cmd(url: str, site_domain: str | None, from_version: int | None, to_ver
 @guard
 def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> None:
     """Write SITE's current documents to DIRECTORY: a markdown tree, JSON Lines or Parquet."""
-    from gleaner.exportformats import ExportFormat, write_jsonl, write_parquet
+    from gleaner.exporting.exportformats import ExportFormat, write_jsonl, write_parquet
 
     with open_deps(load_settings()) as deps:
         if not deps.metadata.current_versions_after(site, None, 1):
@@ -75,7 +75,7 @@ def export_cmd(site: str, directory: Path, raw: bool, fmt: str, spans: bool) -> 
 
 
 def _write_tree(deps: Any, items: list[dict[str, Any]], directory: Path, raw: bool, erased: Any) -> int:
-    from gleaner.export import write_export
+    from gleaner.exporting.export import write_export
 
     bodies: dict[str, bytes] = {}
     for item in items:

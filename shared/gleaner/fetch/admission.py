@@ -17,7 +17,6 @@ from dataclasses import replace
 
 import aiohttp
 
-from gleaner.config import Settings
 from gleaner.errors import RetryableError
 from gleaner.fetch import loop
 from gleaner.fetch.addresses import AddressBook, AddressRefused, CheckedUrl, UrlRefused, check_url
@@ -28,6 +27,7 @@ from gleaner.fetch.judgement import BACKOFF, retry_after
 from gleaner.fetch.politeness import HostState, HostTable, SharedTurns, Turn, asked_of
 from gleaner.fetch.transport import open_session
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
+from gleaner.settings.config import Settings
 
 log = logging.getLogger(__name__)
 

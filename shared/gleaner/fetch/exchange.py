@@ -13,13 +13,13 @@ from dataclasses import replace
 
 import aiohttp
 
-from gleaner.config import Settings
 from gleaner.fetch.addresses import CheckedUrl
 from gleaner.fetch.body import BodyReader, BodyRefused, coding_of
 from gleaner.fetch.budget import RunBudget
 from gleaner.fetch.judgement import Refusal, accept_header, judge_headers, judge_sniffed, judge_status
 from gleaner.fetch.neterrors import describe
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
+from gleaner.settings.config import Settings
 
 
 async def exchange(session: aiohttp.ClientSession, settings: Settings, budget: RunBudget, request: FetchRequest,

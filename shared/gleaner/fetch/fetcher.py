@@ -38,7 +38,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from gleaner.config import Settings
 from gleaner.errors import InvalidInput
 from gleaner.fetch import loop
 from gleaner.fetch.addresses import AddressBook, Resolver, UrlRefused, check_url, system_resolver
@@ -49,6 +48,7 @@ from gleaner.fetch.judgement import REDIRECTS, robots_rules_from
 from gleaner.fetch.politeness import HostPoliteness, HostTable, SharedTurns
 from gleaner.fetch.robots import RobotsRules, RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
+from gleaner.settings.config import Settings
 from gleaner.urls import absolutize, fetchable
 
 __all__ = ["Fetcher", "HostPoliteness", "Resolver", "system_resolver"]

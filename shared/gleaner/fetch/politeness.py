@@ -10,7 +10,7 @@ waiting out a host's delay never keep another host's requests from starting.
 
 Across processes (several function instances fetching one site's batches), the fetcher also
 takes a turn from :class:`SharedTurns` (``GLEANER_SHARED_POLITENESS``; PostgreSQL's
-``knowledge.host_slots`` in :mod:`gleaner.store.hostslots`) before every request, after the
+``knowledge.host_slots`` in :mod:`gleaner.store.registry.hostslots`) before every request, after the
 cheap in-process turn, so the host sees no more than its concurrency and its spacing in all.
 """
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-from gleaner.config import ROBOTS_TOKEN
+from gleaner.settings.config import ROBOTS_TOKEN
 from gleaner.urls import PERCENT_ESCAPE, canonical_escape
 
 _TOKEN = re.compile(r"[A-Za-z_-]+")

@@ -1,7 +1,7 @@
 """Where a gate-2 status change (a document blocked or unblocked by the operator) is announced.
 
 Change events (``document.blocked`` / ``document.unblocked``, :mod:`gleaner.changes.events`) are
-recorded in the transaction that changed the status (:func:`gleaner.store.rules.announce_gate_changes`),
+recorded in the transaction that changed the status (:func:`gleaner.store.registry.rules.announce_gate_changes`),
 so a status change and its event commit together or not at all.
 """
 

@@ -5,7 +5,7 @@ The map stage records each sitemap URL's lastmod on the run's ledger row
 site), the sample stage settles every included page whose lastmod is not after its last fetch as
 ``not-modified`` without a request. A date without a time means "some time that day", so it counts
 as the end of the day; an unparsable or missing lastmod means the page is fetched as usual.
-The ledger statements are :mod:`gleaner.store.lastmod`, reached through ``deps.metadata``.
+The ledger statements are :mod:`gleaner.store.ledger.lastmod`, reached through ``deps.metadata``.
 """
 
 from __future__ import annotations

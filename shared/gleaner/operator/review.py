@@ -3,7 +3,7 @@
 ``decide`` records the decision on the document (``documents.operator_decision``), where every later
 run's sample stage reads it before any rule or the decider (``decision_source=operator``), and
 materialises it at once: exclude skips the page (gate 1), include lifts any skip. The latest run's
-ledger row is settled too, so the page leaves the review list (:mod:`gleaner.store.review` writes it).
+ledger row is settled too, so the page leaves the review list (:mod:`gleaner.store.registry.review` writes it).
 """
 
 from __future__ import annotations

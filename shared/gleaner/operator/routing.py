@@ -10,7 +10,7 @@
   the Knowledge Agent's distillation, which would write the same rows with a generated body.
 - When a pinned source gets a new version, its composites go ``stale`` (``route_ingested``).
 
-The statements are :mod:`gleaner.store.routing`, reached through ``deps.metadata``.
+The statements are :mod:`gleaner.store.documents.routing`, reached through ``deps.metadata``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gleaner.errors import InvalidInput
 from gleaner.messages import SnapshotsWritten
 from gleaner.operator.sites import site_key
 from gleaner.operator.values import Plain
-from gleaner.store.blobs import snapshot_content_key
+from gleaner.store.backends.blobs import snapshot_content_key
 from gleaner.urls import canonicalize
 
 if TYPE_CHECKING:

@@ -3,12 +3,12 @@
 A rule is a path glob on one site. Adding one materialises it at once onto the site's documents that
 match (skip: ``scrape_policy=skip``; block: ``status=blocked``), recording on each document the rule
 that did it; every later map and sample re-applies the site's rules
-(:meth:`gleaner.store.rules.RuleStore.apply_site_rules`), so a URL
+(:meth:`gleaner.store.registry.rules.RuleStore.apply_site_rules`), so a URL
 first discovered later is gated too, and a scheduled run that carries no exclude globs keeps every skip.
 Removing a rule lifts exactly what it did.
 
 This module decides (which rule gates which document, and how each gate moves); the statements that
-read and write rules and documents are :mod:`gleaner.store.rules`, reached through ``deps.metadata``.
+read and write rules and documents are :mod:`gleaner.store.registry.rules`, reached through ``deps.metadata``.
 
 Precedence, highest first: the operator's per-URL review decision (``documents.operator_decision``),
 then rules (the oldest matching rule of each action), then the decider. The map stage's walk asks

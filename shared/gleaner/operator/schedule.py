@@ -14,7 +14,7 @@ next tick starts it once that run has settled.
 bounds, as StormCrawler's adaptive scheduler (after Nutch's AdaptiveFetchSchedule) does per URL:
 the last run changed pages -> shorter; it saw pages and none changed -> longer; a run that saw
 nothing (a first crawl, only new pages, or a failure) leaves it as it is. ``now`` is a parameter
-everywhere, so tests drive the clock. The claim's statements are :mod:`gleaner.store.schedule`.
+everywhere, so tests drive the clock. The claim's statements are :mod:`gleaner.store.registry.schedule`.
 """
 
 from __future__ import annotations

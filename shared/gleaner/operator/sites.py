@@ -5,7 +5,7 @@ read the same list). ``every``: a duration (``90s``, ``30m``, ``6h``, ``1d``, ``
 (the interval adapts to the change observed, :mod:`gleaner.operator.schedule`) or ``manual`` (never
 due; crawled on demand). Per-host politeness overrides are kept on the site's ``source_hosts`` row,
 where the fetcher reads them; run budgets travel with each scheduled run's request.
-The statements are :mod:`gleaner.store.sites`, reached through ``deps.metadata``.
+The statements are :mod:`gleaner.store.registry.sites`, reached through ``deps.metadata``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from gleaner.urls import canonicalize, host_of, site_domain_of, validate_glob
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
-    from gleaner.config import Settings
+    from gleaner.settings.config import Settings
 
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _DURATION = re.compile(r"(\d+)([smhdw])")

@@ -41,10 +41,10 @@ from gleaner.messages import ArticlesAccepted, SnapshotsWritten
 from gleaner.provenance.canonical import bytes_hash, canonicalise
 from gleaner.references.identity import REFERENCES_SITE, reference_item_id
 from gleaner.references.url_policy import refusal_reason
-from gleaner.store.blobs import snapshot_content_key, snapshot_raw_key
-from gleaner.store.dberrors import DatabaseRefused, is_permanent
-from gleaner.store.records import SnapshotInput
-from gleaner.store.references import LandingItem, ReferenceRow
+from gleaner.store.backends.blobs import snapshot_content_key, snapshot_raw_key
+from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent
+from gleaner.store.feeds.references import LandingItem, ReferenceRow
+from gleaner.store.ledger.records import SnapshotInput
 
 log = logging.getLogger(__name__)
 

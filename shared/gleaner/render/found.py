@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from gleaner.discover.links import extract_links
 from gleaner.errors import InvalidInput
-from gleaner.store.discovery import record_discovery
-from gleaner.store.rendering import run_urls
+from gleaner.store.ledger.discovery import record_discovery
+from gleaner.store.ledger.rendering import run_urls
 from gleaner.urls import canonicalize, host_of, path_allowed, path_of, site_domain_of, url_hash
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
-    from gleaner.store.records import RunPage
+    from gleaner.store.ledger.records import RunPage
 
 VIA = "rendered"
 
@@ -67,8 +67,8 @@ def decide_found(deps: Deps, run_id: str, site: str, urls: Sequence[str], batch_
     rules first) and put the included ones in ``batch_no``; their document ids, for the batch's next part."""
     from gleaner.decide.port import PageFacts, Verdict
     from gleaner.stages.sample import section_of
-    from gleaner.store.records import Decision
-    from gleaner.store.rendering import put_in_batch, section_decision
+    from gleaner.store.ledger.records import Decision
+    from gleaner.store.ledger.rendering import put_in_batch, section_decision
 
     wanted = set(urls)
     pages = [p for p in deps.metadata.sample_pages(run_id) if p.canonical_url in wanted]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import BlobConflict
-from gleaner.store.blobs import run_rendered_key
+from gleaner.store.backends.blobs import run_rendered_key
 
 if TYPE_CHECKING:
     from gleaner.render.browser import Rendering
-    from gleaner.store.blobs import BlobStore
+    from gleaner.store.backends.blobs import BlobStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Rendering as a service: the wire format, and scrape's client of the render service.
 
 In the cloud the five functions hold no browser; a Cloud Run service holding Chromium renders for
-them (:mod:`gleaner.render.service`). Scrape sends it the document it already fetched (so the page
+them (:mod:`gleaner.cloud.renderservice`). Scrape sends it the document it already fetched (so the page
 is not asked for twice) and the run it belongs to (so the service's Fetcher shares the run's
 robots.txt decisions and budget); the service answers with the rendered DOM and the page's
 sub-requests. Authenticated like every other HTTP trigger: the shared bearer locally and on the
@@ -29,7 +29,7 @@ from gleaner.render.gate import Limits, SubRequest
 from gleaner.render.modes import RenderOutcome
 
 if TYPE_CHECKING:
-    from gleaner.config import Settings
+    from gleaner.settings.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -23,12 +23,12 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.messages import FetchedPage
 from gleaner.render.kept import kept_rendering
 from gleaner.render.modes import RenderedBy, RenderMode, mode_for, parse_render_mode
-from gleaner.store.rendering import browser_pages, record_render_facts
+from gleaner.store.ledger.rendering import browser_pages, record_render_facts
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
     from gleaner.render.browser import SubFetcher
-    from gleaner.store.records import RunPage
+    from gleaner.store.ledger.records import RunPage
 
 
 def render_rules(deps: Deps, site_domain: str) -> list[tuple[str, str]]:

@@ -31,7 +31,7 @@ from enum import StrEnum
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from gleaner.store.rls import ADMIN_OPTION
+from gleaner.store.access.rls import ADMIN_OPTION
 
 FRESH_MAX = 4000  # fresh vectors beyond which ingest merges: search compares each of them exactly
 MERGE_BATCH = 500  # rows a transaction when moving: short transactions beside a running crawl

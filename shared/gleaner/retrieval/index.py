@@ -40,7 +40,7 @@ from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
 from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_rows
 from gleaner.retrieval.vectors import TABLE as VECTORS
 from gleaner.retrieval.vectors import copy_vectors
-from gleaner.store.events import record_changes
+from gleaner.store.notifications.events import record_changes
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ start of the body, as the model reads at most 256 word pieces) and ranks preview
 ``0.6 * embedding_score + 0.4 * fulltext_score``, each shown separately; the verbatim step
 (``refs show`` / ``/refs/{id}``) never includes the vector. Reference items never mix with site
 documents: they have their own table, index and search. Without pgvector, search is the full-text
-ranking of :meth:`gleaner.store.references.ReferenceStore.search` (``embedding_score`` null).
+ranking of :meth:`gleaner.store.feeds.references.ReferenceStore.search` (``embedding_score`` null).
 """
 
 from __future__ import annotations

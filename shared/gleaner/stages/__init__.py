@@ -65,8 +65,8 @@ def dispatch(message: Message, deps: Deps) -> Any:
 
 def wire(bus: Any, deps: Deps) -> None:
     """Subscribe every stage to its topic on an in-process bus; what it gives up on is recorded on the
-    run exactly as the cloud's dead-letter topic does (:mod:`gleaner.deadletters`)."""
-    from gleaner.deadletters import record_failure
+    run exactly as the cloud's dead-letter topic does (:mod:`gleaner.runtime.deadletters`)."""
+    from gleaner.runtime.deadletters import record_failure
 
     for topic in STAGES:
         bus.subscribe(topic, lambda message, _deps=deps: dispatch(message, _deps))

@@ -23,7 +23,7 @@ from typing import Any
 
 from gleaner.errors import BlobConflict
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchResult
-from gleaner.store.blobs import BlobStore, run_body_key
+from gleaner.store.backends.blobs import BlobStore, run_body_key
 
 # What scrape, the walk and the sample accept: one set, so an answer kept by one stage is the answer
 # the next would have got.

@@ -34,7 +34,7 @@ from gleaner.operator.lastmod import parsed_lastmods
 from gleaner.render.discovery import rendered_links
 from gleaner.stages.mapwalk import discover
 from gleaner.stages.walkkeep import MapFailed, WalkKeeper
-from gleaner.store.blobs import map_key
+from gleaner.store.backends.blobs import map_key
 from gleaner.tenancy import site_for
 from gleaner.urls import canonicalize, host_of, path_of, site_domain_of, url_hash, validate_glob
 
@@ -84,7 +84,7 @@ def handle(message: CrawlRequested, deps: Deps) -> CrawlMapped | None:
     with deps.new_fetcher(run_id=run_id) as fetcher:
         # robots.txt comes first whatever else the walk needs: asked now, it is on its way while that is read.
         fetcher.prefetch_robots(message.target_url.strip())
-        # An erased URL found again is named by its erased form (store/erasure.py): its document is found by
+        # An erased URL found again is named by its erased form (store/documents/erasure.py): its document is found by
         # it and excluded, it is never fetched, and the URL is written nowhere.
         erased = deps.blocklist.erased_urls(site)
         keeper = WalkKeeper(deps, site, run_id, erased)

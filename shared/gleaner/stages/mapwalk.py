@@ -24,7 +24,7 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.render.discovery import ReadLinks, merged
 from gleaner.stages.fetchonce import PAGE_KINDS
 from gleaner.stages.walkkeep import MapFailed, WalkKeeper
-from gleaner.store.prefetch import KnownLinks
+from gleaner.store.ledger.prefetch import KnownLinks
 from gleaner.urls import canonicalize, host_of, origin_of, path_allowed, path_of
 
 # A sitemap index may nest; real sites rarely go past two levels, hostile ones go on forever.

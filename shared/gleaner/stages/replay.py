@@ -32,11 +32,11 @@ from gleaner.app import Deps
 from gleaner.errors import InvalidInput
 from gleaner.extract.page import PDF, extract_document
 from gleaner.messages import FetchedPage, PagesFetched, SnapshotsWritten
-from gleaner.runcontrol import RunNotFound
-from gleaner.runstate import RunStatus
+from gleaner.runtime.runcontrol import RunNotFound
 from gleaner.stages import snapshot
 from gleaner.stages.upkeep import finish_run
-from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
+from gleaner.store.backends.blobs import run_body_key, run_content_key, run_raw_key
+from gleaner.store.ledger.runstate import RunStatus
 from gleaner.urls import host_of, site_domain_of, url_hash
 
 

@@ -43,9 +43,9 @@ from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
 from gleaner.stages.upkeep import finish_run
-from gleaner.store.blobs import sample_key
-from gleaner.store.decisions import PreviousSample
-from gleaner.store.records import Decision, FetchRecord, RunPage, SamplePage
+from gleaner.store.backends.blobs import sample_key
+from gleaner.store.ledger.decisions import PreviousSample
+from gleaner.store.ledger.records import Decision, FetchRecord, RunPage, SamplePage
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def _decision(document_id: str, verdict: PageDecision, uri: str | None = None, e
     if sample:
         metadata["sample"] = sample
     if render:
-        metadata["render"] = render  # the section's rendering verdict (store/rendering.py reads it)
+        metadata["render"] = render  # the section's rendering verdict (store/ledger/rendering.py reads it)
     return Decision(document_id, verdict.decision, verdict.source, verdict.reason, verdict.confidence,
                     metadata, uri, error)
 

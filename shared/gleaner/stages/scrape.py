@@ -36,9 +36,9 @@ from gleaner.decide.port import Verdict
 from gleaner.logs import Event
 from gleaner.messages import PagesFetched, ScrapeBatch
 from gleaner.render.found import add_rendered_links, decide_found
-from gleaner.runstate import RunStatus
 from gleaner.stages.scrapebatch import BatchScrape
 from gleaner.stages.upkeep import finish_run
+from gleaner.store.ledger.runstate import RunStatus
 
 log = logging.getLogger(__name__)
 

@@ -19,17 +19,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gleaner.app import Deps
-from gleaner.cpugauge import GAUGE
 from gleaner.errors import BlobConflict, GleanerError, InvalidInput
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
 from gleaner.render.scraping import RenderPlan
+from gleaner.stages.cpugauge import GAUGE
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
-from gleaner.store.blobs import run_body_key, run_content_key, run_raw_key
-from gleaner.store.dberrors import again_on_transient
-from gleaner.store.records import FetchRecord, RunPage
+from gleaner.store.backends.blobs import run_body_key, run_content_key, run_raw_key
+from gleaner.store.backends.dberrors import again_on_transient
+from gleaner.store.ledger.records import FetchRecord, RunPage
 from gleaner.urls import canonicalize
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ RECORDS_PER_WRITE = 10
 # last one goes at its end): each message costs snapshot and ingest a few transactions of their own.
 PAGES_PER_SNAPSHOT = 10
 # In-process, fetched pages go on to snapshot once the oldest of them has waited this long (seconds), however
-# few, while the machine's cores are less busy than SPARE_BELOW (see gleaner.cpugauge and _stream).
+# few, while the machine's cores are less busy than SPARE_BELOW (see gleaner.stages.cpugauge and _stream).
 HAND_ON_AFTER = 3.0
 SPARE_BELOW = 0.7
 # 304s waiting for one statement: such a page costs the site no body and a redelivery only a conditional

@@ -25,8 +25,8 @@ from gleaner.changes.volatile import IgnorePattern, fingerprint, masked_hash
 from gleaner.errors import BlobConflict
 from gleaner.messages import FetchedPage, PagesFetched, SnapshotsWritten
 from gleaner.stages.upkeep import finish_run
-from gleaner.store.blobs import snapshot_content_key, snapshot_original_key, snapshot_raw_key
-from gleaner.store.records import SnapshotInput, SnapshotResult
+from gleaner.store.backends.blobs import snapshot_content_key, snapshot_original_key, snapshot_raw_key
+from gleaner.store.ledger.records import SnapshotInput, SnapshotResult
 from gleaner.urls import glob_matches
 
 log = logging.getLogger(__name__)

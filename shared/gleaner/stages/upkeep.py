@@ -6,7 +6,7 @@
   An interrupted run keeps them so that ``runs resume`` can replay them; its artefacts
   expire with the rest.
 - Every document keeps its newest ``GLEANER_KEEP_VERSIONS`` versions (and the current and
-  pinned ones): :func:`gleaner.store.retention.prune`.
+  pinned ones): :func:`gleaner.store.documents.retention.prune`.
 - An ended run's other artefacts (map JSON, samples, raw and content copies) expire after
   ``GLEANER_RUN_ARTEFACT_DAYS``; its ledger rows stay.
 
@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from gleaner import tenancy
-from gleaner.runstate import TERMINAL, RunStatus
-from gleaner.store.blobs import BlobStore, run_prefix
-from gleaner.store.retention import RetentionStore, prune
+from gleaner.store.backends.blobs import BlobStore, run_prefix
+from gleaner.store.documents.retention import RetentionStore, prune
+from gleaner.store.ledger.runstate import TERMINAL, RunStatus
 
 if TYPE_CHECKING:
     from gleaner.app import Deps

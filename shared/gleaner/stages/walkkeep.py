@@ -11,7 +11,7 @@ from gleaner.errors import GleanerError, PermanentError
 from gleaner.fetch.types import FetchOutcome, FetchResult
 from gleaner.render.kept import keep_rendering
 from gleaner.stages.fetchonce import kept
-from gleaner.store.prefetch import KnownLinks
+from gleaner.store.ledger.prefetch import KnownLinks
 from gleaner.urls import url_hash
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gleaner.store.backends.sqlstore import SqlStore
+from gleaner.store.feeds.references import QUALITY_COLUMNS, quality_row
 from gleaner.store.reads import URL_REASON, URL_STATUS
-from gleaner.store.references import QUALITY_COLUMNS, quality_row
-from gleaner.store.sqlstore import SqlStore
 
 DOCUMENT_STATUSES = ("discovered", "active", "failed", "stale", "blocked", "superseded", "erased")
 _STATUS = "CASE WHEN d.is_deleted AND d.skip_reason = 'erased' THEN 'erased' ELSE d.status::text END"
@@ -28,7 +28,7 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 _DOC_COLUMNS = (
-    # An erased page is shown by its erased form (store/erasure.py) with the status "erased".
+    # An erased page is shown by its erased form (store/documents/erasure.py) with the status "erased".
     "d.id, d.site_domain, d.canonical_url, d.path,"
     f" {_STATUS}, d.scrape_policy::text, d.title,"
     " d.current_snapshot_id, d.status_reason, d.skip_reason, d.blocked_reason, d.origin::text, d.tags,"

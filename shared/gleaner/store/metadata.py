@@ -45,24 +45,24 @@ those statements carry out (which rule gates a page, when a site is due) are pur
 
 from __future__ import annotations
 
-from gleaner.store.composites import CompositeStore
-from gleaner.store.counters import CounterStore
-from gleaner.store.deliveries import DeliveryStore
-from gleaner.store.events import EventStore
-from gleaner.store.fetches import FetchStore
-from gleaner.store.lastmod import LastmodStore
-from gleaner.store.prefetch import PrefetchStore
+from gleaner.store.documents.composites import CompositeStore
+from gleaner.store.documents.snapshots import SnapshotStore
+from gleaner.store.ledger.counters import CounterStore
+from gleaner.store.ledger.fetches import FetchStore
+from gleaner.store.ledger.lastmod import LastmodStore
+from gleaner.store.ledger.prefetch import PrefetchStore
+from gleaner.store.ledger.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
+from gleaner.store.ledger.replay import ReplayStore
+from gleaner.store.ledger.runcontrol import RunControlStore
+from gleaner.store.ledger.runs import RunStore
+from gleaner.store.notifications.deliveries import DeliveryStore
+from gleaner.store.notifications.events import EventStore
+from gleaner.store.notifications.subscriptions import SubscriptionStore
 from gleaner.store.reads import ReadStore
-from gleaner.store.records import Decision, FetchRecord, RunPage, SnapshotInput, SnapshotResult
-from gleaner.store.replay import ReplayStore
-from gleaner.store.review import ReviewStore
-from gleaner.store.rules import RuleStore
-from gleaner.store.runcontrol import RunControlStore
-from gleaner.store.runs import RunStore
-from gleaner.store.schedule import ScheduleStore
-from gleaner.store.sites import SiteStore
-from gleaner.store.snapshots import SnapshotStore
-from gleaner.store.subscriptions import SubscriptionStore
+from gleaner.store.registry.review import ReviewStore
+from gleaner.store.registry.rules import RuleStore
+from gleaner.store.registry.schedule import ScheduleStore
+from gleaner.store.registry.sites import SiteStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 

@@ -8,10 +8,10 @@ of one class per concern: ``citations.py`` (cite, verify, drift, slices),
 
 from __future__ import annotations
 
-from gleaner.store.citations import CitationStore
-from gleaner.store.conflicts import ConflictStore
-from gleaner.store.erasure import ErasureStore
-from gleaner.store.retention import RetentionStore
+from gleaner.store.documents.citations import CitationStore
+from gleaner.store.documents.conflicts import ConflictStore
+from gleaner.store.documents.erasure import ErasureStore
+from gleaner.store.documents.retention import RetentionStore
 
 
 class ProvenanceStore(CitationStore, ConflictStore, ErasureStore, RetentionStore):

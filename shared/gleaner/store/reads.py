@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from gleaner.store.sqlstore import SqlStore
+from gleaner.store.backends.sqlstore import SqlStore
 
 # A URL's status in a run's listing: its fetch outcome; an included URL without one is `pending`
 # while the run is active and `not-attempted` once it stopped (its batch never ran: the run failed,
@@ -94,7 +94,7 @@ class ReadStore(SqlStore):
 
     def documents_tree(self, site: str) -> list[dict[str, Any]]:
         rows = self._all(
-            # An erased page stays listed, by its erased form (store/erasure.py), as erased.
+            # An erased page stays listed, by its erased form (store/documents/erasure.py), as erased.
             "SELECT d.path, CASE WHEN d.is_deleted AND d.skip_reason = 'erased' THEN 'erased'"
             " ELSE d.status::text END, d.scrape_policy::text, d.skip_reason, s.version, d.canonical_url"
             " FROM knowledge.documents d"
@@ -173,7 +173,7 @@ class ReadStore(SqlStore):
         return [(r[0], r[1], r[2]) for r in rows]
 
     def erased_forms_of(self, site: str) -> list[str]:
-        """The erased forms (store/erasure.py) of the site's erased pages."""
+        """The erased forms (store/documents/erasure.py) of the site's erased pages."""
         rows = self._all("SELECT canonical_url FROM knowledge.documents WHERE site_domain = :s AND is_deleted"
                          " AND skip_reason = 'erased' AND canonical_url IS NOT NULL ORDER BY 1", {"s": site})
         return [str(r[0]) for r in rows]

@@ -15,7 +15,7 @@ Create Date: 2026-11-30
 
 from alembic import op
 
-from gleaner.store.rls import tenant_isolation_sql
+from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0008"
 down_revision = "0004"

@@ -7,7 +7,7 @@ Create Date: 2026-11-30
 Scrape batches of one site run in several function instances at once; in-process turns let each
 of them hit the host at its own pace. One row per (host, slot) says when the next request to that
 host may start and who holds the slot until when (a lease: a holder that dies lets go when it
-expires). Claims are one short transaction (gleaner.store.hostslots); no lock is held while the
+expires). Claims are one short transaction (gleaner.store.registry.hostslots); no lock is held while the
 request is in flight. Not tenant-scoped: politeness belongs to the server, whoever crawls it.
 """
 

@@ -9,7 +9,7 @@ salt or slow hash is needed against guessing, and the lookup is one index probe.
 printed once by ``gleaner tokens add`` and never stored. Revoked tokens stay listed (who had access
 when), ``revoked_at`` set.
 
-Row-level security (gleaner.store.rls): the ``gleaner_app`` role every application transaction runs
+Row-level security (gleaner.store.access.rls): the ``gleaner_app`` role every application transaction runs
 as, its grants (and default grants for tables later migrations create), and the tenant policy on
 every table with a ``site_domain`` column. A later migration adding such a table adds one line:
 ``op.execute(tenant_isolation_sql("knowledge.new_table"))``.
@@ -17,7 +17,7 @@ every table with a ``site_domain`` column. A later migration adding such a table
 
 from alembic import op
 
-from gleaner.store.rls import APP_ROLE_SQL, tenant_isolation_sql
+from gleaner.store.access.rls import APP_ROLE_SQL, tenant_isolation_sql
 
 TENANT_TABLES = ("knowledge.source_hosts", "knowledge.crawl_runs", "knowledge.documents",
                  "knowledge.composite_documents", "knowledge.document_events", "knowledge.notify_subscriptions",

@@ -9,12 +9,12 @@ Create Date: 2026-11-30
   (the feed webhook's callers) or one site, never both and never neither.
 - The table now has a site_domain column, so it joins row-level security like every tenant table:
   a site's transaction sees only its own tokens. The token lookup (authentication, before any
-  tenant is known) reads across tenants (``gleaner.store.tokens``).
+  tenant is known) reads across tenants (``gleaner.store.access.tokens``).
 """
 
 from alembic import op
 
-from gleaner.store.rls import tenant_isolation_sql
+from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0012"
 down_revision = "0013"

@@ -12,7 +12,7 @@ Create Date: 2026-11-30
 - text_spans loses its foreign key to canonical_texts. Every span row (a page's text has dozens) ran
   the key check's own query against the text inserted by the same statement, a third of the server's
   CPU for that statement. Spans are inserted only by the statement that inserts their text (joined to
-  the rows it inserted), and the one statement that deletes texts (store/erasure.py) deletes their
+  the rows it inserted), and the one statement that deletes texts (store/documents/erasure.py) deletes their
   spans with them, as the cascade did.
 - crawl_page_decisions: each ledger row is updated three or four times in a run (its batch, its
   fetch, its snapshot) and none of those updates touches an indexed column, yet almost none were HOT:

@@ -9,14 +9,14 @@ Create Date: 2026-12-01
   holding bodies by it.
 - crawl_runs.artefacts_expired_at: when the run's remaining artefacts expired
   (GLEANER_RUN_ARTEFACT_DAYS).
-- snapshot_texts' foreign key to its text is checked at commit: ingest links first (store/texts.py).
+- snapshot_texts' foreign key to its text is checked at commit: ingest links first (store/documents/texts.py).
 - Row-level security through the parent for the tables without a site_domain column
-  (gleaner.store.rls.PARENT_POLICIES): a row is visible to a tenant exactly when its parent is.
+  (gleaner.store.access.rls.PARENT_POLICIES): a row is visible to a tenant exactly when its parent is.
 """
 
 from alembic import op
 
-from gleaner.store.rls import PARENT_POLICIES, parent_isolation_sql
+from gleaner.store.access.rls import PARENT_POLICIES, parent_isolation_sql
 
 revision = "0021"
 down_revision = "0020"
@@ -30,7 +30,7 @@ def upgrade() -> None:
     # Runs that ended before this revision: upkeep discards their bodies once, then never looks again.
     op.execute("CREATE INDEX IF NOT EXISTS crawl_runs_holding_bodies ON knowledge.crawl_runs (created_at)"
                " WHERE bodies_discarded_at IS NULL")
-    # Ingest links a version to its text one statement before the text is inserted (store/texts.py).
+    # Ingest links a version to its text one statement before the text is inserted (store/documents/texts.py).
     op.execute("ALTER TABLE knowledge.snapshot_texts ALTER CONSTRAINT snapshot_texts_text_hash_fkey"
                " DEFERRABLE INITIALLY DEFERRED")
     for table in PARENT_POLICIES:

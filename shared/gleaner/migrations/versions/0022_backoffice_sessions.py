@@ -14,7 +14,7 @@ across tenants). Failed logins are counted per peer address for the login's dela
 
 from alembic import op
 
-from gleaner.store.rls import tenant_isolation_sql
+from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0022"
 down_revision = "0021"

@@ -17,7 +17,7 @@ Create Date: 2026-12-01
 
 from alembic import op
 
-from gleaner.store.rls import tenant_isolation_sql
+from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0029"
 down_revision = "0028"

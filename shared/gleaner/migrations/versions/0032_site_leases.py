@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 A site's politeness lets one request start per delay, however many batches of it are dispatched:
 ten batches of one site in ten instances all wait for the same turn (knowledge.host_slots) and are
 billed for it. One row per (site, slot), as many slots as the site's concurrency; a scrape task
-takes a slot for its batch (gleaner.store.siteleases) or is handed back to the queue until the
+takes a slot for its batch (gleaner.store.registry.siteleases) or is handed back to the queue until the
 holder is expected to be done. ``expected_at`` is when the holder should finish (its pages times
 the site's spacing); ``queued_until`` is when the batches already sent away to wait for this slot
 should be done, so the next one waits behind them rather than all coming back at once;

@@ -19,7 +19,7 @@ so the composite's text is what search must answer for them. ``search_index`` is
 
 from alembic import op
 
-from gleaner.store.rls import tenant_isolation_sql
+from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0036"
 down_revision = "0033"

@@ -6,7 +6,7 @@ Revises: 0038
 Create Date: 2026-12-02
 
 Stages read a site's rules, "has this tenant erased anything?" and the active subscriptions many times a
-run; each process now keeps them (store/generation.py) as long as this counter has not moved. Every
+run; each process now keeps them (store/backends/generation.py) as long as this counter has not moved. Every
 transaction's tenant guard reads it (rls.py), so a rule, an erasure or a subscription committed by any
 process, the back office included, is seen by the next transaction that begins anywhere.
 Statement triggers move it, so no writer can forget to: one row, global (a counter tells a tenant

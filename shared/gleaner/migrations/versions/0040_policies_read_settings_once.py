@@ -8,14 +8,14 @@ Every policy compared each row with ``current_setting('app.site_domain', true)``
 ``current_setting('app.all_tenants', true)``, and PostgreSQL called both again for every row a scan
 looked at: a version's policy reads its documents through a hashed subplan, so each statement on
 versions, texts or the ledger called them for every tenant's document. As scalar subqueries
-(gleaner.store.rls) they are init plans, evaluated once per statement; what a transaction sees is
-unchanged. Every existing policy is made again from gleaner.store.rls.
+(gleaner.store.access.rls) they are init plans, evaluated once per statement; what a transaction sees is
+unchanged. Every existing policy is made again from gleaner.store.access.rls.
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-from gleaner.store.rls import PARENT_POLICIES, POLICY, parent_isolation_sql, tenant_isolation_sql
+from gleaner.store.access.rls import PARENT_POLICIES, POLICY, parent_isolation_sql, tenant_isolation_sql
 
 revision = "0040"
 down_revision = "0039"
@@ -31,7 +31,7 @@ _BEFORE = {
 
 
 def _policies() -> list[str]:
-    """Each table's policies made again, as gleaner.store.rls makes them now, each table's FORCE as it was
+    """Each table's policies made again, as gleaner.store.access.rls makes them now, each table's FORCE as it was
     (search's chunks are read whole by their owner's functions, migration 0031)."""
     rows = op.get_bind().execute(sa.text(
         "SELECT DISTINCT n.nspname || '.' || c.relname, p.polname = :own, c.relforcerowsecurity"

@@ -1,0 +1,1 @@
+"""Tenancy and who may act: row-level security per tenant, bearer tokens, back-office sessions."""

@@ -1,0 +1,2 @@
+"""The reference layer fed by the feed poller: the feed-article ledger, reference items, the quality log and
+their search."""

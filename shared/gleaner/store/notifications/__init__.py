@@ -1,0 +1,1 @@
+"""Notifications: change events, subscriptions (webhooks and channels) and the deliveries of each."""
