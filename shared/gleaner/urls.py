@@ -157,6 +157,12 @@ def path_of(canonical_url: str) -> str:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def section_of(path: str) -> str:
+    """A path's section, the unit sample judges once: its first segment (``/docs/a/b`` -> ``/docs``)."""
+    parts = [p for p in path.split("/") if p]
+    return "/" + parts[0] if parts else "/"
+
+
 def site_domain_of(url: str) -> str:
     """Default tenant key for a crawl: the host without a leading ``www.``."""
     host = host_of(url)

@@ -18,7 +18,7 @@ from gleaner.discover.links import PageLinks, extract_links
 from gleaner.fetch.types import ContentKind, FetchResult
 from gleaner.render.modes import RenderedBy, RenderMode, mode_for, parse_render_mode
 from gleaner.render.scraping import render_rules
-from gleaner.urls import path_of
+from gleaner.urls import path_of, section_of
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -30,8 +30,6 @@ ReadLinks = Callable[[FetchResult, str], PageLinks | None]
 
 def browser_sections(deps: Deps, site: str, run_id: str) -> frozenset[str]:
     """The path sections whose latest sample (before this run) was read by the browser."""
-    from gleaner.stages.sample import section_of
-
     return frozenset(section_of(prev.path) for prev in deps.metadata.previous_samples(site, run_id)
                      if prev.metadata.get("render") == RenderedBy.BROWSER)
 
@@ -39,8 +37,6 @@ def browser_sections(deps: Deps, site: str, run_id: str) -> frozenset[str]:
 def rendered_links(deps: Deps, fetcher: SubFetcher, run_id: str, site_domain: str, render: str | None,
                    max_links: int, keeper: WalkKeeper | None = None) -> ReadLinks | None:
     """A reader of walked pages' rendered links, or None when no page of the run is known to need rendering."""
-    from gleaner.stages.sample import section_of
-
     run_mode = parse_render_mode(render) or RenderMode.NEVER
     rules = render_rules(deps, site_domain)
     actions = {action for _glob, action in rules}

@@ -17,7 +17,7 @@ from gleaner.discover.links import extract_links
 from gleaner.errors import InvalidInput
 from gleaner.store.ledger.discovery import record_discovery
 from gleaner.store.ledger.rendering import run_urls
-from gleaner.urls import canonicalize, host_of, path_allowed, path_of, site_domain_of, url_hash
+from gleaner.urls import canonicalize, host_of, path_allowed, path_of, section_of, site_domain_of, url_hash
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -66,7 +66,6 @@ def decide_found(deps: Deps, run_id: str, site: str, urls: Sequence[str], batch_
     """Decide pages scrape found in rendered DOMs (their section's verdict in this run; the operator's and URL
     rules first) and put the included ones in ``batch_no``; their document ids, for the batch's next part."""
     from gleaner.decide.port import PageFacts, Verdict
-    from gleaner.stages.sample import section_of
     from gleaner.store.ledger.records import Decision
     from gleaner.store.ledger.rendering import put_in_batch, section_decision
 

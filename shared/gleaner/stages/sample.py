@@ -46,13 +46,9 @@ from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
 from gleaner.store.ledger.decisions import PreviousSample
 from gleaner.store.ledger.records import Decision, FetchRecord, RunPage, SamplePage
+from gleaner.urls import section_of
 
 log = logging.getLogger(__name__)
-
-
-def section_of(path: str) -> str:
-    parts = [p for p in path.split("/") if p]
-    return "/" + parts[0] if parts else "/"
 
 
 def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
