@@ -26,8 +26,7 @@ import contextlib
 import contextvars
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from gleaner import tenancy
 from gleaner.fetch import loop
@@ -35,6 +34,7 @@ from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchRe
 from gleaner.render.contexts import SiteContexts, SiteKey
 from gleaner.render.gate import Limits, PageAllowance, Refused, SubRequest
 from gleaner.render.modes import RenderOutcome
+from gleaner.render.rendering import Rendering, SubFetcher
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, WebSocketRoute
@@ -68,32 +68,6 @@ NEXT_FRAMES = "new Promise(done => requestAnimationFrame(() => requestAnimationF
 READ_SECONDS = 3.0
 # Headers a page's scripts may see from the Fetcher's answer; the body is already decoded.
 PASSED_HEADERS = frozenset({"content-type", "last-modified", "etag", "cache-control", "access-control-allow-origin"})
-
-
-class SubFetcher(Protocol):
-    """The one thing rendering needs of the Fetcher: an answer for a request, on the fetch loop."""
-
-    async def fetch_async(self, request: FetchRequest) -> FetchResult: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Rendering:
-    """A rendered page: the DOM as HTML (None when nothing could be read), and what the page asked for."""
-
-    outcome: RenderOutcome
-    html: bytes | None
-    sub_requests: tuple[SubRequest, ...]
-    elapsed_ms: int
-    reason: str = ""
-
-    def facts(self) -> dict[str, Any]:
-        """The fetch facts of a rendered page (stored with its version)."""
-        counts: dict[str, int] = {}
-        for sub in self.sub_requests:
-            counts[sub.outcome] = counts.get(sub.outcome, 0) + 1
-        return {"outcome": str(self.outcome), "reason": self.reason, "elapsed_ms": self.elapsed_ms,
-                "sub_request_count": len(self.sub_requests), "by_outcome": counts,
-                "sub_requests": [s.to_dict() for s in self.sub_requests[:200]]}
 
 
 class _PageWork:

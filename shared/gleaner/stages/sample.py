@@ -36,12 +36,13 @@ from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
 from gleaner.render.found import add_rendered_links
-from gleaner.render.kept import keep_rendering, kept_rendering
+from gleaner.render.kept import kept_rendering
 from gleaner.render.modes import RenderMode, mode_for, parse_render_mode
-from gleaner.render.sampling import RenderedSample, render_sample
+from gleaner.render.sampling import render_sample
 from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
-from gleaner.stages.fetchonce import PAGE_KINDS, kept, replay_for
+from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
+from gleaner.stages.samplekeep import keep_answer, keep_rendered
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
 from gleaner.store.ledger.decisions import PreviousSample
@@ -276,7 +277,7 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
                                         etag=prev.etag if prev else None,
                                         last_modified=prev.last_modified if prev else None))
     if result.outcome is not FetchOutcome.NOT_MODIFIED or (same and sample.current_hash is not None):
-        _keep(deps, message, sample, result, answers)
+        keep_answer(deps, message, sample, result, answers)
     return result, prev is not None
 
 
@@ -288,33 +289,6 @@ def _vouched_by_walk(prefetched: dict[str, Any] | None, prev: PreviousSample) ->
     if etag and prev.etag:
         return bool(etag == prev.etag)
     return bool(last_modified and last_modified == prev.last_modified)
-
-
-def _keep(deps: Deps, message: CrawlMapped, sample: RunPage, result: FetchResult,
-          answers: dict[str, dict[str, Any]]) -> None:
-    """Keep the sample's answer for scrape; a store that cannot take its body keeps nothing (scrape then asks
-    for the page itself and meets the store's failure, which ends the run: the verdict does not need it)."""
-    try:
-        answer = kept(deps.blobs, message.site_domain, message.run_id, sample.url_hash, result, "sample")
-    except GleanerError as exc:
-        log.warning("run %s: sample of %s not kept for scrape: %s", message.run_id, sample.path, exc)
-        return
-    if answer is not None:
-        answers[sample.document_id] = answer.to_dict()
-
-
-def _keep_rendered(deps: Deps, message: CrawlMapped, sample: RunPage, rendered: RenderedSample,
-                   answers: dict[str, dict[str, Any]]) -> None:
-    """Keep the sample's rendering beside its kept answer (this stage's, or map's walk's), so scrape reads it
-    instead of rendering the page again."""
-    answer = answers.get(sample.document_id) or sample.prefetched
-    if rendered.rendering is None or not answer:
-        return  # read from a rendering kept earlier in the run (or no answer to keep it with)
-    try:
-        answers[sample.document_id] = keep_rendering(deps.blobs, message.site_domain, message.run_id,
-                                                     sample.url_hash, answer, rendered.rendering)
-    except GleanerError as exc:
-        log.warning("run %s: rendering of %s not kept for scrape: %s", message.run_id, sample.path, exc)
 
 
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[SamplePage],
@@ -336,7 +310,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             # The verdict cannot carry over (its sample expired, or the 304 vouched for other validators):
             # the one case where a page is asked twice in a run, for a body to decide on.
             result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS))
-            _keep(deps, message, sample, result, answers)
+            keep_answer(deps, message, sample, result, answers)
         if result.outcome is FetchOutcome.EXHAUSTED:
             # The run's budget ran out: that says nothing about the section. Include its pages so the
             # scrape stage records each one exhausted and the run ends partial, instead of dropping them.
@@ -370,7 +344,7 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
             if rendered is not None:  # the browser read clearly more: the section is read rendered
                 read = rendered.extracted
                 content_md, main_text_chars, title = read.content_md, read.main_text_chars, read.title
-                _keep_rendered(deps, message, sample, rendered, answers)
+                keep_rendered(deps, message, sample, rendered, answers)
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
                           main_text_chars=main_text_chars, title=title)
