@@ -29,15 +29,18 @@ import time
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import httpx
 
-from gleaner.app import Deps
 from gleaner.changes import channels, notices, signing
 from gleaner.changes.subscriptions import checked_target
 from gleaner.errors import PolicyRefused
 from gleaner.store.notifications.deliveries import DeliveryState, Response
 from gleaner.tenancy import across_tenants
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gleaner.app import Deps
 from gleaner.changes.events import ChangeEvent
 from gleaner.changes.subscriptions import Subscription
 from gleaner.errors import GleanerError
@@ -28,6 +28,9 @@ from gleaner.messages import GLEANER_NS
 from gleaner.store.notifications.deliveries import NewDelivery, NewDigestItem
 from gleaner.store.notifications.events import take_recorded
 from gleaner.tenancy import across_tenants
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from typing import TYPE_CHECKING
 
-from gleaner.app import Deps
 from gleaner.changes import delivery
 from gleaner.errors import GleanerError
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
 
 log = logging.getLogger(__name__)
 

@@ -28,10 +28,10 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gleaner import __version__
-from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.errors import BlobConflict, InvalidInput, RetryableError
 from gleaner.extract.html import extract_html
@@ -45,6 +45,9 @@ from gleaner.store.backends.blobs import snapshot_content_key, snapshot_raw_key
 from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.feeds.references import LandingItem, ReferenceRow
 from gleaner.store.ledger.records import SnapshotInput
+
+if TYPE_CHECKING:
+    from gleaner.app import Deps
 
 log = logging.getLogger(__name__)
 
