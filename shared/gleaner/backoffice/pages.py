@@ -151,8 +151,9 @@ def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) ->
 
 def changes_page(deps: Deps, req: PageRequest) -> Page:
     events = api.get_changes(deps, _api(req, ""))["events"]
-    return render("changes.html", events=list(reversed(events)),
-                  subscriptions=api.get_subscriptions(deps, _api(req, ""))["subscriptions"],
+    subscriptions = api.get_subscriptions(deps, _api(req, ""))["subscriptions"]
+    return render("changes.html", events=list(reversed(events)), subscriptions=subscriptions,
+                  subscription_urls={s["id"]: s["url"] for s in subscriptions},
                   deliveries=api.get_deliveries(deps, _api(req, "", limit="50"))["deliveries"])
 
 
@@ -235,7 +236,16 @@ PAGES = api.compile_routes(_PAGES)
 
 
 def handle(req: PageRequest, deps: Deps) -> Page:
-    found = api.find_route(PAGES, req.path)
+    from gleaner.backoffice import shortids
+
+    try:
+        path = shortids.expand(deps, req.path)
+    except HttpError as exc:
+        return render("error.html", exc.status, status=exc.status, message=exc.message)
+    if path != req.path and req.method in ("GET", "HEAD"):
+        # A short id (as the pages show them) opens the page at its whole id, so links and reloads agree.
+        return Page(303, location=path + (f"?{urlencode(dict(req.query))}" if req.query else ""))
+    found = api.find_route(PAGES, path)
     if found is None:
         return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
     methods, args = found

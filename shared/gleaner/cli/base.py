@@ -272,6 +272,25 @@ def run_notes(summary: dict[str, Any]) -> list[str]:
     return notes
 
 
+def resolve_id(deps: Deps, kind: str, value: str) -> str:
+    """The full id of ``kind`` (run, subscription, ...) that ``value`` is or uniquely starts with; an
+    unknown or ambiguous id is one error line naming the matches (gleaner/idprefix.py)."""
+    from gleaner import idprefix
+
+    return idprefix.resolve(kind, value, deps.metadata.ids_between)
+
+
+def require_known_site(deps: Deps, site: str) -> None:
+    """Exit 2 naming ``site`` unless Gleaner has crawled it or it is registered: a mistyped site is a
+    mistake to say, not an empty answer ("no changes") that looks like a quiet site."""
+    from gleaner.operator.sites import find_site
+
+    if deps.browse.site_exists(site) or find_site(deps, site) is not None:
+        return
+    fail(f"unknown site {site!r}: Gleaner has neither crawled nor registered it (`gleaner sites list`;"
+         " `gleaner sites add URL` registers one before its first crawl)", 2)
+
+
 def is_uuid(value: str) -> bool:
     import uuid
 

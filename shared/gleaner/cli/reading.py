@@ -12,7 +12,16 @@ from typing import Any
 import click
 
 from gleaner.app import Deps
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary, tenant_key
+from gleaner.cli.base import (
+    fail,
+    guard,
+    load_settings,
+    main,
+    open_deps,
+    print_summary,
+    resolve_id,
+    tenant_key,
+)
 from gleaner.cli.statuses import statuses_for
 from gleaner.errors import InvalidInput
 
@@ -38,7 +47,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     settings = load_settings()
     with open_deps(settings) as deps:
         if run_id:
-            summary = deps.metadata.run_summary(run_id) if is_uuid(run_id) else None
+            run_id = resolve_id(deps, "run", run_id)
+            summary = deps.metadata.run_summary(run_id)
             if summary is None:
                 fail(f"no run {run_id}")
                 return

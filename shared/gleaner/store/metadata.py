@@ -34,6 +34,7 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``); ``composites.py``: a
   composite's lifecycle moves and their history (``CompositeStore``, over ``RoutingStore``);
 - ``replay.py``: a past run's stored inputs and a replay's own run (``ReplayStore``);
+- ``idprefix.py``: which ids start with what was typed (``IdPrefixStore``, for :mod:`gleaner.idprefix`);
 - ``sites.py``: the sites registry (``SiteStore``); ``schedule.py``: claiming due sites (``ScheduleStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
@@ -50,6 +51,7 @@ from gleaner.store.counters import CounterStore
 from gleaner.store.deliveries import DeliveryStore
 from gleaner.store.events import EventStore
 from gleaner.store.fetches import FetchStore
+from gleaner.store.idprefix import IdPrefixStore
 from gleaner.store.lastmod import LastmodStore
 from gleaner.store.prefetch import PrefetchStore
 from gleaner.store.reads import ReadStore
@@ -69,5 +71,5 @@ __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
                     LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
-                    SubscriptionStore, DeliveryStore, ReplayStore):
+                    SubscriptionStore, DeliveryStore, ReplayStore, IdPrefixStore):
     """The metadata repository over one engine: every method of the classes it is made of."""
