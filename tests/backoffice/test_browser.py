@@ -51,7 +51,10 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 def shot(driver: Any, tmp_path: Path, name: str) -> None:
-    driver.save_screenshot(str(tmp_path / f"{name}.png"))
+    """A screenshot beside the test's other files; its path printed (pytest -s or a failure shows it)."""
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    print(f"screenshot: {path}")
 
 
 def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
@@ -156,7 +159,7 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
     # The retry answers with the page anew: wait for the old row to go, or it is read as it is replaced.
     WebDriverWait(browser, 10).until(expected_conditions.staleness_of(row))
     row = wait_for(browser, "table.deliveries tr:nth-child(2)")
-    assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
+    assert row.find_elements(By.CSS_SELECTOR, "td")[5].text == "2"  # attempts (after the subscription)
 
 
 def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, browser: Any, tmp_path: Path):

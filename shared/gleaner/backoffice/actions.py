@@ -106,7 +106,10 @@ def search_page(deps: Deps, req: PageRequest) -> Page:
             error = "Search is not available in this version of Gleaner."
         elif code != 200:
             error = str(found.get("error", f"search answered {code}"))
-    return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error)
+    from gleaner.backoffice.passages import grouped
+
+    return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error,
+                  hits=grouped(answer) if answer is not None else [])
 
 
 def _post(req: PageRequest, **fields: str | None) -> ApiRequest:
