@@ -20,7 +20,7 @@ from gleaner.operator import sites as operator_sites
 from gleaner.runstate import RunStatus
 
 # What a finished action says on the page it lands on (``?done=KEY``).
-NOTICES = {
+NOTICES: dict[str, str] = {
     "site-added": "Site added. “Crawl now” starts its first run; its schedule (if any) starts it on its own.",
     "site-saved": "Site saved; the next run uses these settings.",
     "crawl-started": "Crawl started: this page follows it until it ends.",

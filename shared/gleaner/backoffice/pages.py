@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import jinja2
 import markupsafe
 
-from gleaner import humanize, tenancy
+from gleaner import humanize, tenancy, vocabulary
 from gleaner.app import Deps
 from gleaner.backoffice import api
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
@@ -65,6 +65,12 @@ def environment() -> jinja2.Environment:
     env.globals["signed_in"] = SIGNED_IN.get  # a logout button for a login session (wsgi sets it)
     env.globals["notice"] = lambda: NOTICE.get()
     env.filters["plain"] = humanize.plain
+    env.filters["words"] = vocabulary.words  # codes in a reader's words (gleaner/vocabulary.py)
+    env.filters["explain"] = vocabulary.explain_error
+    env.filters["page_url"] = vocabulary.page_url  # an erased page's address is gone: say so
+    env.filters["plural"] = humanize.plural
+    env.filters["day"] = humanize.day
+    env.globals["cannot_resume"] = vocabulary.cannot_resume_because
     env.filters["ago"] = humanize.ago
     # A time as "3 min ago", the full time on hover (and machine-readable for scripts and tests).
     env.filters["when"] = lambda value: markupsafe.Markup(
@@ -141,7 +147,8 @@ def document_page(deps: Deps, req: PageRequest, document_id: str) -> Page:
     if found["versions"]:
         diff = api.document_diff(deps, doc, api.int_arg(req.query, "from", None, 1),
                                  api.int_arg(req.query, "to", None, 1))
-    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"])
+    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"],
+                  erasure=found.get("erasure"))
 
 
 def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) -> Page:
@@ -149,10 +156,14 @@ def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) ->
     return render("version.html", body=body)
 
 
-def changes_page(deps: Deps, req: PageRequest) -> Page:
+def changes_page(deps: Deps, req: PageRequest, *, refused: str | None = None, added: dict[str, Any] | None = None,
+                 tested: str | None = None, form: dict[str, str] | None = None) -> Page:
+    """The change feed, the subscriptions (with the form that adds one) and the delivery log; an action's
+    answer (a refusal, a new webhook's secret shown once, a test's outcome) above them."""
     events = api.get_changes(deps, _api(req, ""))["events"]
     subscriptions = api.get_subscriptions(deps, _api(req, ""))["subscriptions"]
-    return render("changes.html", events=list(reversed(events)), subscriptions=subscriptions,
+    return render("changes.html", 400 if refused and form is not None else 200, events=list(reversed(events)),
+                  subscriptions=subscriptions, refused=refused, added=added, tested=tested, form=form or {},
                   subscription_urls={s["id"]: s["url"] for s in subscriptions},
                   deliveries=api.get_deliveries(deps, _api(req, "", limit="50"))["deliveries"])
 
@@ -200,7 +211,9 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 # The pages that run Gleaner build on this module (imported here, last).
-from gleaner.backoffice import actions  # noqa: E402
+from gleaner.backoffice import actions, operatorpages  # noqa: E402
+
+actions.NOTICES.update(operatorpages.NOTICES)
 
 PageHandler = Callable[..., Page]
 _PAGES: dict[str, dict[str, PageHandler]] = {
@@ -231,6 +244,7 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/sites/{site}/composites/?": {"GET": actions.composites_page},
     "/ui/composites/{composite}/move": {"POST": actions.move_composite},
     "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
+    **operatorpages.ROUTES,
 }
 PAGES = api.compile_routes(_PAGES)
 

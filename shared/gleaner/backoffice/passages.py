@@ -42,6 +42,7 @@ class PageHits:
 
     document_id: str | None
     url: str
+    link: str  # the back-office page of the hit: its document, or its site's composites
     title: str
     site_domain: str
     version: Any
@@ -56,7 +57,10 @@ def grouped(answer: dict[str, Any]) -> list[PageHits]:
         key = str(r.get("document_id") or r.get("url"))
         hit = pages.get(key)
         if hit is None:
-            hit = pages[key] = PageHits(r.get("document_id"), r.get("url") or "", r.get("title") or r.get("url") or "",
+            link = (f"/ui/documents/{r['document_id']}" if r.get("document_id")
+                    else f"/ui/sites/{r.get('site_domain')}/composites")
+            hit = pages[key] = PageHits(r.get("document_id"), r.get("url") or "", link,
+                                        r.get("title") or r.get("url") or "",
                                         r.get("site_domain") or "", r.get("version"), float(r.get("score") or 0))
         text = as_text(r.get("preview") or r.get("text") or "")
         if text and text not in hit.passages:

@@ -228,16 +228,22 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
         for line in (*limit_notes(summary), *run_notes(summary)):
             click.echo(f"gleaner: {line}", err=True)
         return
+    from gleaner.vocabulary import explain_error
+
     snaps = summary["snapshots"]
+    # A replay fetches nothing: what its counters call fetched was read from the store.
+    fetched = (f"replayed {summary['fetched']} from the store (nothing fetched)" if summary.get("replay_of")
+               else f"fetched {summary['fetched']}")
     click.echo(
         f"run {summary['run_id']} ({summary['site_domain']}): {summary['status']}\n"
         f"  discovered {summary['discovered']}, included {summary['included']}, excluded {summary['excluded']}\n"
-        f"  fetched {summary['fetched']}, not modified {summary['not_modified']}, refused {summary['refused']},"
+        f"  {fetched}, not modified {summary['not_modified']}, refused {summary['refused']},"
         f" failed {summary['failed']}, limited {summary['limited']}\n"
         f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
     )
     if summary.get("error"):  # why a run failed or stopped short, not only under --json
-        click.echo(f"  error: {summary['error']}")
+        said = explain_error(summary["error"])
+        click.echo(f"  error: {said}" + (f" ({summary['error']})" if said != summary["error"] else ""))
     for line in limit_notes(summary):
         click.echo(f"  {line}")
     for line in run_notes(summary):

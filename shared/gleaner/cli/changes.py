@@ -56,8 +56,9 @@ def changes_cmd(site: str | None, since: str | None, limit: int, oldest_first: b
         if e.is_run_event:
             counts = e.summary or {}
             snaps = counts.get("snapshots") or {}
+            done = "replayed" if counts.get("replay_of") else "fetched"  # a replay fetches nothing
             return (f"{e.occurred_at[:19]}  {e.type:<19} {'-':<8} run {e.run_id} of {e.site_domain}:"
-                    f" {counts.get('fetched', 0)} fetched, {snaps.get('new', 0)} new,"
+                    f" {counts.get('fetched', 0)} {done}, {snaps.get('new', 0)} new,"
                     f" {snaps.get('changed', 0)} changed, {counts.get('failed', 0)} failed")
         version = f"v{e.version}" if e.version is not None else "-"
         if e.previous_version is not None:

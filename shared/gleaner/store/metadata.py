@@ -49,6 +49,7 @@ from __future__ import annotations
 from gleaner.store.composites import CompositeStore
 from gleaner.store.counters import CounterStore
 from gleaner.store.deliveries import DeliveryStore
+from gleaner.store.erasurereads import ErasureReadStore
 from gleaner.store.events import EventStore
 from gleaner.store.fetches import FetchStore
 from gleaner.store.idprefix import IdPrefixStore
@@ -71,5 +72,6 @@ __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
                     LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
-                    SubscriptionStore, DeliveryStore, ReplayStore, IdPrefixStore):
+                    SubscriptionStore, DeliveryStore, ReplayStore, IdPrefixStore,
+                    ErasureReadStore):
     """The metadata repository over one engine: every method of the classes it is made of."""
