@@ -24,3 +24,29 @@ def test_a_post_to_a_short_id_acts_on_the_whole_id(kept: Kept):
     run_id = kept.first["run_id"]
     answer = httpx.post(f"{kept.url}/v1/runs/{run_id[:8]}/cancel", json={}, timeout=10)
     assert answer.status_code == 409 and run_id in answer.json()["error"]
+
+
+def test_a_resume_right_after_a_cancel_waits_for_the_batch_in_flight_and_finishes(kept: Kept):
+    import threading
+
+    from tests.backoffice.conftest import held_page
+    from tests.backoffice.test_runcontrol import wait_status
+
+    release = threading.Event()
+    kept.site.pages["/about"] = held_page(release, "About us", seconds=20)
+    crawler, run_id = kept.crawl_in_background()
+    answers: list[httpx.Response] = []
+    try:
+        assert httpx.post(f"{kept.url}/v1/runs/{run_id[:8]}/cancel", json={}, timeout=30).status_code == 200
+        # At once, while the cancelled run's driver still holds its batch in flight (the held page).
+        resumer = threading.Thread(target=lambda: answers.append(
+            httpx.post(f"{kept.url}/v1/runs/{run_id}/resume", json={}, timeout=60)))
+        resumer.start()
+        threading.Timer(1.0, release.set).start()
+        resumer.join(timeout=60)
+    finally:
+        release.set()
+        crawler.join(timeout=60)
+    assert answers and answers[0].status_code == 202, answers[0].text if answers else "no answer"
+    run = wait_status(kept, run_id, "finished")
+    assert run["error"] is None
