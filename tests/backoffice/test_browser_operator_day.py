@@ -97,3 +97,31 @@ def test_a_site_token_is_shown_once_and_revoked(kept: Kept, browser: Any, tmp_pa
     assert "Token revoked" in wait_for(browser, "p.notice").text
     assert "revoked" in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
     shot(browser, tmp_path, "token-revoked")
+
+
+def test_the_watch_view_says_what_changed_since_the_last_visit_word_by_word(kept: Kept, browser: Any,
+                                                                            tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(kept.url + "/ui/")
+    click_and_wait(browser, "header a[href='/ui/watch']", "/ui/watch")
+    assert "first visit" in wait_for(browser, "#since-visit").text
+    sites = browser.find_element(By.CSS_SELECTOR, "table.watch-sites").text
+    assert SITE in sites and "just now" in sites
+    kept.recrawl("/about")
+    browser.get(kept.url + "/ui/watch")
+    assert wait_for(browser, "#since-visit").text.startswith("2 changes since your last visit")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.since-visit")) == 2
+    shot(browser, tmp_path, "watch")
+    Select(browser.find_element(By.NAME, "type")).select_by_visible_text("changed")
+    browser.find_element(By.CSS_SELECTOR, "form.watch-filters button").click()
+    rows = wait_for(browser, "table.watch-events").find_elements(By.CSS_SELECTOR, "tr.event")
+    assert {r.find_element(By.CSS_SELECTOR, "span.badge").text for r in rows} == {"changed"}
+    assert any(kept.site.url + "/about" in r.text for r in rows)
+    shot(browser, tmp_path, "watch-filtered")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "what changed").click()
+    changed = wait_for(browser, "table.diff tr.changed")
+    assert changed.find_elements(By.CSS_SELECTOR, "td.old del") and changed.find_elements(By.CSS_SELECTOR, "td.new ins")
+    shot(browser, tmp_path, "diff-word-level")
+    assert not REPR.search(visible_text(browser))

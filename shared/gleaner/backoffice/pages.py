@@ -20,7 +20,7 @@ import markupsafe
 
 from gleaner import humanize, tenancy, vocabulary
 from gleaner.app import Deps
-from gleaner.backoffice import api
+from gleaner.backoffice import api, wordiff
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
 from gleaner.errors import InvalidInput
 from gleaner.operator import sites as operator_sites
@@ -71,6 +71,7 @@ def environment() -> jinja2.Environment:
     env.filters["plural"] = humanize.plural
     env.filters["day"] = humanize.day
     env.globals["cannot_resume"] = vocabulary.cannot_resume_because
+    env.globals["word_diff"] = wordiff.marked  # a changed line's differing words, marked
     env.filters["ago"] = humanize.ago
     # A time as "3 min ago", the full time on hover (and machine-readable for scripts and tests).
     env.filters["when"] = lambda value: markupsafe.Markup(
@@ -211,7 +212,7 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 # The pages that run Gleaner build on this module (imported here, last).
-from gleaner.backoffice import actions, operatorpages  # noqa: E402
+from gleaner.backoffice import actions, operatorpages, watchpage  # noqa: E402
 
 actions.NOTICES.update(operatorpages.NOTICES)
 
@@ -245,6 +246,7 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/composites/{composite}/move": {"POST": actions.move_composite},
     "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
     **operatorpages.ROUTES,
+    **watchpage.ROUTES,
 }
 PAGES = api.compile_routes(_PAGES)
 

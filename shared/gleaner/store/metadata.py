@@ -66,6 +66,7 @@ from gleaner.store.schedule import ScheduleStore
 from gleaner.store.sites import SiteStore
 from gleaner.store.snapshots import SnapshotStore
 from gleaner.store.subscriptions import SubscriptionStore
+from gleaner.store.watch import WatchStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
@@ -73,5 +74,5 @@ __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
                     LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
                     SubscriptionStore, DeliveryStore, ReplayStore, IdPrefixStore,
-                    ErasureReadStore):
+                    ErasureReadStore, WatchStore):
     """The metadata repository over one engine: every method of the classes it is made of."""
