@@ -57,13 +57,15 @@ def changes_cmd(site: str | None, since: str | None, limit: int, oldest_first: b
             counts = e.summary or {}
             snaps = counts.get("snapshots") or {}
             done = "replayed" if counts.get("replay_of") else "fetched"  # a replay fetches nothing
-            return (f"{e.occurred_at[:19]}  {e.type:<19} {'-':<8} run {e.run_id} of {e.site_domain}:"
+            return (f"{e.occurred_at[:19]}  {words(e.type):<15} {'-':<8} run {e.run_id} of {e.site_domain}:"
                     f" {counts.get('fetched', 0)} {done}, {snaps.get('new', 0)} new,"
                     f" {snaps.get('changed', 0)} changed, {counts.get('failed', 0)} failed")
         version = f"v{e.version}" if e.version is not None else "-"
         if e.previous_version is not None:
             version = f"v{e.previous_version}->{version}"
-        return f"{e.occurred_at[:19]}  {e.type:<19} {version:<8} {e.url}"
+        return f"{e.occurred_at[:19]}  {words(e.type):<15} {version:<8} {page_url(e.url)}"
+
+    from gleaner.vocabulary import page_url, words
 
     echo_listing(events, as_json, line, "no changes" + (f" for {site}" if site else ""))
 
@@ -200,6 +202,8 @@ def notify_test(subscription_id: str) -> None:
 @guard
 def notify_deliveries(subscription_id: str | None, limit: int, as_json: bool) -> None:
     """The delivery log, newest first: each delivery's state and every attempt."""
+    from gleaner.vocabulary import words
+
     with open_deps(load_settings()) as deps:
         if subscription_id is not None:
             subscription_id = resolve_id(deps, "subscription", subscription_id)
@@ -208,7 +212,7 @@ def notify_deliveries(subscription_id: str | None, limit: int, as_json: bool) ->
     def line(d: dict[str, Any]) -> str:
         # A channel (Apprise) answers no HTTP status: an attempt with neither status nor error was sent.
         tries = " ".join(str(a["status"] or ("failed" if a["error"] else "sent")) for a in d["log"])
-        return (f"{d['created_at'][:19]}  {d['state']:<9} {d['type']:<18} to {d['subscription_id'][:8]}"
+        return (f"{d['created_at'][:19]}  {words(d['state']):<9} {words(d['type']):<15} to {d['subscription_id'][:8]}"
                 f"  {d['url'] or ''}"
                 f"  webhook-id {d['event_id']}  attempts: {tries or '-'}")
 
