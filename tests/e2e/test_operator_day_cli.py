@@ -125,3 +125,9 @@ def test_erase_off_a_terminal_without_yes_refuses_and_names_what_would_go(env, c
     assert json.loads(gleaner(env, "docs", SITE, "--json").stdout)  # nothing went
     erased = gleaner(env, "erase", url, "--yes", "--reason", "takedown", "--json")
     assert erased.exit_code == 0 and json.loads(erased.stdout)["versions_removed"] == 1
+
+
+def test_a_mistyped_host_is_explained_in_words(env):
+    failed = gleaner(env, "crawl", "http://nosuch.invalid/")
+    assert failed.exit_code == 1
+    assert "the host name could not be found (is it spelled right?)" in failed.stderr

@@ -118,11 +118,23 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             log.debug("database error", exc_info=True)
             fail(f"{exc} (run with -vv for details)")
         except GleanerError as exc:
-            fail(str(exc))
+            fail(_in_words(exc))
         except KeyboardInterrupt:
             fail("interrupted", 130)
 
     return wrapper
+
+
+def _in_words(exc: GleanerError) -> str:
+    """A run that could not start says what happened in words first ("the host name could not be
+    found"), the resolver's own words after it."""
+    from gleaner.runner import CrawlFailed
+    from gleaner.vocabulary import explain_error
+
+    said = str(exc)
+    if isinstance(exc, CrawlFailed) and explain_error(said) != said:
+        return f"{explain_error(said)}: {said}"
+    return said
 
 
 def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -213,10 +225,16 @@ def exit_for_run(summary: dict[str, Any]) -> None:
     error = summary.get("error")
     if status is RunStatus.FINISHED or (status is RunStatus.PARTIAL and not error):
         return
+    from gleaner.vocabulary import cannot_resume_because, explain_error
+
     run = summary["run_id"]
+    if error and explain_error(error) != error:
+        error = f"{explain_error(error)} ({error})"
     hint = ""
     if status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.PARTIAL, RunStatus.CANCELLED) and error:
         hint = f"; `gleaner runs resume {run}` goes on from here" if status is RunStatus.INTERRUPTED else ""
+    if status is RunStatus.FAILED and cannot_resume_because(summary.get("error")):
+        hint = "; resuming cannot help: fix the site's address and crawl it again"
     fail(f"run {run} ended {status}: {error or 'no reason recorded'}{hint}",
          130 if status is RunStatus.INTERRUPTED else 1)
 
