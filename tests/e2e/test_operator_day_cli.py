@@ -131,3 +131,15 @@ def test_a_mistyped_host_is_explained_in_words(env):
     failed = gleaner(env, "crawl", "http://nosuch.invalid/")
     assert failed.exit_code == 1
     assert "the host name could not be found (is it spelled right?)" in failed.stderr
+
+
+def test_a_replay_says_replayed_not_fetched(env, crawled):
+    run_id = crawled["summary"]["run_id"]
+    replayed = gleaner(env, "runs", "replay", run_id[:8])
+    assert replayed.exit_code == 0 and f"pages of run {run_id}" in replayed.stdout, replayed.output
+    listing = gleaner(env, "runs").stdout
+    assert f"replay of {run_id[:8]}: pages from the store" in listing
+    new_run = json.loads(gleaner(env, "runs", "--json").stdout)[0]["run_id"]
+    shown = gleaner(env, "runs", new_run[:8]).stdout
+    assert "from the store (nothing fetched)" in shown and "\n  fetched " not in shown
+    assert "replayed," in gleaner(env, "changes", SITE, "--limit", "1").stdout

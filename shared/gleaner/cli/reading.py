@@ -84,8 +84,11 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     for r in runs:
         s = r["snapshots"]
         started = (r["started_at"] or "")[:19].replace("T", " ")
+        # A replay fetched nothing: its counted pages were read from the store; the row says so.
+        replay = f"  replay of {r['replay_of'][:8]}: pages from the store" if r.get("replay_of") else ""
         click.echo(_RUN_ROW.format(r["run_id"], r["status"], r["site_domain"], r["discovered"], r["fetched"],
-                                   r["not_modified"], r["failed"], s["new"], s["changed"], s["unchanged"], started))
+                                   r["not_modified"], r["failed"], s["new"], s["changed"], s["unchanged"], started)
+                   + replay)
 
 
 # One row per run: counts right-aligned under their header, the site cut to its column.
