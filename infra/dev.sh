@@ -36,11 +36,31 @@ setup() {
   fi
 }
 
+run_tests() {
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    echo "gleaner: chromium or chromedriver is missing, so the browser tests (tests/backoffice/test_browser*.py)" \
+         "are skipped; 'apt-get install chromium chromium-driver' runs them" >&2
+  fi
+  # pytest in a process group of its own: Ctrl-C and SIGTERM go to the whole group, and whatever the run
+  # started and left (an embedded PostgreSQL whose fixture never ran its teardown) is stopped with it.
+  setsid "$VENV/bin/python" -m pytest "$@" &
+  local pid=$! code=0
+  trap 'kill -INT -- "-$pid" 2>/dev/null' INT
+  trap 'kill -TERM -- "-$pid" 2>/dev/null' TERM
+  while :; do
+    wait "$pid" && code=0 || code=$?
+    kill -0 "$pid" 2>/dev/null || break  # a trapped signal ended the wait, not the run: wait again
+  done
+  trap - INT TERM
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  exit "$code"
+}
+
 cmd=${1:-demo}
 shift || true
 case "$cmd" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/gleaner" demo "$@" ;;
-  test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test) setup; run_tests "$@" ;;
   *) echo "usage: infra/dev.sh demo|test|setup [ARGS]" >&2; exit 2 ;;
 esac

@@ -26,6 +26,18 @@ from gleaner.store.backends import db
 TEMPLATE_DB = "gleaner_template"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI timeout, ``kill``, infra/dev.sh passing on a stop) ends the run as Ctrl-C does:
+    session fixtures tear down, so the embedded PostgreSQL they started is stopped, not left running."""
+    import signal
+
+    def interrupt(_signo: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_gleaner_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A safety net: a command a test forgets to point elsewhere writes here, never to the user's

@@ -51,7 +51,10 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 def shot(driver: Any, tmp_path: Path, name: str) -> None:
-    driver.save_screenshot(str(tmp_path / f"{name}.png"))
+    """A screenshot beside the test's other files; its path printed (pytest -s or a failure shows it)."""
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    print(f"screenshot: {path}")
 
 
 def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
@@ -90,7 +93,7 @@ def test_the_home_page_leads_to_the_tree_whose_folders_open_lazily(kept: Kept, b
     assert browser.find_elements(By.CSS_SELECTOR, f'li.document[data-path="{CHANGED}"]') == []  # not loaded yet
     browser.find_element(By.CSS_SELECTOR, 'li.folder[data-prefix="/docs/"] button.toggle').click()
     install = wait_for(browser, f'li.document[data-path="{CHANGED}"]')
-    assert "active" in install.text and "scrape" in install.text and "2 versions" in install.text
+    assert "current" in install.text and "fetched" in install.text and "2 versions" in install.text
     shot(browser, tmp_path, "tree")
 
 
@@ -133,7 +136,7 @@ def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept
     assert "finished" in browser.find_element(By.ID, "run-status").text
     assert kept.site.url + "/private/roadmap" in browser.find_element(By.CSS_SELECTOR, "table.urls").text
     shot(browser, tmp_path, "run")
-    browser.find_element(By.PARTIAL_LINK_TEXT, "robots-denied").click()
+    browser.find_element(By.PARTIAL_LINK_TEXT, "refused by robots.txt").click()
     rows = wait_for(browser, "table.urls").find_elements(By.CSS_SELECTOR, "tr")[1:]
     assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [kept.site.url + "/private/roadmap"]
 
@@ -148,7 +151,7 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
     kept.recrawl("/about")
     browser.get(kept.url + "/ui/changes")
     events = browser.find_element(By.CSS_SELECTOR, "table.events").text
-    assert "document.changed" in events and kept.site.url + "/about" in events
+    assert "changed" in events and kept.site.url + "/about" in events and "document.changed" not in events
     row = browser.find_element(By.CSS_SELECTOR, "table.deliveries tr:nth-child(2)")
     assert "failed" in row.text
     shot(browser, tmp_path, "changes")
@@ -156,7 +159,7 @@ def test_a_failed_delivery_is_retried_from_the_changes_page(kept: Kept, browser:
     # The retry answers with the page anew: wait for the old row to go, or it is read as it is replaced.
     WebDriverWait(browser, 10).until(expected_conditions.staleness_of(row))
     row = wait_for(browser, "table.deliveries tr:nth-child(2)")
-    assert row.find_elements(By.CSS_SELECTOR, "td")[4].text == "2"  # attempts
+    assert row.find_elements(By.CSS_SELECTOR, "td")[5].text == "2"  # attempts (after the subscription)
 
 
 def test_the_run_page_follows_a_running_crawl_until_it_finishes(kept: Kept, browser: Any, tmp_path: Path):

@@ -96,7 +96,7 @@ def test_a_composite_is_validated_and_promoted_and_a_subscription_disabled_from_
     wait_for(browser, "button.move-stale")
     shot(browser, tmp_path, "composite-in-production")
     text = visible_text(browser)
-    assert "prod" in text and not REPR.search(text), REPR.search(text)
+    assert "in production" in text and not REPR.search(text), REPR.search(text)
     history = [(t.from_status, t.to_status, t.actor) for t in kept.deps.metadata.composite_history(made.id)]
     assert history == [(None, "generated", "cli:tester"), ("generated", "in_validation", "operator"),
                        ("in_validation", "validated", "operator"), ("validated", "staged", "operator"),

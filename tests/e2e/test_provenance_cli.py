@@ -47,7 +47,7 @@ def test_cite_verify_drift_and_slice_speak_the_documented_json(cli_env):  # noqa
 
     prune = json.loads(gleaner(cli_env, "prune", "--json").stdout)
     assert prune["versions_removed"] == 0 and prune["keep_versions"] == 10
-    erase = gleaner(cli_env, "erase", site.url + "/mirror/budget", "--reason", "takedown", "--json")
+    erase = gleaner(cli_env, "erase", site.url + "/mirror/budget", "--reason", "takedown", "--yes", "--json")
     assert erase.returncode == 0, erase.stderr
     assert json.loads(erase.stdout)["versions_removed"] == 1
     # The mirror held the same text as the article: the text stays for the article, which still verifies.
@@ -62,7 +62,7 @@ def test_every_reader_says_erased_for_an_erased_page_and_none_prints_its_url(cli
         assert crawled.returncode == 0, crawled.stderr
         run_id = json.loads(crawled.stdout)["run_id"]
         url = site.url + "/news/budget"
-        assert gleaner(cli_env, "erase", url, "--reason", "takedown").returncode == 0
+        assert gleaner(cli_env, "erase", url, "--reason", "takedown", "--yes").returncode == 0
         show = gleaner(cli_env, "show", url)
         show_json = gleaner(cli_env, "show", url, "--json")
         docs = gleaner(cli_env, "docs", "news.test", "--json")

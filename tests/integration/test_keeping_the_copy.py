@@ -94,7 +94,7 @@ def test_a_page_that_changes_is_one_changed_event_and_diff_shows_what_changed(ma
 
     listed = gleaner(env, "changes", SITE, "--since", summary["run_id"], "--json")
     assert listed.exit_code == 0, listed.output
-    event, run_end = json.loads(listed.stdout)  # the page's change, then the run's end
+    run_end, event = json.loads(listed.stdout)  # newest first: the run's end, then the page's change
     assert list(run_end) == ["event_id", "type", "run_id", "site_domain", "status", "summary", "occurred_at"]
     assert (run_end["type"], run_end["run_id"], run_end["summary"]["snapshots"]["changed"]) == (
         "run.finished", summary["run_id"], 1)

@@ -30,10 +30,12 @@ def test_a_finished_run_is_one_event_with_its_summary_sent_only_to_those_who_nam
         make_deps, env, receiver):  # noqa: F811  (pytest fixtures imported above)
     deps = make_deps(notify_retry_seconds=0.1, notify_run_wait=10.0)
     subscribe(env, receiver.url, "--types", "run.finished,run.failed")
-    everything, _ = subscribe(env, receiver.url, "--site", SITE)  # no types: document events only
     pages: dict[str, Page] = {}
     with TestSite(pages, max_seconds=120) as site:
         pages.update(demo_pages(site.url))
+        # A subscription names a site Gleaner knows: registered here before its first crawl.
+        assert gleaner(env, "sites", "add", site.url + "/", "--site-domain", SITE).exit_code == 0
+        everything, _ = subscribe(env, receiver.url, "--site", SITE)  # no types: document events only
         summary = crawl(deps, new_request(site.url + "/", site_domain=SITE))
     assert summary["status"] == "finished"
 

@@ -20,7 +20,7 @@ from gleaner.operator import sites as operator_sites
 from gleaner.store.ledger.runstate import RunStatus
 
 # What a finished action says on the page it lands on (``?done=KEY``).
-NOTICES = {
+NOTICES: dict[str, str] = {
     "site-added": "Site added. “Crawl now” starts its first run; its schedule (if any) starts it on its own.",
     "site-saved": "Site saved; the next run uses these settings.",
     "crawl-started": "Crawl started: this page follows it until it ends.",
@@ -106,7 +106,10 @@ def search_page(deps: Deps, req: PageRequest) -> Page:
             error = "Search is not available in this version of Gleaner."
         elif code != 200:
             error = str(found.get("error", f"search answered {code}"))
-    return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error)
+    from gleaner.backoffice.passages import grouped
+
+    return render("search.html", q=q, site=req.query.get("site", ""), answer=answer, error=error,
+                  hits=grouped(answer) if answer is not None else [])
 
 
 def _post(req: PageRequest, **fields: str | None) -> ApiRequest:

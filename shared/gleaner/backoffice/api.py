@@ -251,7 +251,13 @@ ROUTES = compile_routes(_API)
 def dispatch(req: ApiRequest, deps: Deps) -> tuple[int, dict[str, Any] | Stream]:
     """The route's answer: a JSON object, or a :class:`Stream` whose first chunk is already made (so its
     errors are still answers: a stream that fails later is cut)."""
-    found = find_route(ROUTES, req.path)
+    from gleaner.backoffice import shortids
+
+    try:
+        path = shortids.expand(deps, req.path)
+    except HttpError as exc:
+        return exc.status, {"error": exc.message}
+    found = find_route(ROUTES, path)
     if found is None:
         return 404, {"error": f"no such endpoint {req.path[:200]}"}
     methods, args = found

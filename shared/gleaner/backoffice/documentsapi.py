@@ -27,8 +27,9 @@ def get_document(deps: Deps, req: ApiRequest, document_id: str) -> dict[str, Any
         v["current"] = v["id"] == doc["current_snapshot_id"]
     text = deps.provenance.current_text(doc["id"])  # the citable bytes: what /v1/texts/{text_hash} slices
     current_text = {"text_hash": text.text_hash, "version": text.version, "length": len(text.body)} if text else None
+    erasure = deps.metadata.erasure_of(doc["id"]) if doc.get("status") == "erased" else None
     return {"document": doc, "versions": versions, "citations": deps.browse.citations_of(doc["id"]),
-            "current_text": current_text}
+            "current_text": current_text, "erasure": erasure}
 
 
 def _version(deps: Deps, doc: dict[str, Any], number: int) -> dict[str, Any]:

@@ -20,9 +20,9 @@ import markupsafe
 
 from gleaner import tenancy
 from gleaner.app import Deps
-from gleaner.backoffice import api
+from gleaner.backoffice import api, wordiff
 from gleaner.backoffice.api import OPERATOR, Access, ApiRequest, HttpError
-from gleaner.display import humanize
+from gleaner.display import humanize, vocabulary
 from gleaner.errors import InvalidInput
 from gleaner.operator import sites as operator_sites
 from gleaner.store import browse
@@ -66,6 +66,13 @@ def environment() -> jinja2.Environment:
     env.globals["signed_in"] = SIGNED_IN.get  # a logout button for a login session (wsgi sets it)
     env.globals["notice"] = lambda: NOTICE.get()
     env.filters["plain"] = humanize.plain
+    env.filters["words"] = vocabulary.words  # codes in a reader's words (gleaner/display/vocabulary.py)
+    env.filters["explain"] = vocabulary.explain_error
+    env.filters["page_url"] = vocabulary.page_url  # an erased page's address is gone: say so
+    env.filters["plural"] = humanize.plural
+    env.filters["day"] = humanize.day
+    env.globals["cannot_resume"] = vocabulary.cannot_resume_because
+    env.globals["word_diff"] = wordiff.marked  # a changed line's differing words, marked
     env.filters["ago"] = humanize.ago
     # A time as "3 min ago", the full time on hover (and machine-readable for scripts and tests).
     env.filters["when"] = lambda value: markupsafe.Markup(
@@ -142,7 +149,8 @@ def document_page(deps: Deps, req: PageRequest, document_id: str) -> Page:
     if found["versions"]:
         diff = api.document_diff(deps, doc, api.int_arg(req.query, "from", None, 1),
                                  api.int_arg(req.query, "to", None, 1))
-    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"])
+    return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"],
+                  erasure=found.get("erasure"))
 
 
 def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) -> Page:
@@ -150,10 +158,15 @@ def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) ->
     return render("version.html", body=body)
 
 
-def changes_page(deps: Deps, req: PageRequest) -> Page:
+def changes_page(deps: Deps, req: PageRequest, *, refused: str | None = None, added: dict[str, Any] | None = None,
+                 tested: str | None = None, form: dict[str, str] | None = None) -> Page:
+    """The change feed, the subscriptions (with the form that adds one) and the delivery log; an action's
+    answer (a refusal, a new webhook's secret shown once, a test's outcome) above them."""
     events = api.get_changes(deps, _api(req, ""))["events"]
-    return render("changes.html", events=list(reversed(events)),
-                  subscriptions=api.get_subscriptions(deps, _api(req, ""))["subscriptions"],
+    subscriptions = api.get_subscriptions(deps, _api(req, ""))["subscriptions"]
+    return render("changes.html", 400 if refused and form is not None else 200, events=list(reversed(events)),
+                  subscriptions=subscriptions, refused=refused, added=added, tested=tested, form=form or {},
+                  subscription_urls={s["id"]: s["url"] for s in subscriptions},
                   deliveries=api.get_deliveries(deps, _api(req, "", limit="50"))["deliveries"])
 
 
@@ -200,7 +213,9 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 # The pages that run Gleaner build on this module (imported here, last).
-from gleaner.backoffice import actions  # noqa: E402
+from gleaner.backoffice import actions, operatorpages, watchpage  # noqa: E402
+
+actions.NOTICES.update(operatorpages.NOTICES)
 
 PageHandler = Callable[..., Page]
 _PAGES: dict[str, dict[str, PageHandler]] = {
@@ -231,12 +246,23 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/sites/{site}/composites/?": {"GET": actions.composites_page},
     "/ui/composites/{composite}/move": {"POST": actions.move_composite},
     "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
+    **operatorpages.ROUTES,
+    **watchpage.ROUTES,
 }
 PAGES = api.compile_routes(_PAGES)
 
 
 def handle(req: PageRequest, deps: Deps) -> Page:
-    found = api.find_route(PAGES, req.path)
+    from gleaner.backoffice import shortids
+
+    try:
+        path = shortids.expand(deps, req.path)
+    except HttpError as exc:
+        return render("error.html", exc.status, status=exc.status, message=exc.message)
+    if path != req.path and req.method in ("GET", "HEAD"):
+        # A short id (as the pages show them) opens the page at its whole id, so links and reloads agree.
+        return Page(303, location=path + (f"?{urlencode(dict(req.query))}" if req.query else ""))
+    found = api.find_route(PAGES, path)
     if found is None:
         return render("error.html", 404, status=404, message=f"no page {req.path[:200]}")
     methods, args = found

@@ -55,10 +55,27 @@ def _schemes(plugin: NotifyBase) -> set[str]:
     return {s.lower() for s in found}
 
 
+def is_service_webhook(url: str) -> bool:
+    """Whether an http(s) URL is one a service hands out (a Slack or Discord webhook URL).
+
+    Asked of each service's own native-URL matcher, never of Apprise's URL parser: that one logs
+    "ERROR apprise: Unparseable URL" for every plain webhook, on each add, listing and delivery."""
+    from apprise.plugins import N_MGR
+
+    escaped = url.replace("/#", "/%23")  # as Apprise passes a URL to the matchers
+    return any(plugin.parse_native_url(escaped) for plugin in N_MGR.plugins()
+               if hasattr(plugin, "parse_native_url"))
+
+
 def instantiate(url: str) -> NotifyBase | None:
-    """The Apprise service for url, or None (not a channel, or not a valid one)."""
+    """The Apprise service for url, or None (not a channel, or not a valid one).
+
+    A plain http(s) webhook is answered here (None) before Apprise sees it."""
     import apprise
 
+    scheme = url.partition(":")[0].lower()
+    if scheme in ("http", "https") and not is_service_webhook(url):
+        return None
     logging.getLogger("apprise").setLevel(logging.WARNING)  # its debug lines spell out URL pieces
     return apprise.Apprise.instantiate(url)
 

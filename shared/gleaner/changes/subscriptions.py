@@ -98,8 +98,12 @@ def checked_target(url: str, allow: tuple[IPNetwork, ...], resolver: Resolver | 
 
 
 def parse_types(raw: str | None) -> tuple[str, ...]:
+    """``--types``: none given is every type but the run events (Subscription.receives); ``all`` is
+    every type, run events included."""
     if not raw:
         return ()
+    if raw.strip().lower() == "all":
+        return tuple(str(t) for t in EventType)
     known = {str(t) for t in EventType}
     types = tuple(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
     unknown = [t for t in types if t not in known]

@@ -118,11 +118,23 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             log.debug("database error", exc_info=True)
             fail(f"{exc} (run with -vv for details)")
         except GleanerError as exc:
-            fail(str(exc))
+            fail(_in_words(exc))
         except KeyboardInterrupt:
             fail("interrupted", 130)
 
     return wrapper
+
+
+def _in_words(exc: GleanerError) -> str:
+    """A run that could not start says what happened in words first ("the host name could not be
+    found"), the resolver's own words after it."""
+    from gleaner.display.vocabulary import explain_error
+    from gleaner.runtime.runner import CrawlFailed
+
+    said = str(exc)
+    if isinstance(exc, CrawlFailed) and explain_error(said) != said:
+        return f"{explain_error(said)}: {said}"
+    return said
 
 
 def tenant_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -213,10 +225,16 @@ def exit_for_run(summary: dict[str, Any]) -> None:
     error = summary.get("error")
     if status is RunStatus.FINISHED or (status is RunStatus.PARTIAL and not error):
         return
+    from gleaner.display.vocabulary import cannot_resume_because, explain_error
+
     run = summary["run_id"]
+    if error and explain_error(error) != error:
+        error = f"{explain_error(error)} ({error})"
     hint = ""
     if status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.PARTIAL, RunStatus.CANCELLED) and error:
         hint = f"; `gleaner runs resume {run}` goes on from here" if status is RunStatus.INTERRUPTED else ""
+    if status is RunStatus.FAILED and cannot_resume_because(summary.get("error")):
+        hint = "; resuming cannot help: fix the site's address and crawl it again"
     fail(f"run {run} ended {status}: {error or 'no reason recorded'}{hint}",
          130 if status is RunStatus.INTERRUPTED else 1)
 
@@ -228,16 +246,22 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
         for line in (*limit_notes(summary), *run_notes(summary)):
             click.echo(f"gleaner: {line}", err=True)
         return
+    from gleaner.display.vocabulary import explain_error
+
     snaps = summary["snapshots"]
+    # A replay fetches nothing: what its counters call fetched was read from the store.
+    fetched = (f"replayed {summary['fetched']} from the store (nothing fetched)" if summary.get("replay_of")
+               else f"fetched {summary['fetched']}")
     click.echo(
         f"run {summary['run_id']} ({summary['site_domain']}): {summary['status']}\n"
         f"  discovered {summary['discovered']}, included {summary['included']}, excluded {summary['excluded']}\n"
-        f"  fetched {summary['fetched']}, not modified {summary['not_modified']}, refused {summary['refused']},"
+        f"  {fetched}, not modified {summary['not_modified']}, refused {summary['refused']},"
         f" failed {summary['failed']}, limited {summary['limited']}\n"
         f"  snapshots: {snaps['new']} new, {snaps['changed']} changed, {snaps['unchanged']} unchanged"
     )
     if summary.get("error"):  # why a run failed or stopped short, not only under --json
-        click.echo(f"  error: {summary['error']}")
+        said = explain_error(summary["error"])
+        click.echo(f"  error: {said}" + (f" ({summary['error']})" if said != summary["error"] else ""))
     for line in limit_notes(summary):
         click.echo(f"  {line}")
     for line in run_notes(summary):
@@ -270,6 +294,25 @@ def run_notes(summary: dict[str, Any]) -> list[str]:
         notes.append(f"{pending} webhook deliveries pending: `gleaner deliver` sends them now"
                      " (`gleaner watch` and `gleaner serve` send them in the background)")
     return notes
+
+
+def resolve_id(deps: Deps, kind: str, value: str) -> str:
+    """The full id of ``kind`` (run, subscription, ...) that ``value`` is or uniquely starts with; an
+    unknown or ambiguous id is one error line naming the matches (gleaner/display/idprefix.py)."""
+    from gleaner.display import idprefix
+
+    return idprefix.resolve(kind, value, deps.metadata.ids_between)
+
+
+def require_known_site(deps: Deps, site: str) -> None:
+    """Exit 2 naming ``site`` unless Gleaner has crawled it or it is registered: a mistyped site is a
+    mistake to say, not an empty answer ("no changes") that looks like a quiet site."""
+    from gleaner.operator.sites import find_site
+
+    if deps.browse.site_exists(site) or find_site(deps, site) is not None:
+        return
+    fail(f"unknown site {site!r}: Gleaner has neither crawled nor registered it (`gleaner sites list`;"
+         " `gleaner sites add URL` registers one before its first crawl)", 2)
 
 
 def is_uuid(value: str) -> bool:

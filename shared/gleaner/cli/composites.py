@@ -12,7 +12,7 @@ import json
 
 import click
 
-from gleaner.cli.base import echo_listing, fail, guard, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, fail, guard, load_settings, main, open_deps, resolve_id
 from gleaner.cli.operating import drain_local
 
 
@@ -79,6 +79,7 @@ def composite_move(composite_id: str, status: str, note: str | None, as_json: bo
     from gleaner.operator import composites
 
     with open_deps(load_settings()) as deps:
+        composite_id = resolve_id(deps, "composite", composite_id)
         try:
             moved = composites.move(deps, composite_id, status, cli_actor(), note)
         except composites.IllegalMove as exc:
@@ -96,6 +97,7 @@ def composite_history(composite_id: str, as_json: bool) -> None:
     from gleaner.operator import composites
 
     with open_deps(load_settings()) as deps:
+        composite_id = resolve_id(deps, "composite", composite_id)
         if deps.metadata.composite(composite_id) is None:
             fail(f"no composite {composite_id}")
         moves = composites.history(deps, composite_id)

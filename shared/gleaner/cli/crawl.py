@@ -205,6 +205,10 @@ def politeness(delay: float | None, concurrency: int | None) -> dict[str, Any]:
     return {**overrides, "politeness_sources": sources} if sources else overrides
 
 
+# What ``gleaner demo --changed`` rewrites: the README's diff example shows /docs/install's change.
+DEMO_CHANGES = ("/docs/install", "/about")
+
+
 def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
     from gleaner.demosite.testsite import TestSite
 
@@ -224,16 +228,24 @@ def _demo_site(pages: dict[str, Any], port: int, serve_seconds: float) -> Any:
 @click.option("--port", type=click.IntRange(0, 65535), default=DEMO_PORT, show_default=True,
               help="Serve the demo site on 127.0.0.1 at this port (0: any free port).")
 @click.option("--serve-seconds", type=float, default=300.0, show_default=True,
-              help="The demo site stops by itself after this long.")
+              help="At most this long: the demo site stops when the crawl ends, or after this many seconds if "
+                   "the crawl takes longer.")
+@click.option("--changed", is_flag=True,
+              help="Serve the site as it is a week later: /docs/install and /about rewritten (a recrawl "
+                   "then finds 2 changed pages, and `gleaner diff` shows what changed).")
 @guard
-def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
-    """Serve the bundled demo site on 127.0.0.1 and crawl it (again: an unchanged recrawl)."""
+def demo_cmd(as_json: bool, port: int, serve_seconds: float, changed: bool) -> None:
+    """Serve the bundled demo site on 127.0.0.1 and crawl it (again: an unchanged recrawl; with --changed:
+    two pages changed)."""
     from gleaner.demosite.demo import demo_pages
     from gleaner.settings.config import parse_networks
 
     pages: dict[str, Any] = {}
     site = _demo_site(pages, port, serve_seconds)
-    pages.update(demo_pages(site.url))
+    pages.update(demo_pages(site.url, changed=DEMO_CHANGES if changed else ()))
+    if changed:
+        for path in DEMO_CHANGES:  # a later Last-Modified, as a site that changed a page answers
+            pages[path].modified += 7 * 86400
     # The demo site is on loopback: allow exactly that, and relax politeness for our own server.
     settings = load_settings(allow_networks=parse_networks("127.0.0.0/8"), host_delay=0.0, host_concurrency=4,
                              politeness_sources=dict.fromkeys(("host_delay", "host_concurrency"), "the demo"))
@@ -244,5 +256,6 @@ def demo_cmd(as_json: bool, port: int, serve_seconds: float) -> None:
                              triggered_by="api", mode="manual")
     if not as_json:
         click.echo("\nTry: gleaner docs demo.gleaner.local    gleaner runs    "
-                   f"gleaner show {site.url}/docs/install    gleaner demo (again: nothing changed)", err=True)
+                   f"gleaner show {site.url}/docs/install    gleaner demo (again: nothing changed)    "
+                   "gleaner demo --changed (a week later: 2 pages changed)", err=True)
     exit_for_run(summary)

@@ -15,7 +15,7 @@ import click
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
-from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps, plain
+from gleaner.cli.base import echo_listing, guard, load_settings, main, open_deps, plain, resolve_id
 from gleaner.cli.search import embed_new_chunks
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def rules_remove(rule_id: str, as_json: bool) -> None:
     from gleaner.operator.rules import remove_rule
 
     with open_deps(load_settings()) as deps:
-        rule, applied = remove_rule(deps, rule_id)
+        rule, applied = remove_rule(deps, resolve_id(deps, "rule", rule_id))
         outbox.flush_after_commit(deps)  # document.unblocked events
         if applied.unblocked_snapshots:
             deps.bus.publish(SnapshotsWritten(run_id=None, site_domain=rule.site_domain,

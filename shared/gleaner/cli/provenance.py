@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps
+from gleaner.cli.base import fail, guard, load_settings, main, open_deps, resolve_id
 
 REFUSED_EXIT = 5
 
@@ -67,7 +67,7 @@ def citation_group() -> None:
 
 
 def _citation(deps: Any, citation_id: str) -> Any:
-    cited = deps.provenance.citation(citation_id)
+    cited = deps.provenance.citation(resolve_id(deps, "citation", citation_id))
     if cited is None:
         fail(f"no citation {citation_id}")
     return cited
@@ -169,9 +169,8 @@ def conflicts_set_cmd(conflict_id: str, status: str) -> None:
     """Acknowledge, resolve or dismiss a conflict."""
     from gleaner.provenance.conflicts import ConflictStatus
 
-    if not is_uuid(conflict_id):
-        fail(f"no conflict {conflict_id}")
     with open_deps(load_settings()) as deps:
+        conflict_id = resolve_id(deps, "conflict", conflict_id)
         if not deps.provenance.set_conflict_status(conflict_id, ConflictStatus(status)):
             fail(f"no conflict {conflict_id}")
     click.echo(f"{conflict_id}: {status}")
@@ -181,14 +180,21 @@ def conflicts_set_cmd(conflict_id: str, status: str) -> None:
 @click.argument("url")
 @click.option("--site-domain", default=None, help="The site, when several know the URL.")
 @click.option("--reason", default=None, help="Why (kept with the erasure record).")
+@click.option("--yes", "-y", "assume_yes", is_flag=True,
+              help="Do not ask for confirmation (needed when not on a terminal).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def erase_cmd(url: str, site_domain: str | None, reason: str | None, as_json: bool) -> None:
-    """Delete every body of URL's document, blocklist its content, and keep a record of the erasure."""
+def erase_cmd(url: str, site_domain: str | None, reason: str | None, assume_yes: bool, as_json: bool) -> None:
+    """Delete every body of URL's document, blocklist its content, and keep a record of the erasure.
+
+    It cannot be undone: on a terminal it asks first, naming what goes; elsewhere give --yes."""
     from gleaner.store.documents.erasure import erase_document
+    from gleaner.urls import canonicalize
 
     with open_deps(load_settings()) as deps:
         document = _document(deps, url, site_domain)
+        if not assume_yes:
+            _confirm_erase(deps, document, canonicalize(url))
         report = erase_document(deps.provenance, deps.blobs, deps.blocklist, document["id"], reason,
                                 getpass.getuser())
         from gleaner.changes import outbox
@@ -203,6 +209,19 @@ def erase_cmd(url: str, site_domain: str | None, reason: str | None, as_json: bo
     if report.texts_shared:
         click.echo(f"kept {len(report.texts_shared)} text(s) another document also holds: erase it too if it must go",
                    err=True)
+
+
+def _confirm_erase(deps: Any, document: dict[str, Any], url: str) -> None:
+    """Ask on a terminal, naming the page and how many versions go; refuse elsewhere (exit 2)."""
+    from gleaner.display.humanize import plural
+
+    versions = len(deps.metadata.snapshots_of(document["id"]))
+    what = (f"{url} ({document['site_domain']}): {plural(versions, 'stored version')}, its texts and"
+            " citations; its content is blocklisted")
+    if not sys.stdin.isatty():
+        fail(f"erase removes {what}; it cannot be undone: run it on a terminal to confirm, or add --yes", 2)
+    if not click.confirm(f"Erase {what}? This cannot be undone", default=False, err=True):
+        fail("not erased", 1)
 
 
 @main.command("prune")

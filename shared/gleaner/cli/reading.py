@@ -12,7 +12,16 @@ from typing import Any
 import click
 
 from gleaner.app import Deps
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps, print_summary, tenant_key
+from gleaner.cli.base import (
+    fail,
+    guard,
+    load_settings,
+    main,
+    open_deps,
+    print_summary,
+    resolve_id,
+    tenant_key,
+)
 from gleaner.cli.statuses import statuses_for
 from gleaner.errors import InvalidInput
 
@@ -38,7 +47,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     settings = load_settings()
     with open_deps(settings) as deps:
         if run_id:
-            summary = deps.metadata.run_summary(run_id) if is_uuid(run_id) else None
+            run_id = resolve_id(deps, "run", run_id)
+            summary = deps.metadata.run_summary(run_id)
             if summary is None:
                 fail(f"no run {run_id}")
                 return
@@ -74,8 +84,11 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
     for r in runs:
         s = r["snapshots"]
         started = (r["started_at"] or "")[:19].replace("T", " ")
+        # A replay fetched nothing: its counted pages were read from the store; the row says so.
+        replay = f"  replay of {r['replay_of'][:8]}: pages from the store" if r.get("replay_of") else ""
         click.echo(_RUN_ROW.format(r["run_id"], r["status"], r["site_domain"], r["discovered"], r["fetched"],
-                                   r["not_modified"], r["failed"], s["new"], s["changed"], s["unchanged"], started))
+                                   r["not_modified"], r["failed"], s["new"], s["changed"], s["unchanged"], started)
+                   + replay)
 
 
 # One row per run: counts right-aligned under their header, the site cut to its column.

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from gleaner.cli.base import fail, guard, is_uuid, load_settings, main, open_deps
+from gleaner.cli.base import fail, guard, load_settings, main, open_deps, resolve_id
 
 
 @main.command("serve")
@@ -78,9 +78,8 @@ def _one_line(text: str | None) -> str:
 @guard
 def refs_show(reference_id: str, as_json: bool) -> None:
     """One reference item verbatim: its body on stdout, its provenance on stderr."""
-    if not is_uuid(reference_id):
-        fail(f"{reference_id!r} is not a reference id (a UUID)")
     with open_deps(load_settings()) as deps:
+        reference_id = resolve_id(deps, "reference", reference_id)
         item = deps.references.get(reference_id)
     if item is None:
         fail(f"no reference item {reference_id}")

@@ -18,11 +18,11 @@ from gleaner.cli.base import (
     fail,
     guard,
     interruptible,
-    is_uuid,
     load_settings,
     main,
     open_deps,
     print_summary,
+    resolve_id,
 )
 from gleaner.store.ledger.runstate import RunStatus
 
@@ -71,9 +71,8 @@ def cancel_cmd(run_id: str) -> None:
     """Cancel a run: its worker fetches nothing more (a batch in flight completes)."""
     from gleaner.runtime.runcontrol import cancel
 
-    if not is_uuid(run_id):
-        fail(f"no run {run_id}")
     with open_deps(load_settings()) as deps:
+        run_id = resolve_id(deps, "run", run_id)
         moved, status = cancel(deps.metadata, run_id)
     if moved:
         click.echo(f"run {run_id} cancelled")
@@ -91,8 +90,8 @@ def resume_cmd(run_id: str, as_json: bool) -> None:
     """Finish what a stopped run left; pages it fetched are not fetched again."""
     from gleaner.runtime.runner import resume
 
-    if not is_uuid(run_id):
-        fail(f"no run {run_id}")
+    with open_deps(load_settings()) as deps:
+        run_id = resolve_id(deps, "run", run_id)
     with open_deps(load_settings()) as deps, Progress(enabled=True) as progress, interruptible(run_id):
         progress.line(f"resuming run {run_id}")
         summary = resume(deps, run_id, progress.on_message)
@@ -108,9 +107,8 @@ def replay_cmd(run_id: str, as_json: bool) -> None:
     """Re-run snapshot and ingest for a past run's pages from what is stored, as a new run (nothing fetched)."""
     from gleaner.stages.replay import replay
 
-    if not is_uuid(run_id):
-        fail(f"no run {run_id}")
     with open_deps(load_settings()) as deps:
+        run_id = resolve_id(deps, "run", run_id)
         done = replay(deps, run_id)
         summary = deps.metadata.run_summary(done["run_id"]) or {}
     if as_json:

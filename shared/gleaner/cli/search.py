@@ -9,7 +9,7 @@ from collections.abc import Callable
 import click
 
 from gleaner.app import Deps
-from gleaner.cli.base import guard, load_settings, main, open_deps, tenant_key
+from gleaner.cli.base import guard, load_settings, main, open_deps, require_known_site, tenant_key
 
 
 def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
@@ -74,12 +74,16 @@ def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -
     from gleaner.retrieval import search
 
     with open_deps(load_settings()) as deps:
+        if site_domain is not None:
+            require_known_site(deps, site_domain)
         answer = search(deps, query, site_domain=site_domain, limit=limit)
     if as_json:
         click.echo(json.dumps(answer))
         return
     if not answer["results"]:
-        click.echo("no results (only current documents with an enabled rag routing are searchable)")
+        # The API's relevance floor may answer nothing with a note saying why (no good match).
+        click.echo(answer.get("note") or "no results (only current documents with an enabled rag routing are"
+                                         " searchable)")
     for r in answer["results"]:
         es = "-" if r["embedding_score"] is None else f"{r['embedding_score']:.2f}"
         click.echo(f"{r['score']:.3f}  {r['url']}  v{r['version']}  (meaning {es}, words {r['fulltext_score']:.2f})\n"

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from gleaner.cli.base import echo_listing, fail, guard, is_uuid, load_settings, main, open_deps
+from gleaner.cli.base import echo_listing, fail, guard, load_settings, main, open_deps, resolve_id
 
 
 @main.group("tokens")
@@ -73,9 +73,8 @@ def tokens_list(as_json: bool) -> None:
 @guard
 def tokens_revoke(token_id: str) -> None:
     """Revoke a token by its id: requests with it are refused from now on."""
-    if not is_uuid(token_id):
-        fail(f"{token_id!r} is not a token id (see `gleaner tokens list`)", 2)
     with open_deps(load_settings()) as deps:
+        token_id = resolve_id(deps, "token", token_id)
         if not deps.tokens.revoke(token_id):
             fail(f"no live token {token_id}")
     click.echo(f"gleaner: revoked {token_id}", err=True)

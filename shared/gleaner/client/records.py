@@ -53,6 +53,7 @@ class RunSummary(TypedDict):
     limited: int
     beyond_limit: int
     limit: int | None
+    replay_of: str | None  # a replay's source run: its "fetched" pages were read from the store
     snapshots: SnapshotCounts
     target_url: str | None
     started_at: str | None

@@ -24,6 +24,17 @@ def plain(value: Any) -> str:
     return str(value)
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """"1 document", "3 documents", "0 documents": a count with its noun agreeing."""
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+def day(value: str | datetime | None) -> str:
+    """The date of a time as people write it: "5 Dec 2026" ("-" for none)."""
+    moment = parse_time(value)
+    return f"{moment.day} {moment:%b %Y}" if moment else "-"
+
+
 def parse_time(value: str | datetime | None) -> datetime | None:
     """An ISO 8601 time (as the API gives them) as an aware datetime; None for None or nonsense."""
     if value is None or isinstance(value, datetime):

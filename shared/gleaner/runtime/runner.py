@@ -21,6 +21,7 @@ from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableError
 from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
+from gleaner.runtime.drivenruns import driving, wait_released
 from gleaner.stages import acting_for, dispatch, tenant_of
 from gleaner.stages.upkeep import settle_bodies
 from gleaner.store.ledger.runcontrol import RunControl
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 SCRAPE_BATCHES_IN_FLIGHT = 2
 
 Progress = Callable[[str, Message], None] | None
+
+
+# How long a resume waits for this process's previous driver of the run to let go (after a cancel).
+RELEASE_WAIT_SECONDS = 30.0
 
 
 class CrawlFailed(GleanerError):
@@ -48,7 +53,7 @@ def crawl(deps: Deps, request: CrawlRequested, progress: Progress = None) -> dic
     bus = local_bus(deps)
     # The run's own bookkeeping (settling it, its summary) acts for its tenant (row-level security);
     # each stage sets the same scope for the messages it handles.
-    with acting_for(request):
+    with acting_for(request), driving(request.run_id):
         with _driving(deps, bus, request.run_id):
             warm_for_first_crawl(deps, request)
             _map(deps, bus, request)
@@ -65,12 +70,21 @@ def claim_resume(deps: Deps, run_id: str) -> RunControl:
     """Take a stopped run over for this process (RunNotFound, RunNotResumable); drive_resumed goes on.
 
     Split from the drive so that a server can answer the claim at once and drive in the background."""
-    from gleaner.runtime.runcontrol import claim_for_resume
+    from gleaner.runtime.runcontrol import RunNotResumable, claim_for_resume
 
     local_bus(deps)
     worker = Worker.current()
     deps.worker = str(worker)
-    return claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
+    if not wait_released(run_id, RELEASE_WAIT_SECONDS):
+        why = (f"run {run_id} is still winding down in this process (after a cancel its batch in flight completes"
+               f" before it lets go); resume it again in a few seconds")
+        log.warning("resume refused: %s", why)
+        raise RunNotResumable(why)
+    try:
+        return claim_for_resume(deps.metadata, run_id, worker, deps.settings.sweep_idle_seconds)
+    except RunNotResumable as exc:
+        log.warning("resume refused: %s", exc)  # the server's log says why, as the answer does
+        raise
 
 
 def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dict[str, Any]:
@@ -78,7 +92,7 @@ def drive_resumed(deps: Deps, run: RunControl, progress: Progress = None) -> dic
     bus = local_bus(deps)
     run_id = run.run_id
     log.info("resuming run %s from %s", run_id, run.status)
-    with tenancy.scope(run.site_domain):
+    with tenancy.scope(run.site_domain), driving(run_id):
         with _driving(deps, bus, run_id):
             deps.extract_pool.warm()  # a stopped run has pages left to fetch, and most will need extraction
             if run.status is RunStatus.MAPPING:

@@ -34,6 +34,7 @@ over the engine and transaction of ``sqlstore.SqlStore``:
 - ``routing.py``: routings, what ingest may take, and composites (``RoutingStore``); ``composites.py``: a
   composite's lifecycle moves and their history (``CompositeStore``, over ``RoutingStore``);
 - ``replay.py``: a past run's stored inputs and a replay's own run (``ReplayStore``);
+- ``idprefix.py``: which ids start with what was typed (``IdPrefixStore``, for :mod:`gleaner.display.idprefix`);
 - ``sites.py``: the sites registry (``SiteStore``); ``schedule.py``: claiming due sites (``ScheduleStore``).
 
 Some statements live in modules of their own (discovery.py for map, decisions.py for
@@ -46,7 +47,9 @@ those statements carry out (which rule gates a page, when a site is due) are pur
 from __future__ import annotations
 
 from gleaner.store.documents.composites import CompositeStore
+from gleaner.store.documents.erasurereads import ErasureReadStore
 from gleaner.store.documents.snapshots import SnapshotStore
+from gleaner.store.idprefix import IdPrefixStore
 from gleaner.store.ledger.counters import CounterStore
 from gleaner.store.ledger.fetches import FetchStore
 from gleaner.store.ledger.lastmod import LastmodStore
@@ -63,11 +66,13 @@ from gleaner.store.registry.review import ReviewStore
 from gleaner.store.registry.rules import RuleStore
 from gleaner.store.registry.schedule import ScheduleStore
 from gleaner.store.registry.sites import SiteStore
+from gleaner.store.watch import WatchStore
 
 __all__ = ["Decision", "FetchRecord", "MetadataStore", "RunPage", "SnapshotInput", "SnapshotResult"]
 
 
 class MetadataStore(RunStore, FetchStore, RunControlStore, CounterStore, SnapshotStore, ReadStore, PrefetchStore,
                     LastmodStore, RuleStore, ReviewStore, CompositeStore, SiteStore, ScheduleStore, EventStore,
-                    SubscriptionStore, DeliveryStore, ReplayStore):
+                    SubscriptionStore, DeliveryStore, ReplayStore, IdPrefixStore,
+                    ErasureReadStore, WatchStore):
     """The metadata repository over one engine: every method of the classes it is made of."""

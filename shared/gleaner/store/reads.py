@@ -36,7 +36,7 @@ class ReadStore(SqlStore):
             "SELECT id, site_domain, status::text, urls_discovered, urls_included, urls_excluded,"
             " urls_scraped, urls_not_modified, urls_failed, snapshots_new, snapshots_changed,"
             " snapshots_unchanged, target_url, started_at, finished_at, error, urls_refused, urls_limited,"
-            " urls_beyond_limit, options->>'limit'"
+            " urls_beyond_limit, options->>'limit', options->>'replay_of'"
             " FROM knowledge.crawl_runs WHERE id = :r",
             {"r": run_id},
         )
@@ -56,6 +56,8 @@ class ReadStore(SqlStore):
             "limited": row[17],
             "beyond_limit": row[18],
             "limit": int(row[19]) if row[19] is not None else None,
+            # A replay (stages/replay.py) fetched nothing: its "fetched" pages were read from the store.
+            "replay_of": row[20],
             "snapshots": {"new": row[9], "changed": row[10], "unchanged": row[11]},
             "target_url": row[12],
             "started_at": row[13].isoformat() if row[13] else None,

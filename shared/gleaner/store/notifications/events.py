@@ -92,8 +92,9 @@ def _event(row: Sequence[Any]) -> ChangeEvent:
 
 class EventStore(SqlStore):
     def list_events(self, *, site: str | None = None, since: datetime | None = None, since_run: str | None = None,
-                    limit: int = 1000) -> list[ChangeEvent]:
-        """Events oldest first; ``since_run``: the events of that run and everything after it."""
+                    limit: int = 1000, newest_first: bool = False) -> list[ChangeEvent]:
+        """Events oldest first (``newest_first``: the latest ``limit`` of them, newest first); ``since_run``:
+        the events of that run and everything after it."""
         where = ["TRUE"]
         params: dict[str, Any] = {"n": limit}
         if site:
@@ -106,7 +107,7 @@ class EventStore(SqlStore):
             where.append("e.occurred_at >= (SELECT created_at FROM knowledge.crawl_runs WHERE id = CAST(:r AS uuid))")
             params["r"] = since_run
         rows = self._all(f"SELECT {_COLUMNS} FROM knowledge.document_events e WHERE {' AND '.join(where)}"
-                         " ORDER BY e.seq LIMIT :n", params)
+                         f" ORDER BY e.seq{' DESC' if newest_first else ''} LIMIT :n", params)
         return [_event(r) for r in rows]
 
     def outbox_empty(self) -> bool:
