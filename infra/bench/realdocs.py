@@ -69,7 +69,8 @@ def page_of(url: str) -> str:
 
 
 def crawl(env: dict[str, str], url: str, site: str, exclude: list[str]) -> dict[str, Any]:
-    cmd = [sys.executable, "-c", "from gleaner.cli import main; main()", "crawl", url, "--site-domain", site, "--delay", "0",
+    cmd = [sys.executable, "-c", "from gleaner.cli import main; main()", "crawl", url, "--site-domain", site,
+           "--delay", "0",
            "--max-depth", str(DEPTH), "--limit", "5000", "--json"]
     for glob in exclude:
         cmd += ["--exclude", glob]
@@ -225,7 +226,8 @@ def main() -> None:
         for system in ("gleaner", "bm25"):
             m = r[system]
             ms = r["search_ms"]["p95"] if system == "gleaner" else ""
-            print(f"{name:<11} {system:<8} {r['pages']:>5} {r['questions']:>3}  {m['recall@1']:.2f}  {m['recall@3']:.2f}"
+            print(f"{name:<11} {system:<8} {r['pages']:>5} {r['questions']:>3}  {m['recall@1']:.2f}"
+                  f"  {m['recall@3']:.2f}"
                   f"  {m['recall@10']:.2f}  {m['MRR']:.2f}  {m['nDCG@10']:.2f}     {ms}")
     out = HERE / "results" / f"{report['when'][:10]}-realdocs-{args.model}{'-' + args.label if args.label else ''}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")

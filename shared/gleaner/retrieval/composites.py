@@ -144,6 +144,13 @@ def _preview(chunk: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
+def visible_composites(conn: Connection, site_domain: str | None) -> list[dict[str, Any]]:
+    """The caller's searchable composites (row-level security decides): id, title, site, text, snapshot."""
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
+        " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE), {"site": site_domain}).mappings()]
+
+
 def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_domain: str | None,
                    limit: int) -> list[dict[str, Any]]:
     """The ``limit`` best chunks of the caller's searchable composites, scored as documents' chunks are.
