@@ -20,8 +20,8 @@ from sqlalchemy.engine import Connection
 
 K1 = 1.2
 B = 0.75
-PER_TERM = 400  # candidate chunks a word brings (all of a rare word's; a common word's: a bounded subset)
-DF_CAP = 5000  # chunks counted for a word's document frequency: past it a word is common, as rare as the cap
+PER_TERM = 200  # candidate chunks a word brings (all of a rare word's; a common word's: a bounded subset)
+DF_CAP = 1000  # a word in more chunks is common: its count comes from ANALYZE, its chunks only if among the rarest
 PER_TEXT = 3  # chunks returned per page: its passage is chosen among them (with the meaning side's)
 TOP = 100  # pages returned: the best by page score, and those holding one of the best chunks
 
