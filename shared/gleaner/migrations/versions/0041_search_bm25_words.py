@@ -16,7 +16,7 @@ row policy the GIN index is unusable), returning keys and numbers, never text:
   says, so that a small tenant's second pass and a composite's chunks weigh words as the first does;
 - candidates: for each word, up to ``per_term`` chunks holding it (the GIN index), so a chunk holding
   any word may enter and a rare word's chunks all do; a word in ``df_cap`` chunks or more only when it
-  is among the query's two rarest (a query of common words still finds chunks);
+  is the query's rarest (a query of common words still finds chunks);
 - each candidate's BM25: a word counts once when the chunk holds it, twice when its heading does
   (``setweight`` marks heading words 'A'): chunks are short (200 tokens at most), so presence is most
   of a word's frequency, and testing a ``tsv`` for a word is a binary search where reading its
@@ -72,12 +72,12 @@ LANGUAGE sql STABLE SECURITY DEFINER ROWS 300 SET search_path = pg_catalog, pg_t
                row_number() OVER (ORDER BY w.df, w.term) AS rarity
         FROM words w CROSS JOIN corpus
     ), cand AS (
-        -- Each word's chunks through the GIN index, but a common word's only when it is among the query's
-        -- two rarest: reading a common word's posting list costs a search the most, for the least weight.
+        -- Each word's chunks through the GIN index, but a common word's only when it is the query's
+        -- rarest: reading a common word's posting list costs a search the most, for the least weight.
         SELECT DISTINCT ON (m.text_hash, m.ordinal) m.* FROM weighted w CROSS JOIN LATERAL (
             SELECT c.text_hash, c.ordinal, c.chunk_start, c.chunk_end, c.tsv FROM knowledge.text_chunks c
             WHERE c.tsv @@ w.tq AND (hashes IS NULL OR c.text_hash = ANY(hashes)) LIMIT per_term) m
-        WHERE w.df > 0 AND (w.df < df_cap OR w.rarity <= 2)
+        WHERE w.df > 0 AND (w.df < df_cap OR w.rarity <= 1)
     ), mean AS (
         SELECT GREATEST(avg(length(cand.tsv)), 1) AS avgdl FROM cand
     ), scored AS MATERIALIZED (
