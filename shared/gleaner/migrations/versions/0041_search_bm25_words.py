@@ -75,7 +75,10 @@ LANGUAGE sql STABLE SECURITY DEFINER ROWS 300 SET search_path = pg_catalog, pg_t
         -- Each word's chunks through the GIN index, but a common word's only when it is the query's
         -- rarest: reading a common word's posting list costs a search the most, for the least weight.
         SELECT DISTINCT ON (m.text_hash, m.ordinal) m.* FROM weighted w CROSS JOIN LATERAL (
-            SELECT c.text_hash, c.ordinal, c.chunk_start, c.chunk_end, c.tsv FROM knowledge.text_chunks c
+            -- "|| ''": the vector read once here; a row with its vector is past TOAST's threshold, so
+            -- tsv is stored apart, and each later test of it would fetch it again.
+            SELECT c.text_hash, c.ordinal, c.chunk_start, c.chunk_end, c.tsv || CAST('' AS tsvector) AS tsv
+            FROM knowledge.text_chunks c
             WHERE c.tsv @@ w.tq AND (hashes IS NULL OR c.text_hash = ANY(hashes)) LIMIT per_term) m
         WHERE w.df > 0 AND (w.df < df_cap OR w.rarity <= 1)
     ), mean AS (
