@@ -9,8 +9,6 @@ alternated query by query against a baseline statement: session 9's, or with a f
 
 from __future__ import annotations
 
-import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,11 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import _WORDS  # noqa: E402
 
-from gleaner import tenancy  # noqa: E402
 from gleaner.app import Deps  # noqa: E402
-from gleaner.retrieval import search  # noqa: E402
 from gleaner.retrieval.embedder import EmbedModel, default_embedder  # noqa: E402
-from gleaner.settings.config import Settings, parse_networks  # noqa: E402
+from gleaner.settings.config import Settings, parse_networks  # noqa: E402  # noqa: E402
 from gleaner.store.backends import db  # noqa: E402
 
 
@@ -207,97 +203,8 @@ def _hnsw_only_function(server: Any) -> None:
 
 
 def search_latency(server: Any, work: Path, chunks: int, queries: int, fresh: int = 0) -> dict[str, Any]:
-    built = {} if _seeded(server, chunks) else _seed(server, work, chunks)
-    settings = Settings(data_dir=work / "big", database_url=server.get_uri(database="big"),
-                        allow_networks=parse_networks("127.0.0.0/8"))
-    deps = Deps(settings)
-    db.upgrade(deps.engine)
-    _fresh_set(server, fresh)
-    embedder = default_embedder()
-    import random
+    """Search's p50/p95 against session 9's statement: search_p95.py (since BM25 words and rank fusion,
+    search is several statements and a fusion, no longer one statement to swap)."""
+    from search_p95 import latency
 
-    import search_baseline
-
-    from gleaner.retrieval import ranking
-
-    rng = random.Random(7)
-    texts = [" ".join(rng.choice(_WORDS[40:]) for _ in range(rng.randint(3, 8))) for _ in range(queries)]
-    baseline = "baseline_session_9"
-    statements: dict[str, Any] = {baseline: search_baseline._statement, "current": ranking._statement}
-    if fresh:  # what the fresh set costs: the current statement against the same without the fresh part
-        baseline = "hnsw_only_0033"
-        _hnsw_only_function(server)
-        current = ranking._statement
-        statements = {baseline: lambda v, visible: sa.text(str(current(v, visible)).replace(
-            "knowledge.search_chunk_candidates(", "knowledge.search_chunk_candidates_hnsw_only(")),
-            "current": current}
-    candidates = dict.fromkeys(statements, ranking.CANDIDATES)
-    candidates["baseline_session_9"] = search_baseline.CANDIDATES
-    in_db = [0.0]  # time inside the driver's execute calls: the database's part, round trips included
-
-    def before(*_a: Any) -> None:
-        in_db[0] -= time.perf_counter()
-
-    def after(*_a: Any) -> None:
-        in_db[0] += time.perf_counter()
-
-    def ef_search(conn: Any) -> None:  # session 9 set it in its own statement, before the search's
-        if ranking._statement is search_baseline._statement:
-            conn.exec_driver_sql("SET LOCAL hnsw.ef_search = 50")
-
-    sa.event.listen(deps.engine, "begin", ef_search)
-    sa.event.listen(deps.engine, "before_cursor_execute", before)
-    sa.event.listen(deps.engine, "after_cursor_execute", after)
-    total: dict[str, list[float]] = {name: [] for name in statements}
-    database: dict[str, list[float]] = {name: [] for name in statements}
-    embed_only: list[float] = []
-    same = 0
-    load_start = os.getloadavg()
-    # Other queries first, each way: a server that has been up holds the indexes in its caches.
-    warm = [" ".join(rng.choice(_WORDS[40:]) for _ in range(rng.randint(3, 8))) for _ in range(20)]
-    try:
-        with tenancy.scope("big.test"):
-            for q in warm:
-                for name, statement in statements.items():
-                    ranking._statement = statement  # type: ignore[assignment]
-                    ranking.CANDIDATES = candidates[name]
-                    search(deps, q)
-            for n, q in enumerate(texts):
-                t0 = time.perf_counter()
-                embedder.embed([q])
-                embed_only.append(time.perf_counter() - t0)
-                answers = {}
-                for name in (list(statements) if n % 2 == 0 else list(reversed(statements))):  # alternated
-                    ranking._statement = statements[name]  # type: ignore[assignment]
-                    ranking.CANDIDATES = candidates[name]
-                    in_db[0] = 0.0
-                    t0 = time.perf_counter()
-                    answer = search(deps, q, limit=10)
-                    total[name].append(time.perf_counter() - t0)
-                    database[name].append(in_db[0])
-                    assert answer["results"], q
-                    answers[name] = [(r["text_hash"], r["start"], r["score"]) for r in answer["results"]]
-                same += answers["current"] == answers[baseline]
-    finally:
-        ranking._statement = statements["current"]  # type: ignore[assignment]
-        ranking.CANDIDATES = candidates["current"]
-    load_end = os.getloadavg()
-    size = _size(deps, "knowledge.text_chunks")
-    deps.close()
-    _fresh_set(server, 0)  # the kept data directory back to its seeded chunks alone
-
-    def pct(samples: list[float], p: float) -> float:
-        return round(sorted(samples)[min(len(samples) - 1, int(p * len(samples)))] * 1000, 1)
-
-    def figures(name: str) -> dict[str, Any]:
-        return {"search_ms": {"p50": pct(total[name], 0.5), "p95": pct(total[name], 0.95)},
-                "database_ms": {"p50": pct(database[name], 0.5), "p95": pct(database[name], 0.95)},
-                "mean_ms": round(statistics.mean(total[name]) * 1000, 1)}
-
-    out = {name: figures(name) for name in statements}
-    return {"chunks": chunks, "fresh_chunks": fresh, "queries": queries, **built, "text_chunks_bytes": size,
-            "load_average_at_start": load_start, "load_average_at_end": load_end,
-            **out, "query_embedding_ms": {"p50": pct(embed_only, 0.5), "p95": pct(embed_only, 0.95)},
-            "speedup_p50": round(out[baseline]["search_ms"]["p50"] / out["current"]["search_ms"]["p50"], 2),
-            "speedup_p95": round(out[baseline]["search_ms"]["p95"] / out["current"]["search_ms"]["p95"], 2),
-            "baseline": baseline, "queries_with_identical_answers": same}
+    return latency(server, work, chunks, queries, fresh)

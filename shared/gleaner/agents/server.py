@@ -72,9 +72,10 @@ def build_server(deps: Deps, fixed: Caller | None = None) -> MCPServer[Any]:
 
     @server.tool()
     def search(query: str, ctx: Context[Any, Any], site: str | None = None, limit: int = 10) -> dict[str, Any]:
-        """Search the kept copy: ranked passages of current pages, best first, each with url, title,
-        version, a preview, embedding/full-text scores and the byte range (text_hash, start, end)
-        that `get` returns verbatim."""
+        """Search the kept copy: the best passage of each of the best current pages, best first
+        (page_rank 1, 2, ...), each with url, title, version, a preview, embedding/full-text scores
+        and the byte range (text_hash, start, end) that `get` returns verbatim; no results and a note
+        when nothing matches well."""
         return run(tools.search, ctx, query=query, site=site, limit=limit)
 
     @server.tool()

@@ -70,7 +70,7 @@ def _merge(deps: Deps, say: Callable[[str], None]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @guard
 def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -> None:
-    """Ranked chunks of current documents for QUERY, each a verbatim slice (`gleaner slice`)."""
+    """The best passage of each of the best current documents for QUERY, each a verbatim slice (`gleaner slice`)."""
     from gleaner.retrieval import search
 
     with open_deps(load_settings()) as deps:
@@ -81,12 +81,12 @@ def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -
         click.echo(json.dumps(answer))
         return
     if not answer["results"]:
-        # The API's relevance floor may answer nothing with a note saying why (no good match).
-        click.echo(answer.get("note") or "no results (only current documents with an enabled rag routing are"
-                                         " searchable)")
+        click.echo(f"no results: {answer.get('note', 'nothing matched')}"
+                   " (only current documents with an enabled rag routing are searchable)")
     for r in answer["results"]:
         es = "-" if r["embedding_score"] is None else f"{r['embedding_score']:.2f}"
-        click.echo(f"{r['score']:.3f}  {r['url']}  v{r['version']}  (meaning {es}, words {r['fulltext_score']:.2f})\n"
+        click.echo(f"{r['page_rank']}. {r['score']:.3f}  {r['url']}  v{r['version']}"
+                   f"  (meaning {es}, words {r['fulltext_score']:.2f})\n"
                    f"       {r['preview']}\n"
                    f"       gleaner slice {r['text_hash']} {r['start']} {r['end']}")
 

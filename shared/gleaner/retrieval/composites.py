@@ -16,8 +16,10 @@ to stale, a block rule, an erasure) takes the composite out in its own transacti
 A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
 ``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
 ``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
-Candidates come from the same owner-read functions as the documents' (migration 0031), narrowed to
-the caller's visible composites' texts, and are then scored exactly under row-level security.
+Search (gleaner.retrieval.ranking) ranks composites with the documents: ``visible_composites`` lists
+the caller's searchable ones, and their texts' candidates come from the same owner-read functions as
+the documents', narrowed to those texts. ``composite_hits`` (the blend of the search before rank
+fusion) is kept for infra/bench/composite_search.py only.
 """
 
 from __future__ import annotations
@@ -142,6 +144,13 @@ def _statement(vectors: bool) -> sa.TextClause:
 def _preview(chunk: str) -> str:
     flat = " ".join(chunk.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def visible_composites(conn: Connection, site_domain: str | None) -> list[dict[str, Any]]:
+    """The caller's searchable composites (row-level security decides): id, title, site, text, snapshot."""
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
+        " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE), {"site": site_domain}).mappings()]
 
 
 def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_domain: str | None,

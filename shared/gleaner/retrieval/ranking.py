@@ -1,30 +1,33 @@
-"""Hybrid search over site documents: ranked citable chunks with their embedding and full-text scores.
+"""Hybrid search over site documents: the best passage of each of the best pages, by rank fusion.
 
-Two candidate lists, merged and re-scored:
+Two candidate lists, each read as text_chunks' owner by a function that returns keys and numbers:
 
+- by words: chunks holding any of the query's stemmed words, scored as BM25 (IDF, saturated term
+  frequency, length normalisation), and their pages scored as BM25 over the page's chunks
+  (migration 0041, gleaner.retrieval.lexical);
 - by meaning: the HNSW index's nearest chunks to the query's vector (cosine), when pgvector is there,
-  and the nearest of the fresh vectors not in that index yet, each compared (gleaner.retrieval.fresh);
-- by words: chunks whose full-text vector matches any of the query's stemmed words.
+  and the nearest of the fresh vectors not in that index yet (gleaner.retrieval.fresh).
 
-Every candidate gets both scores, each 0-1: ``embedding_score`` is the cosine similarity (below 0
-counts as 0), ``fulltext_score`` is ``ts_rank_cd`` with PostgreSQL's ``rank / (rank + 1)``
-normalisation; ``score = 0.6 * embedding + 0.4 * full text`` (the feed spec's blend). Without
-pgvector ``embedding_score`` is null and ``score`` is the full-text score.
+Pages are ranked by reciprocal rank fusion of their page BM25, their best chunk's BM25 and their best
+chunk's cosine (gleaner.retrieval.fusion): no score's scale matters. Each page answers with its one
+best passage; ``page_rank`` is 1 for the best page. ``embedding_score`` is the passage's cosine (below
+0 as 0; null without pgvector), ``fulltext_score`` its BM25 over the most the query's words can give
+(0-1), ``score`` the page's fused rank score (0-1). Below a relevance floor (no page holds a good
+share of the query's rarer words, and no passage is close in meaning) the answer is no results and a
+``note`` saying so. The feed references' 0.6 / 0.4 blend (``EMBEDDING_WEIGHT``, ``FULLTEXT_WEIGHT``)
+is theirs alone (gleaner.retrieval.references).
 
 Only documents in ``search_index`` whose indexed snapshot is still their current one, that are
 active, not deleted and have an enabled ``rag`` routing are answered: row-level security on
-``documents`` and ``search_index`` limits that to the caller's tenant scope. The candidates come
-from two functions of migration 0031 that read ``text_chunks`` as its owner (under the row policy
-the GIN index is unusable) and return keys only; the statement keeps the visible ones. The indexes
-hold every tenant's chunks, so their nearest may all belong to others; when too few are visible,
-the functions are asked again for the caller's visible texts only.
+``documents`` and ``search_index`` limits that to the caller's tenant scope. The indexes hold every
+tenant's chunks, so their candidates may all belong to others; when too few pages are visible, the
+functions are asked again for the caller's visible texts only. Composites join the same ranking
+(gleaner.retrieval.composites).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-import sqlalchemy as sa
 
 from gleaner.errors import InvalidInput
 
@@ -35,86 +38,15 @@ EMBEDDING_WEIGHT = 0.6
 FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
-CANDIDATES = 50  # per list: enough to re-rank well, few enough to score every one exactly
-WORD_CAP = 200  # full-text matches ranked per query: beyond it an arbitrary subset (the index's order)
+CANDIDATES = 50  # nearest chunks by meaning: enough to rank pages well, few enough to compare exactly
+WORD_CAP = 200  # composites' full-text matches ranked per query (gleaner.retrieval.composites)
+# The relevance floor: an answer needs a page holding this share of the query's word weight (IDF; a word
+# in no chunk weighs most), or a passage this close in meaning (cosine). Set on the tuning set's questions
+# and off-topic ones: the static table puts nonsense 0.2 to 0.41 from the nearest page, most real questions above 0.45.
+FLOOR_COVERAGE = 0.15
+FLOOR_MEANING = 0.42
+NO_MATCH = "no good match: no page holds enough of the query's words or is close to its meaning"
 PREVIEW_CHARS = 280
-
-_VISIBLE = (
-    " JOIN knowledge.search_index i ON i.text_hash = c.text_hash"
-    " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
-    " WHERE d.status = 'active' AND NOT d.is_deleted"
-    " AND (CAST(:site AS text) IS NULL OR d.site_domain = CAST(:site AS text))"
-    " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
-    "   AND r.destination = 'rag' AND r.enabled)"
-)
-# Scoring: any stemmed word of the query counts (a paraphrase shares few of a page's words).
-_QUERY = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
-_TSQUERY = f"CAST(NULLIF({_QUERY}, '') AS tsquery)"
-# Candidates by words, beside the embedding's: chunks with every word of the query. With vectors the
-# meaning side finds the paraphrases; without them (full text only) any word selects when too few
-# chunks have every word.
-_ALL_WORDS = "plainto_tsquery('english', :q)"
-
-
-# The caller's visible texts, for the second pass (a small tenant among large ones): this subquery runs
-# under the caller's row-level security, and the candidate functions then look only at those texts.
-_VISIBLE_TEXTS = ("ARRAY(SELECT DISTINCT i.text_hash FROM knowledge.search_index i"
-                  " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
-                  + _VISIBLE[_VISIBLE.index(" WHERE "):] + ")")
-
-
-_NO_TEXTS = "CAST(NULL AS text[])"
-
-
-def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
-    """One statement: the candidates with their scores, the visible ones kept, the ``:limit`` best sliced.
-
-    With vectors, knowledge.search_chunk_candidates (migration 0033) gives both candidate lists with
-    their byte ranges and scores, read as text_chunks' owner: the statement never reads text_chunks
-    under its four-level policy. Each candidate's documents, found through search_index and documents
-    under the caller's row-level security, keep what the caller may see; only the answer's rows read their version and
-    their text (each under its policy).
-    """
-    if not vectors:
-        return _full_text_statement(visible_only)
-    hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
-    score = f"{EMBEDDING_WEIGHT} * LEAST(1, k.embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, k.fulltext_score)"
-    return sa.text(
-        "WITH k AS (SELECT * FROM knowledge.search_chunk_candidates("
-        f"{_ALL_WORDS}, {_TSQUERY}, CAST(:v AS public.vector), :m, :k, :cap, {hashes})),"
-        " top AS (SELECT doc.*, k.text_hash, k.chunk_start, k.chunk_end, k.embedding_score, k.fulltext_score,"
-        f" {score} AS score FROM k CROSS JOIN LATERAL (SELECT d.canonical_url AS url, d.title, d.site_domain,"
-        " CAST(d.id AS text) AS document_id, i.snapshot_id FROM knowledge.search_index i"
-        + _VISIBLE[_VISIBLE.index(" JOIN knowledge.documents "):] + " AND i.text_hash = k.text_hash"
-        # OFFSET 0 keeps this a lookup per candidate (search_index's text_hash index): joined, the
-        # planner may hash the caller's whole index to meet a hundred candidates.
-        " OFFSET 0) doc ORDER BY score DESC, url, chunk_start LIMIT :limit)"
-        " SELECT top.*, s.version, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
-        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
-        " FROM top JOIN knowledge.document_snapshots s ON s.id = top.snapshot_id"
-        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
-
-
-def _full_text_statement(visible_only: bool) -> sa.TextClause:
-    """Without pgvector: migration 0031's word candidates (every word, else any word), scored here."""
-    hashes = _VISIBLE_TEXTS if visible_only else _NO_TEXTS
-    ctes = [f"every AS (SELECT * FROM knowledge.chunk_word_candidates({_ALL_WORDS}, :k, :cap, {hashes}))",
-            f"more AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, {hashes})"
-            " WHERE (SELECT count(*) FROM every) < :k)",
-            "k AS (SELECT text_hash, ordinal FROM every UNION SELECT text_hash, ordinal FROM more)",
-            "scored AS (SELECT d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
-            " s.version, c.text_hash, c.chunk_start, c.chunk_end, CAST(NULL AS float8) AS embedding_score,"
-            f" COALESCE(ts_rank_cd(c.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
-            " FROM k JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
-            + _VISIBLE.replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
-            + ")"]
-    return sa.text(
-        "WITH " + ", ".join(ctes) +
-        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
-        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
-        " FROM (SELECT *, LEAST(1, fulltext_score) AS score FROM scored ORDER BY score DESC, url, chunk_start"
-        " LIMIT :limit) top JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
-
 
 def _preview(chunk: str) -> str:
     flat = " ".join(chunk.split())
@@ -133,34 +65,63 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
         from gleaner.tenancy import validate_site_domain
 
         validate_site_domain(site_domain)
+    return answer(deps, query, site_domain, limit)
+
+
+def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[str, Any]:
+    from gleaner.retrieval.composites import URI, visible_composites
+    from gleaner.retrieval.fusion import fuse
+    from gleaner.retrieval.hybrid import gather, passages, visible_documents, visible_texts
+
     index = deps.search_index
     vector: str | None = None
     model = ""
     if index.has_vectors():
-        embedder = deps.embedder
-        model = embedder.model
-        vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
-    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
-              "cap": WORD_CAP, "limit": limit}
+        model = deps.embedder.model
+        vector = "[" + ",".join(f"{x:.6f}" for x in deps.embedder.embed([query])[0]) + "]"
+    k = max(CANDIDATES, limit)
     with deps.engine.begin() as conn:
-        rows: list[Any] = []
-        # First over every tenant's chunks; when too few of those are this caller's (a small tenant
-        # among large ones), again over the texts the caller's scope sees.
+        # First over every tenant's chunks; when too few pages are the caller's (a small tenant among
+        # large ones), again over the texts the caller's scope sees.
         for visible_only in (False, True):
-            rows = list(conn.execute(_statement(vector is not None, visible_only), params).mappings())
-            if len(rows) >= limit:
+            pool = gather(conn, query, vector, model, k, visible_texts(conn, site_domain) if visible_only else None)
+            docs = visible_documents(conn, pool.texts(), site_domain)
+            if len({d["document_id"] for d in docs}) >= limit:
                 break
+        composites = visible_composites(conn, site_domain)  # most tenants have none: one small query
+        if composites:
+            more = gather(conn, query, vector, model, k, sorted({c["text_hash"] for c in composites}))
+            for key, cand in more.chunks.items():
+                pool.chunks.setdefault(key, cand)
+            for text, words in more.pages.items():
+                pool.pages.setdefault(text, words)
+        meta = {d["document_id"]: d for d in docs}
+        meta.update({"composite:" + c["composite_id"]: {**c, "url": URI.format(id=c["composite_id"]),
+                                                        "document_id": None} for c in composites})
+        ranked = fuse({key: m["text_hash"] for key, m in meta.items()}, list(pool.chunks.values()),
+                      {t: p.score for t, p in pool.pages.items()}, dense=vector is not None)
+        if not ranked or not _above_floor(ranked[0], pool):
+            return {"query": query, "results": [], "note": NO_MATCH}
+        top = ranked[:limit]
+        read = passages(conn, [(meta[p.key]["snapshot_id"], p.text_hash, p.best.start, p.best.end) for p in top])
     results = []
-    for r in rows:
-        es = None if r["embedding_score"] is None else round(min(1.0, float(r["embedding_score"])), 6)
-        fs = round(min(1.0, float(r["fulltext_score"])), 6)
-        score = fs if es is None else EMBEDDING_WEIGHT * es + FULLTEXT_WEIGHT * fs
-        results.append({"url": r["url"], "title": r["title"], "site_domain": r["site_domain"],
-                        "document_id": r["document_id"], "version": r["version"], "text_hash": r["text_hash"],
-                        "start": r["chunk_start"], "end": r["chunk_end"], "preview": _preview(r["chunk"]),
-                        "embedding_score": es, "fulltext_score": fs, "score": round(score, 6)})
-    from gleaner.retrieval.composites import composite_hits  # composites' chunks, scored the same way
+    for rank, (page, (version, text)) in enumerate(zip(top, read, strict=True), start=1):
+        m = meta[page.key]
+        es = None if vector is None else round(min(1.0, page.best.meaning or 0.0), 6)
+        fs = round(min(1.0, (page.best.words or 0.0) / pool.query_weight), 6) if pool.query_weight else 0.0
+        hit = {"url": m["url"], "title": m["title"], "site_domain": m["site_domain"], "document_id": m["document_id"],
+               "version": version, "text_hash": page.text_hash, "start": page.best.start, "end": page.best.end,
+               "preview": _preview(text), "embedding_score": es, "fulltext_score": fs,
+               "score": round(page.score, 6), "page_rank": rank}
+        if "composite_id" in m:
+            hit["composite_id"] = m["composite_id"]
+        results.append(hit)
+    return {"query": query, "results": results}
 
-    results.extend(composite_hits(deps, query, vector, model, site_domain, limit))
-    results.sort(key=lambda x: (-x["score"], x["url"] or "", x["start"]))
-    return {"query": query, "results": results[:limit]}
+
+def _above_floor(best: Any, pool: Any) -> bool:
+    """Whether the best page is a match at all: enough of the query's words, or close in meaning."""
+    if max((p.coverage for p in pool.pages.values()), default=0.0) >= FLOOR_COVERAGE:
+        return True
+    closest = max((c.meaning or 0.0 for c in pool.chunks.values()), default=0.0)
+    return closest >= FLOOR_MEANING

@@ -1,0 +1,81 @@
+"""Reciprocal rank fusion of the lexical and dense rankings, by page, and each page's best passage.
+
+Scores of BM25 and of cosine similarity live on different scales, which differ again by query and by
+model; ranks do not. A page's fused score is the sum of ``weight / (RRF_K + rank)`` over three
+rankings of the candidate pages (Cormack, Clarke and Büttcher's reciprocal rank fusion, k = 60):
+
+- by the page's BM25 (the page's words as a whole: gleaner.retrieval.lexical);
+- by its best chunk's BM25 (one passage that holds the question's words);
+- by its best chunk's cosine similarity to the query (meaning; absent without vectors).
+
+A page missing from a ranking gets nothing from it. The passage answered for a page is its chunk with
+the best fusion of the two chunk rankings. ``score`` is the fused score over the most a page can get
+(first in every ranking), so 0-1, comparable across queries only loosely: it is a rank score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+RRF_K = 60
+WEIGHTS = {"page_words": 1.0, "chunk_words": 1.0, "meaning": 1.0}
+
+
+@dataclass
+class Candidate:
+    """One chunk: where it is, and its two scores (None: not in that list)."""
+    text_hash: str
+    ordinal: int
+    start: int
+    end: int
+    words: float | None = None  # chunk BM25
+    meaning: float | None = None  # cosine similarity, below 0 as 0
+
+
+@dataclass
+class RankedPage:
+    key: str  # a page: the document (or composite) answered
+    text_hash: str
+    best: Candidate
+    score: float
+
+
+def _ranks(scored: Iterable[tuple[str, float]]) -> dict[str, int]:
+    """1-based ranks by score, best first; ties keep their order (the key breaks them, stably)."""
+    order = sorted(scored, key=lambda kv: (-kv[1], kv[0]))
+    return {key: i + 1 for i, (key, _s) in enumerate(order)}
+
+
+def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[str, float],
+         dense: bool) -> list[RankedPage]:
+    """Rank pages {page key: its text hash} from their texts' candidate chunks and page BM25, best first."""
+    by_text: dict[str, list[Candidate]] = {}
+    for c in chunks:
+        by_text.setdefault(c.text_hash, []).append(c)
+    chunk_key = {id(c): f"{c.text_hash}:{c.ordinal}" for c in chunks}
+    chunk_word_rank = _ranks((chunk_key[id(c)], c.words) for c in chunks if c.words)
+    chunk_meaning_rank = _ranks((chunk_key[id(c)], c.meaning) for c in chunks if c.meaning is not None)
+
+    def passage_score(c: Candidate) -> float:
+        k = chunk_key[id(c)]
+        return sum(1 / (RRF_K + r[k]) for r in (chunk_word_rank, chunk_meaning_rank) if k in r)
+
+    live = {key: text for key, text in pages.items() if text in by_text}
+    lists = {
+        "page_words": _ranks((key, page_words[text]) for key, text in live.items() if page_words.get(text)),
+        "chunk_words": _ranks((key, max(c.words or 0 for c in by_text[text])) for key, text in live.items()
+                              if any(c.words for c in by_text[text])),
+    }
+    if dense:
+        lists["meaning"] = _ranks((key, max(c.meaning for c in by_text[text] if c.meaning is not None))
+                                  for key, text in live.items()
+                                  if any(c.meaning is not None for c in by_text[text]))
+    best_possible = sum(WEIGHTS[name] / (RRF_K + 1) for name in lists) or 1.0
+    ranked = []
+    for key, text in live.items():
+        fused = sum(WEIGHTS[name] / (RRF_K + ranks[key]) for name, ranks in lists.items() if key in ranks)
+        best = max(by_text[text], key=lambda c: (passage_score(c), -c.start))
+        ranked.append(RankedPage(key, text, best, fused / best_possible))
+    ranked.sort(key=lambda p: (-p.score, p.key))
+    return ranked
