@@ -1,7 +1,7 @@
 """A replayed run's end event names the run it replayed.
 
 Revision ID: 0046
-Revises: 0040
+Revises: 0041
 Create Date: 2026-12-05
 
 A replay fetches nothing: its pages are read from the store, yet its counters count them where a
@@ -12,7 +12,7 @@ a replay, so the change feed, the CLI and the back office say "replayed", not "f
 from alembic import op
 
 revision = "0046"
-down_revision = "0040"
+down_revision = "0041"
 branch_labels = None
 depends_on = None
 
