@@ -22,7 +22,7 @@ from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes.sender import DeliverySender
 from gleaner.config import MIN_SECRET_CHARS, SECRET_RECIPE
 from gleaner.errors import ConfigError
-from gleaner.hostgate import HostPolicy, guard
+from gleaner.hostgate import HostPolicy, guard, server_channel
 from gleaner.references.webhook import WebhookRequest, handle
 from gleaner.web import (
     Environ,
@@ -96,6 +96,8 @@ class WebhookServer:
         app = guard(compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice),
                              (MCP_PATH, self._mcp), ("/", webhook)]), self.hosts)
         self._server = make_server(app, host, port, self.limits)
+        # Headers spelled with "_" are dropped by waitress; the gate must still see that one was sent.
+        self._server.channel_class = server_channel(self._server.channel_class)
         self._threads = [threading.Thread(target=self._server.run, name="gleaner-serve", daemon=True),
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
 

@@ -40,7 +40,7 @@ from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.callers import bearer_token, identity_claims, secret_matches
-from gleaner.hostgate import HostPolicy
+from gleaner.hostgate import HostPolicy, client_address
 from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.sessions import SessionStore
 from gleaner.store.tokens import TOKEN_PREFIX, SiteToken
@@ -74,7 +74,9 @@ class BackofficeApp:
         # The forms' CSRF key: the operator bearer where there is one (tokens survive a restart), else random.
         self._csrf_key = (bearer or secrets.token_urlsafe(32)).encode()
         self.sessions = SessionStore(deps.engine)
-        self.login = Login(self.sessions, lambda token: secret_matches(token, self.bearer), self._site_token)
+        trusted = deps.settings.trusted_proxies
+        self.login = Login(self.sessions, lambda token: secret_matches(token, self.bearer), self._site_token,
+                           client_of=lambda environ: client_address(environ, trusted))
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -268,7 +270,9 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
     if origin and (origin == "null" or urlsplit(origin).netloc != environ.get("HTTP_HOST")):
         return "cross-origin requests may not change anything"
     # Other methods than POST always need a CORS preflight; a POST that is not JSON may come from any form.
-    if needs_json and not str(environ.get("CONTENT_TYPE", "")).startswith("application/json"):
+    # Media types compare case-insensitively (RFC 9110, 8.3.1): Application/JSON is JSON.
+    media_type = str(environ.get("CONTENT_TYPE", "")).split(";", 1)[0].strip().lower()
+    if needs_json and media_type != "application/json":
         return "send commands as application/json"
     return None
 

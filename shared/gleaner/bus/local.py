@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from gleaner import interrupts
 from gleaner.bus.coalesce import Merge, default_merges
 from gleaner.errors import PermanentError, RetryableError
 from gleaner.messages import Message, PagesFetched, ScrapeBatch, SnapshotsWritten, decode, encode
@@ -211,6 +212,7 @@ class LocalBus:
                     self._dispatch(message, attempts)
                 finally:
                     self._done_with(message)
+                interrupts.raise_if_requested()
                 if on_dispatch is not None:
                     on_dispatch(message)
         in_flight: list[Message] = []
@@ -239,6 +241,7 @@ class LocalBus:
                 if not in_flight and (until is None or (until.is_set() and not self._queue)):
                     return
                 item = done.get()
+                interrupts.raise_if_requested()  # a Ctrl-C a finalizer swallowed (gleaner.interrupts)
                 if item is None:  # woken by a publish, or to look at ``until`` again
                     continue
                 message, error = item

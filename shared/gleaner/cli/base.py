@@ -79,18 +79,13 @@ def interruptible(run_id: str) -> Iterator[None]:
 
     SIGTERM (what a service manager or ``kill`` sends) is turned into the same KeyboardInterrupt.
     """
-    import signal
+    from gleaner import interrupts
 
-    def terminate(_signo: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    except KeyboardInterrupt:
-        fail(f"run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here", 130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with interrupts.catching():
+        try:
+            yield
+        except KeyboardInterrupt:
+            fail(f"run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here", 130)
 
 
 def error_line(message: str) -> None:
