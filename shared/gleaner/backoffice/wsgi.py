@@ -40,6 +40,7 @@ from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.callers import bearer_token, identity_claims, secret_matches
+from gleaner.errors import RetryableError
 from gleaner.hostgate import HostPolicy, client_address
 from gleaner.store.dberrors import DatabaseRefused, is_permanent
 from gleaner.store.sessions import SessionStore
@@ -50,6 +51,7 @@ from gleaner.web import query_of
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024  # forms and JSON commands are a few hundred bytes
+RETRY_AFTER = 5  # seconds a client waits while the database is unavailable (503)
 PREFIXES = ("/v1/", "/ui")
 
 StartResponse = Callable[..., Any]
@@ -83,6 +85,13 @@ class BackofficeApp:
             # No tenant until the credential names one: _answer enters the caller's scope (docs/security.md).
             with tenancy.no_tenant():
                 status, headers, body = self._answer(environ)
+        except RetryableError as exc:
+            # The database is down or restarting (gleaner serve starts the embedded one again): a wait, not a
+            # failure of the request. One line in the log; the driver's traceback only at debug level.
+            log.warning("back office request answered 503: %s", exc)
+            log.debug("the database error", exc_info=True)
+            status, headers, body = 503, [("Content-Type", "application/json"), ("Retry-After", str(RETRY_AFTER))], \
+                b'{"error": "the database is unavailable; try again shortly"}'
         except DatabaseRefused as exc:
             if not is_permanent(exc):
                 raise
@@ -279,5 +288,5 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
 
 _REASONS = {200: "OK", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
-            429: "Too Many Requests", 500: "Internal Server Error"}
+            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 

@@ -26,6 +26,7 @@ from gleaner.cli.base import (
 )
 from gleaner.cli.search import embed_new_chunks
 from gleaner.config import Settings
+from gleaner.store.dberrors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -59,10 +60,19 @@ def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = Tr
 def _print_failure(deps: Deps | None, started: list[Any], request: dict[str, Any], exc: BaseException) -> bool:
     from gleaner.cli.failedsummary import failed_summary
 
-    run_id, site = (started[0].run_id, started[0].site_domain) if started else (None, request.get("site_domain"))
+    run_id, site = (started[0].run_id, _tenant(started[0])) if started else (None, request.get("site_domain"))
     failure = failed_summary(deps, run_id, site, exc)
     click.echo(json.dumps({k: failure.get(k) for k in (*SUMMARY_KEYS, "error")}))
     return True
+
+
+def _tenant(message: Any) -> str | None:
+    from gleaner.stages import tenant_of
+
+    try:
+        return str(tenant_of(message))
+    except Exception:  # a URL the request refused: no tenant
+        return None
 
 
 def _crawl(deps: Deps, settings: Settings, url: str, request: dict[str, Any], started: list[Any]) -> dict[str, Any]:
@@ -83,7 +93,11 @@ def _crawl(deps: Deps, settings: Settings, url: str, request: dict[str, Any], st
                 interruptible(message.run_id):
             deps.observer = progress
             progress.line(f"crawling {url} (data in {settings.data_dir})")
-            result = crawl(deps, message, progress.on_message)
+            try:
+                result = crawl(deps, message, progress.on_message)
+            except DatabaseUnavailable as exc:  # the run stays active, its worker gone: resume takes it over
+                raise DatabaseUnavailable(f"{exc}; when it is back, `gleaner runs resume {message.run_id}` goes on"
+                                          " from there") from exc
             embed_new_chunks(deps, progress.line)
     finally:
         if opening is not None:
