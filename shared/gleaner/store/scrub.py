@@ -54,6 +54,9 @@ def scrub_after_erasure(engine: Engine) -> ScrubReport:
         # A segment no longer needed is then unlinked, not kept under a new name with its old bytes.
         conn.exec_driver_sql("ALTER SYSTEM SET wal_recycle = off")
         conn.exec_driver_sql("SELECT pg_reload_conf()")
+        # The postmaster passes the reload on to the checkpointer asynchronously: it must have it before the
+        # checkpoints below, or they would recycle old segments (their bytes kept) rather than unlink them.
+        conn.exec_driver_sql("SELECT pg_sleep(0.5)")
         conn.exec_driver_sql("CHECKPOINT")
         conn.exec_driver_sql("SELECT pg_switch_wal()")
         conn.exec_driver_sql("CHECKPOINT")
