@@ -32,9 +32,16 @@ resource "google_sql_database_instance" "main" {
       ssl_mode     = "ENCRYPTED_ONLY"
     }
 
+    # An erased row lives on in the backups and in the WAL kept for point-in-time recovery until they
+    # expire: these two bound how long an erasure takes to leave the cloud (docs/provenance.md).
     backup_configuration {
       enabled                        = true
       point_in_time_recovery_enabled = true
+      transaction_log_retention_days = var.db_log_retention_days
+      backup_retention_settings {
+        retained_backups = var.db_retained_backups
+        retention_unit   = "COUNT"
+      }
     }
   }
 

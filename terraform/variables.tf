@@ -34,6 +34,18 @@ variable "run_artefact_retention_days" {
   default     = 30
 }
 
+variable "db_retained_backups" {
+  description = "Daily Cloud SQL backups kept. An erased row stays in the backups taken before the erasure until they age out (docs/provenance.md)."
+  type        = number
+  default     = 7
+}
+
+variable "db_log_retention_days" {
+  description = "Days of WAL Cloud SQL keeps for point-in-time recovery (1-7). An erased row stays in it that long (docs/provenance.md)."
+  type        = number
+  default     = 7
+}
+
 variable "db_tier" {
   description = "Cloud SQL machine tier."
   type        = string

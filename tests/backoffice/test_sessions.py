@@ -131,3 +131,15 @@ def test_the_cookie_is_secure_exactly_when_the_page_is_served_over_https(deps: D
     assert "Secure" not in plain.headers["Set-Cookie"]
     proxied, _ = log_in(app, x_forwarded_proto="https")
     assert proxied.headers["Set-Cookie"].endswith("; Secure")
+
+
+def test_behind_a_trusted_proxy_one_clients_failures_never_hold_back_anothers_correct_token(deps: Deps):
+    app = BackofficeApp(deps, bearer=SECRET)  # default: a proxy on this machine is trusted
+    attacker = {"peer": "127.0.0.1", "x_forwarded_for": "198.51.100.66"}
+    statuses = [request(app, "POST", "/ui/login", form={"token": f"guess-{i}"}, **attacker).status for i in range(6)]
+    assert set(statuses[3:]) == {429}
+    operator = {"peer": "127.0.0.1", "x_forwarded_for": "203.0.113.10"}
+    assert request(app, "POST", "/ui/login", form={"token": SECRET}, **operator).status == 303
+    # The attacker cannot pose as the operator by writing its address first: the proxy appends the real one.
+    spoofed = {"peer": "127.0.0.1", "x_forwarded_for": "203.0.113.10, 198.51.100.66"}
+    assert request(app, "POST", "/ui/login", form={"token": SECRET}, **spoofed).status == 429

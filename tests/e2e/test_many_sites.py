@@ -24,7 +24,7 @@ from gleaner.operator.sites import add_site
 from gleaner.runtime.engine import Engine, RunRef
 from gleaner.runtime.runner import resume
 
-from ..generated_site import site_pages
+from ..generated_site import Gate, site_pages
 
 PAGES = 6
 DELAYS = (0.15, 0.25, 0.35)
@@ -96,14 +96,20 @@ def test_ctrl_c_during_a_multi_site_tick_leaves_every_run_interrupted_and_resuma
     deps = make_deps()
     with ExitStack() as stack:
         sites = [serve(stack, f"127.0.0.{n + 2}", 30) for n in range(3)]
-        add_sites(deps, sites, (0.2, 0.2, 0.2))
+        # Each site holds one page's answer until the signal is sent: the tick cannot end first, however
+        # fast or loaded the machine.
+        gates = [Gate(site.pages["/p/7"], limit=60) for site in sites]
+        for site, gate in zip(sites, gates, strict=True):
+            site.pages["/p/7"] = Page("", handler=gate.handler)
+        stack.callback(lambda: [gate.released.set() for gate in gates])
+        add_sites(deps, sites, (0.05, 0.05, 0.05))
         tick_process = subprocess.Popen([sys.executable, "-m", "gleaner.cli", "tick", "--json"], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 90
-        while not all(any(r.path.startswith("/p/") for r in s.log[2:]) for s in sites):
-            assert time.monotonic() < deadline and tick_process.poll() is None, "the tick never scraped every site"
-            time.sleep(0.1)
+        for gate in gates:
+            assert gate.reached.wait(90), "the tick never reached every site's held page"
         tick_process.send_signal(signal.SIGINT)
+        for gate in gates:
+            gate.released.set()
         _out, err = tick_process.communicate(timeout=60)
 
         assert tick_process.returncode == 130, err

@@ -851,3 +851,18 @@ def test_deliveries_have_their_own_function_which_only_the_tasks_identity_invoke
 
     settings = Settings.from_env(_function_env(tf, "snapshot"))
     assert notify_task_url(settings) == settings.notify_task_url and not notify_task_url(settings).endswith("/deliver")
+
+
+def test_how_long_an_erased_row_stays_in_cloud_sql_backups_and_pitr_is_bounded_by_variables(tf):
+    backups = tf["resource"]["google_sql_database_instance"]
+    (instance,) = backups.values()
+    settings = instance["settings"][0] if isinstance(instance["settings"], list) else instance["settings"]
+    config = settings["backup_configuration"]
+    config = config[0] if isinstance(config, list) else config
+    assert config["transaction_log_retention_days"] == "${var.db_log_retention_days}"
+    retention = config["backup_retention_settings"]
+    retention = retention[0] if isinstance(retention, list) else retention
+    assert retention["retained_backups"] == "${var.db_retained_backups}"
+    assert 1 <= tf["variable"]["db_log_retention_days"]["default"] <= 7
+    # Blob objects are never versioned: a deleted body is gone, no noncurrent version outlives the erasure.
+    assert tf["resource"]["google_storage_bucket"]["blobs"]["versioning"][0]["enabled"] is False

@@ -3,7 +3,9 @@
 - **Login** (``POST /ui/login``) takes the operator bearer or a site token once and starts a
   server-side session (:mod:`gleaner.store.access.sessions`): the cookie holds a random id, the database its
   digest and expiry. A failed login from an address makes the next ones from it wait longer
-  (429 with ``Retry-After`` until then), so guessing costs time and holds no server thread.
+  (429 with ``Retry-After`` until then), so guessing costs time and holds no server thread. The
+  address is the client's: behind a trusted proxy (``GLEANER_TRUSTED_PROXIES``), the one it forwards,
+  so one client's failures never hold back another's correct token.
 - **The cookie** is ``HttpOnly``, ``SameSite=Strict`` and ``Secure`` exactly when the page was
   served over HTTPS (the request's scheme, or a proxy's ``X-Forwarded-Proto: https``): a browser
   drops a Secure cookie set over plain HTTP on any address but loopback, which made a LAN login
@@ -105,8 +107,12 @@ class Login:
     """``/ui/login`` and ``/ui/logout`` over the session store; ``check`` names the credential of a token."""
 
     def __init__(self, sessions: SessionStore, operator: Callable[[str], bool],
-                 site_token: Callable[[str], SiteToken | None]) -> None:
+                 site_token: Callable[[str], SiteToken | None],
+                 client_of: Callable[[dict[str, Any]], str] = lambda environ: str(environ.get("REMOTE_ADDR", ""))
+                 ) -> None:
+        """``client_of``: the address a login's back-off is kept for (the client a trusted proxy names)."""
         self.sessions = sessions
+        self.client_of = client_of
         self.operator = operator
         self.site_token = site_token
 
@@ -130,7 +136,7 @@ class Login:
         return 303, headers, b"logged out"
 
     def _post(self, environ: dict[str, Any], form: dict[str, str]) -> Reply:
-        peer = str(environ.get("REMOTE_ADDR", ""))
+        peer = self.client_of(environ)
         failures, since = self.sessions.failures(peer)
         wait = login_delay(failures) - since
         if wait > 0:

@@ -40,7 +40,8 @@ from gleaner.backoffice import api, pages
 from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.cloud.callers import bearer_token, identity_claims, secret_matches
-from gleaner.serving.hostgate import HostPolicy
+from gleaner.errors import RetryableError
+from gleaner.serving.hostgate import HostPolicy, client_address
 from gleaner.serving.textcheck import text_problem
 from gleaner.serving.web import query_of
 from gleaner.store.access.sessions import SessionStore
@@ -50,6 +51,7 @@ from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024  # forms and JSON commands are a few hundred bytes
+RETRY_AFTER = 5  # seconds a client waits while the database is unavailable (503)
 PREFIXES = ("/v1/", "/ui")
 
 StartResponse = Callable[..., Any]
@@ -74,13 +76,22 @@ class BackofficeApp:
         # The forms' CSRF key: the operator bearer where there is one (tokens survive a restart), else random.
         self._csrf_key = (bearer or secrets.token_urlsafe(32)).encode()
         self.sessions = SessionStore(deps.engine)
-        self.login = Login(self.sessions, lambda token: secret_matches(token, self.bearer), self._site_token)
+        trusted = deps.settings.trusted_proxies
+        self.login = Login(self.sessions, lambda token: secret_matches(token, self.bearer), self._site_token,
+                           client_of=lambda environ: client_address(environ, trusted))
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
             # No tenant until the credential names one: _answer enters the caller's scope (docs/security.md).
             with tenancy.no_tenant():
                 status, headers, body = self._answer(environ)
+        except RetryableError as exc:
+            # The database is down or restarting (gleaner serve starts the embedded one again): a wait, not a
+            # failure of the request. One line in the log; the driver's traceback only at debug level.
+            log.warning("back office request answered 503: %s", exc)
+            log.debug("the database error", exc_info=True)
+            status, headers, body = 503, [("Content-Type", "application/json"), ("Retry-After", str(RETRY_AFTER))], \
+                b'{"error": "the database is unavailable; try again shortly"}'
         except DatabaseRefused as exc:
             if not is_permanent(exc):
                 raise
@@ -268,12 +279,14 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
     if origin and (origin == "null" or urlsplit(origin).netloc != environ.get("HTTP_HOST")):
         return "cross-origin requests may not change anything"
     # Other methods than POST always need a CORS preflight; a POST that is not JSON may come from any form.
-    if needs_json and not str(environ.get("CONTENT_TYPE", "")).startswith("application/json"):
+    # Media types compare case-insensitively (RFC 9110, 8.3.1): Application/JSON is JSON.
+    media_type = str(environ.get("CONTENT_TYPE", "")).split(";", 1)[0].strip().lower()
+    if needs_json and media_type != "application/json":
         return "send commands as application/json"
     return None
 
 
 _REASONS = {200: "OK", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
-            429: "Too Many Requests", 500: "Internal Server Error"}
+            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 

@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from gleaner.bus import interrupts
 from gleaner.bus.coalesce import Merge, default_merges
 from gleaner.errors import PermanentError, RetryableError
 from gleaner.messages import Message, PagesFetched, ScrapeBatch, SnapshotsWritten, decode, encode
+from gleaner.store.backends import outage
 
 if TYPE_CHECKING:
     from gleaner.changes.events import ChangeEvent
@@ -211,6 +213,7 @@ class LocalBus:
                     self._dispatch(message, attempts)
                 finally:
                     self._done_with(message)
+                interrupts.raise_if_requested()
                 if on_dispatch is not None:
                     on_dispatch(message)
         in_flight: list[Message] = []
@@ -238,7 +241,12 @@ class LocalBus:
                     threading.Thread(target=run, args=(message, attempts), name="gleaner-bus", daemon=True).start()
                 if not in_flight and (until is None or (until.is_set() and not self._queue)):
                     return
-                item = done.get()
+                try:  # woken at least every second: a Ctrl-C or an outage ends the drain while handlers wait
+                    item = done.get(timeout=1.0)
+                except queue.Empty:
+                    item = None
+                interrupts.raise_if_requested()  # a Ctrl-C a finalizer swallowed (gleaner.bus.interrupts)
+                outage.raise_if_gone()  # the database unreachable for longer than its wait
                 if item is None:  # woken by a publish, or to look at ``until`` again
                     continue
                 message, error = item
@@ -315,11 +323,16 @@ class LocalBus:
                 return
             except RetryableError as exc:
                 if attempts >= self.max_attempts:
-                    log.error("dead-lettering %s after %d attempts: %s", type(message).__name__, attempts, exc)
+                    log.log(logging.INFO if outage.down_for() is not None else logging.ERROR,
+                            "dead-lettering %s after %d attempts: %s", type(message).__name__, attempts, exc)
                     self.dead_letters.append(DeadLetter(message, str(exc), attempts))
                     self._give_up(message, f"dead-lettered after {attempts} attempts: {exc}")
                     return
-                log.warning("retrying %s (attempt %d): %s", type(message).__name__, attempts, exc)
+                # A first retry is routine (a blip); none is loud while the database is down: the command's one
+                # error line says so if it stays down.
+                quiet = attempts == 1 or outage.down_for() is not None
+                log.log(logging.INFO if quiet else logging.WARNING,
+                        "retrying %s (attempt %d): %s", type(message).__name__, attempts, exc)
                 time.sleep(self.retry_delay(attempts))
             except Exception as exc:
                 if not self.isolate:
@@ -337,7 +350,10 @@ class LocalBus:
             return
         try:
             self.on_give_up(message, reason)
-        except Exception:  # the record is best effort: the database may be what failed
+        except RetryableError as exc:  # the record is best effort: the database may be what failed
+            log.log(logging.INFO if outage.down_for() is not None else logging.WARNING,
+                    "could not record the failure of %s: %s", type(message).__name__, exc)
+        except Exception:
             log.exception("could not record the failure of %s", type(message).__name__)
 
 

@@ -79,18 +79,13 @@ def interruptible(run_id: str) -> Iterator[None]:
 
     SIGTERM (what a service manager or ``kill`` sends) is turned into the same KeyboardInterrupt.
     """
-    import signal
+    from gleaner.bus import interrupts
 
-    def terminate(_signo: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    except KeyboardInterrupt:
-        fail(f"run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here", 130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with interrupts.catching():
+        try:
+            yield
+        except KeyboardInterrupt:
+            fail(f"run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here", 130)
 
 
 def error_line(message: str) -> None:
@@ -211,6 +206,9 @@ def main(verbose: int, tenant: str | None) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     if verbose < 2:
         quiet_driver_logs()  # the tracebacks stay for -vv
+        # asyncio's finalizers report an HTTP session a failed handler left to the garbage collector (a
+        # database outage mid-batch) as a multi-line ERROR; the handler's failure is reported already.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if verbose < 1:
         # A dead letter is recorded on its run, and the command's own last line reports the run's error
         # (exit_for_run); logging it too printed every failure twice. -v shows the log line again.

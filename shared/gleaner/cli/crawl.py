@@ -26,6 +26,7 @@ from gleaner.cli.base import (
 )
 from gleaner.cli.search import embed_new_chunks
 from gleaner.settings.config import Settings
+from gleaner.store.backends.dberrors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -37,30 +38,70 @@ DEMO_PORT = 8471
 
 
 def run_crawl(settings: Settings, url: str, as_json: bool, *, summary: bool = True, **request: Any) -> dict[str, Any]:
-    with open_deps(settings) as deps:
-        opening = _open_database_meanwhile(deps)
-        try:
-            from gleaner.runtime.runner import crawl, new_request
-
-            _freeze_imported()
-
-            def pages_total(run_id: str) -> int:
-                summary = deps.metadata.run_summary(run_id)
-                return int(summary["included"]) if summary else 0
-
-            per_page = settings.host_delay / max(settings.host_concurrency, 1)
-            message = new_request(url, **request)
-            with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress, \
-                    interruptible(message.run_id):
-                deps.observer = progress
-                progress.line(f"crawling {url} (data in {settings.data_dir})")
-                result = crawl(deps, message, progress.on_message)
-                embed_new_chunks(deps, progress.line)
-        finally:
-            if opening is not None:
-                opening.join()  # never close the dependencies under a database still starting
+    started: list[Any] = []  # the run's message, once made (after the imports the database's start overlaps)
+    printed = False
+    try:
+        with open_deps(settings) as deps:
+            try:
+                result = _crawl(deps, settings, url, request, started)
+            except BaseException as exc:
+                if as_json and summary:  # --json always ends with its one object, a failure's included
+                    printed = _print_failure(deps, started, request, exc)
+                raise
+    except BaseException as exc:
+        if as_json and summary and not printed:  # the failure came before or after the crawl itself
+            _print_failure(None, started, request, exc)
+        raise
     if summary:
         print_summary(result, as_json)
+    return result
+
+
+def _print_failure(deps: Deps | None, started: list[Any], request: dict[str, Any], exc: BaseException) -> bool:
+    from gleaner.cli.failedsummary import failed_summary
+
+    run_id, site = (started[0].run_id, _tenant(started[0])) if started else (None, request.get("site_domain"))
+    failure = failed_summary(deps, run_id, site, exc)
+    click.echo(json.dumps({k: failure.get(k) for k in (*SUMMARY_KEYS, "error")}))
+    return True
+
+
+def _tenant(message: Any) -> str | None:
+    from gleaner.stages import tenant_of
+
+    try:
+        return str(tenant_of(message))
+    except Exception:  # a URL the request refused: no tenant
+        return None
+
+
+def _crawl(deps: Deps, settings: Settings, url: str, request: dict[str, Any], started: list[Any]) -> dict[str, Any]:
+    opening = _open_database_meanwhile(deps)
+    try:
+        from gleaner.runtime.runner import crawl, new_request
+
+        _freeze_imported()
+        message = new_request(url, **request)
+        started.append(message)
+
+        def pages_total(run_id: str) -> int:
+            summary = deps.metadata.run_summary(run_id)
+            return int(summary["included"]) if summary else 0
+
+        per_page = settings.host_delay / max(settings.host_concurrency, 1)
+        with Progress(enabled=True, pages_total=pages_total, seconds_per_page=per_page) as progress, \
+                interruptible(message.run_id):
+            deps.observer = progress
+            progress.line(f"crawling {url} (data in {settings.data_dir})")
+            try:
+                result = crawl(deps, message, progress.on_message)
+            except DatabaseUnavailable as exc:  # the run stays active, its worker gone: resume takes it over
+                raise DatabaseUnavailable(f"{exc}; when it is back, `gleaner runs resume {message.run_id}` goes on"
+                                          " from there") from exc
+            embed_new_chunks(deps, progress.line)
+    finally:
+        if opening is not None:
+            opening.join()  # never close the dependencies under a database still starting
     return result
 
 

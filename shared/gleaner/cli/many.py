@@ -12,7 +12,6 @@ site left due behind that run starts then, not at the next tick).
 from __future__ import annotations
 
 import gc
-import signal
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from typing import Any
 import click
 
 from gleaner.app import Deps
+from gleaner.bus import interrupts
 from gleaner.cli.board import RunBoard
 from gleaner.cli.search import merge_when_idle
 from gleaner.messages import CrawlRequested
@@ -97,22 +97,18 @@ def watch_many(deps: Deps, every: float, rounds: int | None) -> int:
 @contextmanager
 def _interruptible(engine: Engine) -> Iterator[None]:
     """SIGTERM as Ctrl-C; either marks the engine's active runs interrupted and exits 130."""
-    def terminate(_signo: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    except KeyboardInterrupt:
-        if not engine.interrupted:
-            engine.interrupt()
-        for run_id in engine.interrupted:
-            click.echo(f"gleaner: run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here",
-                       err=True)
-        raise SystemExit(130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        engine.close()
+    with interrupts.catching():
+        try:
+            yield
+        except KeyboardInterrupt:
+            if not engine.interrupted:
+                engine.interrupt()
+            for run_id in engine.interrupted:
+                click.echo(f"gleaner: run {run_id} interrupted; `gleaner runs resume {run_id}` goes on from here",
+                           err=True)
+            raise SystemExit(130) from None
+        finally:
+            engine.close()
 
 
 def _drive(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequested] | None) -> list[dict[str, Any]]:
@@ -133,24 +129,20 @@ def _drive_runs(deps: Deps, runs: Sequence[RunRef], requests: Sequence[CrawlRequ
             summary = deps.metadata.run_summary(run_id)
         return int(summary["included"]) if summary else 0
 
-    def terminate(_signo: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        with RunBoard({r.run_id: r.site_domain for r in runs}, pages_total=pages_total) as board:
-            deps.observer = board
-            engine.on_dispatch = board.on_message
-            board.line(f"crawling {len(runs)} sites at once (data in {deps.settings.data_dir})")
-            return engine.crawl(requests) if requests is not None else engine.drive(runs)
-    except KeyboardInterrupt:
-        for run in runs:
-            if run.run_id in engine.interrupted:
-                click.echo(f"gleaner: {run.site_domain}: run {run.run_id} interrupted; "
-                           f"`gleaner runs resume {run.run_id}` goes on from here", err=True)
-            else:
-                click.echo(f"gleaner: {run.site_domain}: run {run.run_id} had ended or not started", err=True)
-        raise SystemExit(130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        engine.close()
+    with interrupts.catching():
+        try:
+            with RunBoard({r.run_id: r.site_domain for r in runs}, pages_total=pages_total) as board:
+                deps.observer = board
+                engine.on_dispatch = board.on_message
+                board.line(f"crawling {len(runs)} sites at once (data in {deps.settings.data_dir})")
+                return engine.crawl(requests) if requests is not None else engine.drive(runs)
+        except KeyboardInterrupt:
+            for run in runs:
+                if run.run_id in engine.interrupted:
+                    click.echo(f"gleaner: {run.site_domain}: run {run.run_id} interrupted; "
+                               f"`gleaner runs resume {run.run_id}` goes on from here", err=True)
+                else:
+                    click.echo(f"gleaner: {run.site_domain}: run {run.run_id} had ended or not started", err=True)
+            raise SystemExit(130) from None
+        finally:
+            engine.close()

@@ -235,12 +235,16 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
     report = tick(deps, upkeep=False)
     # Retention beside the runs, not before them: no site's first request waits for it. Ctrl-C leaves it
     # cut short (each part is bounded and marks what it did: the next tick goes on from there).
-    keeping = threading.Thread(target=run_upkeep, args=(deps,), name="gleaner-upkeep", daemon=True)
-    keeping.start()
-    data = report.to_dict()
-    data["runs"] = _drive_started(deps, report)
-    keeping.join()
-    embed_new_chunks(deps, lambda line: click.echo(line, err=True))
+    try:
+        keeping = threading.Thread(target=run_upkeep, args=(deps,), name="gleaner-upkeep", daemon=True)
+        keeping.start()
+        data = report.to_dict()
+        data["runs"] = _drive_started(deps, report)
+        keeping.join()
+        embed_new_chunks(deps, lambda line: click.echo(line, err=True))
+    except KeyboardInterrupt:  # before or after the engine drove them: every run still active is interrupted
+        _interrupt_started(deps, report)
+        raise SystemExit(130) from None
     if not as_json:
         for run in data["runs"]:
             if run:
@@ -249,6 +253,18 @@ def _tick_once(deps: Deps, as_json: bool) -> dict[str, Any]:
         for site in report.still_running:
             click.echo(f"{site}: previous run still going; left due", err=True)
     return data
+
+
+def _interrupt_started(deps: Deps, report: TickReport) -> None:
+    from gleaner import tenancy
+    from gleaner.runtime.runner import settle
+    from gleaner.store.ledger.runstate import RunStatus
+
+    for started in report.started:
+        with tenancy.scope(started.site_domain):
+            if settle(deps, started.run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)"):
+                click.echo(f"gleaner: {started.site_domain}: run {started.run_id} interrupted; "
+                           f"`gleaner runs resume {started.run_id}` goes on from here", err=True)
 
 
 def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any] | None]:
@@ -269,7 +285,9 @@ def _drive_started(deps: Deps, report: TickReport) -> list[dict[str, Any] | None
 @guard
 def tick_cmd(as_json: bool) -> None:
     """Start a crawl of every site that is due (a tick run twice at once starts one run per site)."""
-    with open_deps(load_settings()) as deps:
+    from gleaner.bus import interrupts
+
+    with open_deps(load_settings()) as deps, interrupts.catching():
         data = _tick_once(deps, as_json)
     if as_json:
         _echo_json(data)

@@ -200,8 +200,16 @@ def erase_cmd(url: str, site_domain: str | None, reason: str | None, assume_yes:
         from gleaner.changes import outbox
 
         outbox.flush_after_commit(deps)  # the document.removed event, to subscribers now
+        scrubbed = None
+        if deps.settings.database_url is None:  # the embedded database: its files and WAL are rewritten too
+            from gleaner.store.scrub import scrub_after_erasure
+
+            scrubbed = scrub_after_erasure(deps.engine)
     if as_json:
-        click.echo(json.dumps(report.to_dict()))
+        answer = report.to_dict()
+        if scrubbed is not None:
+            answer["disk_scrub"] = {"tables": scrubbed.tables, "seconds": round(scrubbed.seconds, 2)}
+        click.echo(json.dumps(answer))
         return
     click.echo(f"erased {report.url} ({report.site_domain}): {report.versions_removed} versions, "
                f"{report.blobs_deleted} blobs, {report.texts_removed} texts, {report.citations_cleared} citations; "

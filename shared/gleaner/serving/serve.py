@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from gleaner.app import Deps
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.changes.sender import DeliverySender
-from gleaner.errors import ConfigError
-from gleaner.serving.hostgate import HostPolicy, guard
+from gleaner.errors import ConfigError, RetryableError
+from gleaner.serving.hostgate import HostPolicy, guard, server_channel
 from gleaner.serving.web import (
     Environ,
     ServerLimits,
@@ -38,6 +38,8 @@ from gleaner.settings.config import MIN_SECRET_CHARS, SECRET_RECIPE
 
 log = logging.getLogger(__name__)
 
+DATABASE_WATCH_SECONDS = 2.0  # how often serve looks whether its embedded database still runs
+
 
 def webhook_app(deps: Deps, on_accepted: Callable[[], None] = lambda: None) -> WsgiApp:
     """The webhook and ``/refs`` as a WSGI app; ``on_accepted`` runs after each 202."""
@@ -52,12 +54,17 @@ def webhook_app(deps: Deps, on_accepted: Callable[[], None] = lambda: None) -> W
         request = WebhookRequest(method=method, path=path, headers=headers,
                                  query=query_of(environ.get("QUERY_STRING", "").encode("latin-1")),
                                  read_body=lambda: read_body(environ, cap))
+        extra: list[tuple[str, str]] = []
         try:
             status, answer = handle(request, deps)
+        except RetryableError as exc:  # the database is down or restarting: a wait for the caller, not a failure
+            log.warning("webhook request answered 503: %s", exc)
+            status, answer = 503, {"error": "the database is unavailable; try again shortly"}
+            extra = [("Retry-After", "5")]
         except Exception:  # answer 500 like the function host would, rather than drop the connection
             log.exception("webhook request failed")
             status, answer = 500, {"error": "internal error"}
-        body = respond(start_response, status, answer, head=method == "HEAD")
+        body = respond(start_response, status, answer, head=method == "HEAD", headers=extra)
         if status == 202:
             on_accepted()
         return body
@@ -96,8 +103,12 @@ class WebhookServer:
         app = guard(compose([*routes, ("/v1/texts/", webhook), ("/v1/", backoffice), ("/ui/", backoffice),
                              (MCP_PATH, self._mcp), ("/", webhook)]), self.hosts)
         self._server = make_server(app, host, port, self.limits)
+        # Headers spelled with "_" are dropped by waitress; the gate must still see that one was sent.
+        self._server.channel_class = server_channel(self._server.channel_class)
         self._threads = [threading.Thread(target=self._server.run, name="gleaner-serve", daemon=True),
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
+        if deps.settings.database_url is None:  # the embedded database is this server's to keep running
+            self._threads.append(threading.Thread(target=self._keep_database, name="gleaner-db-watch", daemon=True))
 
     @property
     def url(self) -> str:
@@ -144,6 +155,17 @@ class WebhookServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _keep_database(self) -> None:
+        """Start the embedded PostgreSQL again when it stops under the server: requests meanwhile are 503s
+        with Retry-After, and the server recovers without another command (docs/failures.md)."""
+        from gleaner.store.backends.embedded import restart_if_stopped
+
+        while not self._stopping.wait(DATABASE_WATCH_SECONDS):
+            try:
+                restart_if_stopped(self.deps.settings.data_dir)
+            except Exception as exc:  # tried again at the next look
+                log.warning("gleaner serve: %s; trying again in %g s", exc, DATABASE_WATCH_SECONDS)
 
     def _landing_due(self) -> None:
         if self.bus.pending():

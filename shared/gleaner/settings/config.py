@@ -32,6 +32,8 @@ PROJECT_URL = "https://github.com/gleaner-crawler/gleaner"
 ROBOTS_TOKEN = "gleaner"
 
 
+DEFAULT_TRUSTED_PROXIES: tuple[IPNetwork, ...] = parse_networks("127.0.0.0/8,::1/128")
+
 # The politeness settings whose source is recorded, and their variables.
 POLITENESS_VARIABLES = {"host_delay": "GLEANER_HOST_DELAY", "host_concurrency": "GLEANER_HOST_CONCURRENCY"}
 
@@ -57,6 +59,9 @@ class Settings:
     # is refused (DNS rebinding), and naming one means someone else reaches the server, so every request
     # then needs a credential (docs/security.md).
     allowed_hosts: tuple[str, ...] = ()
+    # Proxies whose X-Forwarded-For / Forwarded names the client (login back-off keys on that client, so one
+    # client's failures never hold another's login back). Default: a proxy on this machine.
+    trusted_proxies: tuple[IPNetwork, ...] = DEFAULT_TRUSTED_PROXIES
     # "local" runs the stages in-process; "gcp" publishes to Pub/Sub and Cloud Tasks.
     bus: str = "local"
     project: str | None = None
@@ -261,6 +266,8 @@ class Settings:
             allow_networks=parse_networks(env.get("GLEANER_ALLOW_NETWORKS", "")),
             webhook_secret=webhook_secret_of(env),
             allowed_hosts=allowed_hosts_of(env.get("GLEANER_ALLOWED_HOSTS", "")),
+            trusted_proxies=(parse_networks(env["GLEANER_TRUSTED_PROXIES"], "GLEANER_TRUSTED_PROXIES")
+                             if "GLEANER_TRUSTED_PROXIES" in env else DEFAULT_TRUSTED_PROXIES),
             bus=bus,
             project=env.get("GOOGLE_CLOUD_PROJECT", "").strip() or None,
             region=env.get("GLEANER_REGION", "").strip() or "europe-west1",

@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 from gleaner.discover.feeds import parse_feed
 from gleaner.discover.links import MAX_LINKS_PER_PAGE, PageLinks, extract_links
@@ -213,9 +214,13 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
         # Each answer is kept and read for links as it arrives, and its body dropped: a level of
         # documents (PDFs up to the body cap) is never held in memory at once.
         results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
-        for result in fetcher.fetch_many(
-                FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
-                             last_modified=ask.last_modified if ask else None) for url, ask in asks.items()):
+        # A walk redone after a crash (a resume re-maps) replays what the site already answered this run.
+        replays = {url: kept for url in todo if keeper is not None
+                   and (kept := keeper.kept_before(todo[url], url)) is not None}
+        asked = (FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
+                              last_modified=ask.last_modified if ask else None)
+                 for url, ask in asks.items() if url not in replays)
+        for result in chain(replays.values(), fetcher.fetch_many(asked)):
             url = str(result.key)
             results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
                                                                    depth < max_depth, keeper, max_links,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gleaner.discover.links import PageLinks
-from gleaner.errors import GleanerError, PermanentError
+from gleaner.errors import BlobConflict, GleanerError, PermanentError
 from gleaner.fetch.types import FetchOutcome, FetchResult
 from gleaner.render.kept import keep_rendering
-from gleaner.stages.fetchonce import kept
+from gleaner.stages.fetchonce import Prefetched, kept, replayed
+from gleaner.store.backends.blobs import run_answer_key
 from gleaner.store.ledger.prefetch import KnownLinks
 from gleaner.urls import url_hash
 
@@ -36,6 +39,7 @@ class WalkKeeper:
                  erased: Callable[[str], str | None] = lambda _url: None) -> None:
         self._deps, self._site, self._run_id, self._erased = deps, site, run_id, erased
         self.answers: dict[str, dict[str, object]] = {}
+        self._redone: set[str] | None = None  # the answers an earlier walk of this run kept (kept_before)
         self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
 
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
@@ -55,6 +59,32 @@ class WalkKeeper:
             raise MapFailed(f"blob store failed: {exc}") from exc
         if answer is not None:
             self.answers[canonical] = answer.to_dict()
+            try:  # beside the body: a walk redone after a crash replays it (kept_before)
+                with contextlib.suppress(BlobConflict):
+                    self._deps.blobs.put(run_answer_key(self._site, self._run_id, url_hash(canonical)),
+                                         json.dumps(answer.to_dict(), sort_keys=True).encode("utf-8"),
+                                         "application/json")
+            except GleanerError as exc:
+                raise MapFailed(f"blob store failed: {exc}") from exc
+
+    def kept_before(self, canonical: str, url: str) -> FetchResult | None:
+        """The answer this run's walk kept for the page before a crash (its map is redone on resume), as a
+        fetch result: the site is not asked twice in one run. None when there is none (or its body is gone)."""
+        if self._redone is None:  # one listing per map: a first walk (the usual case) asks for nothing more
+            prefix = run_answer_key(self._site, self._run_id, "").rsplit("/", 1)[0] + "/"
+            self._redone = set(self._deps.blobs.list(prefix))
+        key = run_answer_key(self._site, self._run_id, url_hash(canonical))
+        if key not in self._redone:
+            return None
+        try:
+            raw = self._deps.blobs.get(key)
+        except KeyError:
+            return None
+        prefetched = Prefetched.from_dict(json.loads(raw))
+        result = replayed(self._deps.blobs, prefetched, url, url)
+        if result is not None:
+            self.answers[canonical] = prefetched.to_dict()
+        return result
 
     def keep_rendering(self, canonical: str, rendering: Rendering) -> None:
         """Keep a walked page's rendering beside its answer, so sample and scrape do not render it again."""

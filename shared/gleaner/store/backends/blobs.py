@@ -75,6 +75,12 @@ def run_body_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/bodies/{page_id}"
 
 
+def run_answer_key(site: str, run_id: str, page_id: str) -> str:
+    """What the site answered map's walk for a page (stages/fetchonce.Prefetched as JSON), beside its body: a
+    walk redone after a crash (a resume re-maps) replays it instead of asking the site again."""
+    return f"{run_prefix(site, run_id)}/answers/{page_id}.json"
+
+
 def run_rendered_key(site: str, run_id: str, page_id: str) -> str:
     """A page's rendered DOM, kept beside its fetched body (and discarded with it) so scrape does not render
     a page map's walk or sample's sample already rendered."""

@@ -42,6 +42,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from gleaner.errors import GleanerError, PermanentError, RetryableError
+from gleaner.store.backends import outage
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +125,14 @@ def _translate(context: Any) -> BaseException | None:
         return None
     original = context.sqlalchemy_exception or context.original_exception
     if isinstance(context.original_exception, OSError):  # the driver let a socket error through unwrapped
+        outage.unreachable(context.original_exception)
         return DatabaseUnavailable(f"database error: {context.original_exception}; retrying may help")
     if not isinstance(original, sa.exc.DBAPIError | context.dialect.loaded_dbapi.Error):
         return None
-    return translate(original, context.is_disconnect)
+    translated = translate(original, context.is_disconnect)
+    if isinstance(translated, DatabaseUnavailable) and (context.is_disconnect or sqlstate(original) is None):
+        outage.unreachable(original)  # the connection is gone: an outage until a connect succeeds again
+    return translated
 
 
 def _ping_reports_socket_errors(engine: Engine) -> None:
@@ -166,10 +171,22 @@ def guard_engine(engine: Engine, wait_seconds: float = 30.0) -> Engine:
             # connect; anything else escaped the retries, and click ends a BrokenPipeError silently.
             raise dialect.loaded_dbapi.InterfaceError(f"network error: {exc}") from exc
 
+    outage.LIMIT[0] = wait_seconds
+
+    def attempt(dialect: Any, cargs: Any, cparams: Any) -> Any:
+        try:
+            return connect(dialect, cargs, cparams)
+        except dialect.loaded_dbapi.Error as exc:
+            outage.unreachable(exc)
+            raise
+
     @sa.event.listens_for(engine, "do_connect")
     def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        connection = patiently(lambda: connect(dialect, cargs, cparams), dialect.loaded_dbapi.Error,
-                               wait_seconds if reached.is_set() else 0.0)
+        # The wait is the process's (gleaner.store.backends.outage): a connection made late in an outage waits only
+        # what is left of it, so a crawl gives up after about wait_seconds, not that many times over.
+        connection = patiently(lambda: attempt(dialect, cargs, cparams), dialect.loaded_dbapi.Error,
+                               outage.wait_left(wait_seconds) if reached.is_set() else 0.0)
+        outage.reached()
         reached.set()
         return connection
 
@@ -205,7 +222,9 @@ def again_on_transient(call: Callable[[], T], attempts: int = 4, first_delay: fl
         except RetryableError as exc:
             if attempt == attempts:
                 raise
-            log.warning("store call failed (%s); trying again in %.2gs", exc, delay)
+            # Quiet while the database is down: the command's one error line says so if it stays down.
+            log.log(logging.INFO if outage.down_for() is not None else logging.WARNING,
+                    "store call failed (%s); trying again in %.2gs", exc, delay)
             time.sleep(delay)
             delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover

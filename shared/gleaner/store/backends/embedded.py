@@ -213,3 +213,42 @@ def _zombie(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
+
+
+def restart_if_stopped(data_dir: Path) -> bool:
+    """Start this process's embedded server again if it stopped under it (stopped by hand, crashed, killed
+    by the OOM killer): a long-lived command (``gleaner serve``) then recovers without another command.
+    Whether it was started again. Waits for pgserver's inter-process lock, as every start does."""
+    pgdata = (data_dir / "pg").resolve()
+    try:
+        from pgserver.postgres_server import PostgresServer
+    except ImportError:  # pragma: no cover - a dependency of the package
+        return False
+    server = PostgresServer._instances.get(pgdata)
+    if server is None or _postmaster_up(pgdata):
+        return False
+    with PostgresServer._lock:
+        if _postmaster_up(pgdata):  # another command started it meanwhile
+            return False
+        wait_while_stopping(pgdata)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                server.ensure_postgres_running()
+        except Exception as exc:  # pgserver raises bare exceptions from subprocesses
+            raise RetryableError(f"embedded PostgreSQL did not start again under {pgdata}: {exc}") from exc
+        if os.getpid() not in server.global_process_id_list.get():
+            server.global_process_id_list.get_and_add(os.getpid())
+    log.warning("the embedded PostgreSQL under %s had stopped; started it again", pgdata)
+    return True
+
+
+def _postmaster_up(pgdata: Path) -> bool:
+    pid_file = pgdata / "postmaster.pid"
+    if _status(pid_file) in (None, STOPPING):
+        return False
+    try:
+        pid = int(pid_file.read_text(encoding="utf-8").split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    return _alive(pid)

@@ -41,7 +41,15 @@ from gleaner.changes.events import EventType
 from gleaner.provenance.digests import DIGEST_SCHEME, DigestKind, erasure_digest
 from gleaner.retrieval.index import remove_documents
 from gleaner.store.backends import generation
-from gleaner.store.backends.blobs import BlobStore, map_key, run_body_key, run_content_key, run_raw_key, sample_key
+from gleaner.store.backends.blobs import (
+    BlobStore,
+    map_key,
+    run_answer_key,
+    run_body_key,
+    run_content_key,
+    run_raw_key,
+    sample_key,
+)
 from gleaner.store.backends.generation import cache_of
 from gleaner.store.backends.sqlstore import SqlStore, json_value
 from gleaner.store.documents.blocklist import ERASED_PREFIX, Blocklist, erased_form, is_erased_form
@@ -327,7 +335,8 @@ def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, 
         for run_id in plan["runs"]:
             page = plan["url_hash"]
             keys += [run_content_key(site, run_id, page), run_raw_key(site, run_id, page),
-                     sample_key(site, run_id, page), run_body_key(site, run_id, page)]
+                     sample_key(site, run_id, page), run_body_key(site, run_id, page),
+                     run_answer_key(site, run_id, page)]
     unique = list(dict.fromkeys(digests))
     erasure_id = store.record_erasure(site, document_id, unique[0][0], reason, by, unique)
     report = ErasureReport(erasure_id, site, document_id, plan["url"], digests=len(unique))
