@@ -12,7 +12,7 @@ GLEANER_HOST_DELAY=0 set). For each set it prints:
   contents such as a DocBook book's title page), which are counted apart;
 - kept: content pages the run fetched and keeps a version of (a directory URL counts for its
   ``index.html``);
-- the deepest link depth a kept page was found at, the URLs discovered that are no file of the set
+- how many kept pages were found at each link depth, the URLs discovered that are no file of the set
   (what a trap would grow), and the aggregates: flagged ``is_aggregate`` or not;
 - aggregate hits: searches for a phrase of each of up to 25 content pages (its title), and how many
   answered with an aggregate page among their hits (must be 0).
@@ -40,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,8 @@ class Figures:
     not_files: int = 0
     index_only: list[str] = field(default_factory=list)
     index_only_kept: int = 0
+    depths: dict[int, int] = field(default_factory=dict)  # link depth -> pages kept found there
     not_file_paths: list[str] = field(default_factory=list)
-    deepest: int = 0
     aggregates: dict[str, bool] = field(default_factory=dict)  # path -> flagged
     queries: int = 0
     aggregate_hits: int = 0
@@ -136,7 +137,7 @@ class Figures:
         share = 100.0 * self.kept / self.content if self.content else 0.0
         flagged = ", ".join(f"{p}:{'flagged' if f else 'NOT flagged'}" for p, f in self.aggregates.items()) or "-"
         return (f"{self.name:<9} kept {self.kept:>3}/{self.content:<3} ({share:5.1f} %)  index-only"
-                f" {len(self.index_only)} ({self.index_only_kept} kept)  deepest {self.deepest}"
+                f" {len(self.index_only)} ({self.index_only_kept} kept)  kept by depth {self.depths}"
                 f"  discovered {self.discovered} ({self.not_files} not files)  aggregates {flagged}"
                 f"  aggregate hits {self.aggregate_hits}/{self.queries}  {self.status} {self.seconds:.0f} s")
 
@@ -210,9 +211,9 @@ def _measure(deps: Any, doc: DocSet, directory: Path, max_depth: int | None) -> 
             figures.aggregates[relative] = bool(is_aggregate)
         if is_kept:
             kept.add(relative)
-            figures.deepest = max(figures.deepest, int(depth or 0))
     figures.kept = sum(1 for f in content if f in kept)
     figures.index_only_kept = sum(1 for f in figures.index_only if f in kept)
+    figures.depths = dict(sorted(Counter(int(d or 0) for _p, d, k, _a, _r in rows if k).items()))
     figures.missing = [f"{f} ({why.get(f, 'never discovered')})" for f in content if f not in kept]
     # A phrase of each of up to 25 content pages: its title, as a reader would ask for it.
     rng = random.Random(42)
