@@ -65,7 +65,8 @@ class DocSet:
 
 SPHINX_NAV = ("404.html", r"(^|/)search\.html$", r"(^|/)genindex[^/]*\.html$", r"(^|/)py-modindex\.html$")
 SETS = {s.name: s for s in (
-    DocSet("nodejs", "/usr/share/doc/nodejs/api", aggregates=frozenset({"all.html"}), install="apt-get install nodejs-doc"),
+    DocSet("nodejs", "/usr/share/doc/nodejs/api", aggregates=frozenset({"all.html"}),
+           install="apt-get install nodejs-doc"),
     DocSet("valgrind", "/usr/share/doc/valgrind/html", install="apt-get install valgrind"),
     DocSet("nomicon", "/usr/share/doc/rust-doc/html/nomicon", aggregates=frozenset({"print.html"}),
            install="apt-get install rust-doc"),
@@ -191,15 +192,17 @@ def _measure(deps: Any, doc: DocSet, directory: Path, max_depth: int | None) -> 
         server.shutdown()
     with deps.engine.connect() as conn:
         rows = conn.execute(sa.text(
-            "SELECT d.path, c.depth, d.current_snapshot_id IS NOT NULL AND c.decision = 'include', d.is_aggregate,"
-            " c.decision::text || ' ' || COALESCE(c.fetch_outcome::text, '-') || ': ' || COALESCE(c.decision_reason, '')"
+            "SELECT d.path, c.depth, d.current_snapshot_id IS NOT NULL AND c.decision = 'include',"
+            " d.is_aggregate,"
+            " c.decision::text || ' ' || COALESCE(c.fetch_outcome::text, '-') || ': '"
+            " || COALESCE(c.decision_reason, '')"
             " FROM knowledge.crawl_page_decisions c JOIN knowledge.documents d ON d.id = c.document_id"
             " WHERE c.run_id = :r"), {"r": summary["run_id"]}).all()
     known = set(files)
     kept: set[str] = set()
     figures.discovered = len(rows)
     why: dict[str, str] = {}
-    for path, depth, is_kept, is_aggregate, reason in rows:
+    for path, _depth, is_kept, is_aggregate, reason in rows:
         relative = path.lstrip("/")
         if relative == "" or relative.endswith("/"):
             relative += "index.html"

@@ -12,7 +12,7 @@ import random
 import sqlalchemy as sa
 
 from gleaner.backoffice.wsgi import BackofficeApp
-from gleaner.operator.review import decide, review_list
+from gleaner.operator.review import review_list
 from gleaner.operator.rules import add_rule
 from gleaner.operator.runwarnings import excluded_warning
 from gleaner.retrieval.ranking import search
@@ -179,7 +179,8 @@ def _book(chapters: int, *, with_print: bool = False) -> dict[str, Page]:
     """An mdBook-shaped book: the toc drawn by a script (an iframe for readers without one), chapters chained."""
     def chapter(n: int) -> Page:
         prev = f'<link rel="prev" href="ch{n - 1:02}.html">' if n > 1 else ""
-        nxt = f'<a rel="next prefetch" href="ch{n + 1:02}.html" class="nav-chapters next">›</a>' if n < chapters else ""
+        nxt = (f'<a rel="next prefetch" href="ch{n + 1:02}.html" class="nav-chapters next">next</a>'
+               if n < chapters else "")
         nav = ('<nav id="sidebar"><noscript><iframe class="sidebar-iframe-outer" src="toc.html"></iframe></noscript>'
                '</nav><script src="toc.js"></script>')
         return Page(f"<html><head><title>Chapter {n}</title>{prev}</head><body>{nav}<main><h1>Chapter {n}</h1>"

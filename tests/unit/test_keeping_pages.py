@@ -56,7 +56,8 @@ def test_a_section_is_excluded_only_when_every_page_read_is_excluded():
 
 
 def _text(tag: str, n: int) -> str:
-    return "\n\n".join(f"Paragraph {i} of {tag} says something long enough to be counted as prose here." for i in range(n))
+    return "\n\n".join(f"Paragraph {i} of {tag} says something long enough to be counted as prose here."
+                       for i in range(n))
 
 
 def test_a_print_all_page_is_an_aggregate_and_its_chapters_are_not():

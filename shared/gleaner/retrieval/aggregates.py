@@ -42,9 +42,9 @@ class Aggregate:
         return f"{round(self.covered * 100)} % of its paragraphs are on {self.sources} other pages of the site"
 
 
-def paragraphs(text: str) -> set[str]:
+def paragraphs(text: str) -> set[bytes]:
     """The paragraph keys of a text: a digest of each block between blank lines, whitespace folded."""
-    keys = set()
+    keys: set[bytes] = set()
     for block in re.split(r"\n\s*\n", text):
         folded = _SPACE.sub(" ", block).strip().lstrip("#>*- ").lower()
         if len(folded) >= MIN_PARAGRAPH_CHARS:

@@ -3,7 +3,8 @@
 robots.txt first (a site it cannot read is not crawled), then the feeds named in the request, the
 sitemaps (robots.txt's Sitemap lines and /sitemap.xml: indexes, nested, gzipped), the breadth-first
 walk of the start page's same-host links (bounded by limit, max depth, the include globs and the map's
-soft deadline; pages chained by rel next / prev stay at their referrer's depth), and last the feeds the walked pages announce. :func:`discover` returns a
+soft deadline; pages chained by rel next / prev stay at their referrer's depth), and last the feeds
+the walked pages announce. :func:`discover` returns a
 :class:`Discovery`; the stage's entry (gleaner/stages/map.py) records it and opens the run.
 """
 

@@ -133,8 +133,9 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             if outcome.sample is not None and outcome.verdict.decision == Verdict.EXCLUDE:
                 # One page excluded is evidence about that page only: before its verdict stands for the
                 # section, more of the section's pages are read (stages/sectionproof.py).
-                for more in confirm_exclusion(members, outcome.sample.document_id, lambda rest: _sample_section(
-                        deps, fetcher, message, rest, exclude, None, answers, mode)):
+                for more in confirm_exclusion(members, outcome.sample.document_id,
+                                              lambda rest, mode=mode: _sample_section(  # type: ignore[misc]
+                                                  deps, fetcher, message, rest, exclude, None, answers, mode)):
                     join_rendered(more)
                     outcomes.append(more)
             for each in outcomes:

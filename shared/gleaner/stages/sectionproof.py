@@ -41,7 +41,7 @@ class _Outcome(Protocol):
 
 
 M = TypeVar("M", bound=_Member)
-O = TypeVar("O", bound=_Outcome)
+R = TypeVar("R", bound=_Outcome)
 
 
 def index_like(path: str) -> bool:
@@ -49,7 +49,7 @@ def index_like(path: str) -> bool:
     return path.endswith("/") or path.rsplit("/", 1)[-1].lower() in _INDEX_NAMES
 
 
-def confirm_exclusion(members: Sequence[M], first_id: str, sample: Callable[[list[M]], O]) -> Iterator[O]:
+def confirm_exclusion(members: Sequence[M], first_id: str, sample: Callable[[list[M]], R]) -> Iterator[R]:
     """Further samples of a section whose first sample (``first_id``) was excluded, until one is kept, the
     section has no page left to read, or :data:`CONFIRMATIONS` were read. ``sample`` reads one page of the
     members it is given (trying them in order) and returns its outcome."""

@@ -120,7 +120,8 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
 def lift_decider_skips(conn: Connection, site: str, glob: str) -> list[str]:
     """An include rule at once: pages the decider skipped that ``glob`` matches are to be scraped again."""
     rows = conn.execute(sa.text("SELECT id, path FROM knowledge.documents WHERE site_domain = :s"
-                                " AND scrape_policy = 'skip' AND skip_by_decider AND NOT is_deleted"), {"s": site}).all()
+                                " AND scrape_policy = 'skip' AND skip_by_decider AND NOT is_deleted"),
+                        {"s": site}).all()
     lifted = [str(r[0]) for r in rows if glob_matches(r[1], glob)]
     if lifted:
         conn.execute(sa.text("UPDATE knowledge.documents SET scrape_policy = 'scrape', skip_reason = NULL,"
