@@ -39,7 +39,7 @@ def post_rule(deps: Deps, req: ApiRequest, site: str) -> dict[str, Any]:
     site = check_site(deps, site)
     body = json_body(req)
     rule, applied = rules.add_rule(deps, site, str(text_field(body, "glob")),
-                                   choice_field(body, "action", ("skip", "block", "ignore_text")),
+                                   choice_field(body, "action", ("skip", "block", "include", "ignore_text")),
                                    text_field(body, "reason", False), text_field(body, "pattern", False))
     return {"rule": rule.to_dict(), "applied": applied.to_dict()}
 

@@ -30,7 +30,7 @@ log = logging.getLogger("gleaner")
 # DESIGN.md "Contracts" and "Document lifecycle": refused (by policy), not_modified and limited (left by a
 # limit or budget) beside failed (what the site failed to serve).
 SUMMARY_KEYS = ("run_id", "site_domain", "status", "discovered", "included", "excluded", "fetched", "not_modified",
-                "refused", "failed", "limited", "snapshots")
+                "refused", "failed", "limited", "snapshots", "warnings")
 # Added when known: the politeness the start page's host got and where each value came from; webhook
 # deliveries still to send (a crawl never waits for them).
 SUMMARY_EXTRA_KEYS = ("politeness", "notifications_pending")
@@ -240,7 +240,8 @@ def exit_for_run(summary: dict[str, Any]) -> None:
 def print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         keys = (*SUMMARY_KEYS, *(k for k in SUMMARY_EXTRA_KEYS if k in summary))
-        click.echo(json.dumps({k: summary[k] for k in keys}, sort_keys=False))
+        click.echo(json.dumps({k: summary.get(k, []) if k == "warnings" else summary[k] for k in keys},
+                              sort_keys=False))
         for line in (*limit_notes(summary), *run_notes(summary)):
             click.echo(f"gleaner: {line}", err=True)
         return
@@ -260,6 +261,8 @@ def print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if summary.get("error"):  # why a run failed or stopped short, not only under --json
         said = explain_error(summary["error"])
         click.echo(f"  error: {said}" + (f" ({summary['error']})" if said != summary["error"] else ""))
+    for warning in summary.get("warnings") or ():
+        click.echo(f"  warning: {warning}")
     for line in limit_notes(summary):
         click.echo(f"  {line}")
     for line in run_notes(summary):

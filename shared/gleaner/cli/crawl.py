@@ -182,7 +182,8 @@ def run_crawls(settings: Settings, urls: Sequence[str], as_json: bool, **request
         summaries = crawl_many(deps, [new_request(url, **request) for url in urls])
         embed_new_chunks(deps, lambda line: click.echo(line, err=True))
     if as_json:
-        click.echo(json.dumps([{k: s[k] for k in SUMMARY_KEYS} | ({"error": s["error"]} if s.get("error") else {})
+        click.echo(json.dumps([{k: s.get(k, []) if k == "warnings" else s[k] for k in SUMMARY_KEYS}
+                               | ({"error": s["error"]} if s.get("error") else {})
                                for s in summaries]))
     else:
         for summary in summaries:

@@ -159,6 +159,8 @@ def rules_group() -> None:
 @click.argument("glob")
 @click.option("--skip", is_flag=True, help="Gate 1: never fetch matching paths.")
 @click.option("--block", is_flag=True, help="Gate 2: fetch and version, never ingest or route.")
+@click.option("--include", is_flag=True,
+              help="Force matching pages in over every automatic verdict (a section's sample, a near-empty page).")
 @click.option("--ignore-text", "pattern", metavar="REGEX",
               help="Leave lines matching REGEX out of change detection for matching pages.")
 @click.option("--render", type=click.Choice(["never", "auto", "always"]),
@@ -166,25 +168,26 @@ def rules_group() -> None:
 @click.option("--reason", help="Why (shown in the tree and the ledger).")
 @click.option("--json", "as_json", is_flag=True)
 @guard
-def rules_add(site: str, glob: str, skip: bool, block: bool, pattern: str | None, render: str | None,
-              reason: str | None,
-              as_json: bool) -> None:
+def rules_add(site: str, glob: str, skip: bool, block: bool, include: bool, pattern: str | None,
+              render: str | None, reason: str | None, as_json: bool) -> None:
     """Add a rule for SITE's paths matching GLOB; it applies at once and to every later run."""
     from gleaner.operator.rules import add_rule
 
-    chosen = [name for name, given in (("--skip", skip), ("--block", block), ("--ignore-text", pattern is not None),
-                                       ("--render", render is not None)) if given]
+    chosen = [name for name, given in (("--skip", skip), ("--block", block), ("--include", include),
+                                       ("--ignore-text", pattern is not None), ("--render", render is not None))
+              if given]
     if len(chosen) != 1:
-        raise click.UsageError("say one of --skip, --block, --ignore-text REGEX or --render MODE"
+        raise click.UsageError("say one of --skip, --block, --include, --ignore-text REGEX or --render MODE"
                                + (f", not both {' and '.join(chosen)}" if len(chosen) == 2 else
                                   f", not all of {', '.join(chosen)}" if chosen else "")
                                + " (skip: never fetched; block: fetched, never ingested)")
-    action = "skip" if skip else "block" if block else "ignore_text" if pattern is not None else f"render_{render}"
+    action = ("skip" if skip else "block" if block else "include" if include
+              else "ignore_text" if pattern is not None else f"render_{render}")
     with open_deps(load_settings()) as deps:
         rule, applied = add_rule(deps, site, glob, action, reason, pattern)
         outbox.flush_after_commit(deps)  # document.blocked events
     _show_rule(rule, applied, as_json, f"rule {rule.id}: {rule.action} {rule.glob} on {rule.site_domain}"
-               f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked now)")
+               f" ({len(applied.skipped)} skipped, {len(applied.blocked)} blocked, {len(applied.unskipped)} kept now)")
 
 
 @rules_group.command("list")
@@ -327,7 +330,7 @@ def _after_tick(deps: Deps, report: TickReport) -> None:
 
 @main.group("review")
 def review_group() -> None:
-    """Settle the pages the decider marked needs_review."""
+    """Settle the pages the decider marked needs_review, and keep pages a run excluded."""
 
 
 @review_group.command("list")
@@ -335,12 +338,13 @@ def review_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @guard
 def review_list_cmd(site: str, as_json: bool) -> None:
-    """Pages of SITE's latest run that need an operator decision."""
+    """Pages of SITE's latest run that need review, then those it excluded: `review decide URL include` keeps one."""
     from gleaner.operator.review import review_list
 
     with open_deps(load_settings()) as deps:
         items = review_list(deps, site)
-    echo_listing(items, as_json, lambda i: f"{i.url}  {i.reason or ''}", f"nothing to review for {site}")
+    echo_listing(items, as_json, lambda i: f"{i.decision:<12} {i.url}  {i.reason or ''}",
+                 f"nothing to review for {site}")
 
 
 @review_group.command("decide")

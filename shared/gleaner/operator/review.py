@@ -1,4 +1,5 @@
-"""Review: settle the pages the decider could not (``needs_review``) with the operator's decision.
+"""Review: settle the pages the decider could not (``needs_review``), or keep pages a run excluded, with the
+operator's decision.
 
 ``decide`` records the decision on the document (``documents.operator_decision``), where every later
 run's sample stage reads it before any rule or the decider (``decision_source=operator``), and
@@ -34,6 +35,7 @@ class ReviewItem(Plain):
     run_id: str
     reason: str | None
     confidence: float | None
+    decision: str = "needs_review"  # or "exclude": a page the run left out, listed to be kept with one decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,8 @@ class Decided(Plain):
 
 
 def review_list(deps: Deps, site: str) -> list[ReviewItem]:
-    """Pages of the site's latest sampled run that need review and have no operator decision yet."""
+    """Pages of the site's latest sampled run that need review, then those it excluded (with the reason), that
+    have no operator decision yet: ``decide(url, "include")`` keeps one in every later run."""
     return deps.metadata.review_items(site_key(site))
 
 

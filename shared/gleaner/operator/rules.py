@@ -11,7 +11,9 @@ This module decides (which rule gates which document, and how each gate moves); 
 read and write rules and documents are :mod:`gleaner.store.registry.rules`, reached through ``deps.metadata``.
 
 Precedence, highest first: the operator's per-URL review decision (``documents.operator_decision``),
-then rules (the oldest matching rule of each action), then the decider. The map stage's walk asks
+then rules (the oldest matching rule of each action; a skip rule before an include rule), then the
+decider. An include rule forces pages in over every automatic verdict: URL patterns, a section's
+sample, a near-empty page (only a run's own ``--exclude`` globs still leave them out). The map stage's walk asks
 :class:`Gate` before it fetches a page, and the sample and scrape stages never fetch a page whose
 ``scrape_policy`` is an operator skip, so no stage requests a skipped path.
 """
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 class RuleAction(StrEnum):
     SKIP = "skip"
     BLOCK = "block"
+    # Not a gate: forces matching pages in over every automatic verdict (the sample stage reads it).
+    INCLUDE = "include"
     IGNORE_TEXT = "ignore_text"  # lines matching ``pattern`` are left out of change detection (changes/volatile.py)
     # Not gates: how matching pages are read (gleaner.render.modes.mode_for); applying rules ignores them.
     RENDER_NEVER = "render_never"
@@ -173,6 +177,13 @@ def plan_rules(site: str, rules: Sequence[Rule], docs: Sequence[RuleTarget], at:
     return RulePlan(tuple(updates), applied, tuple(changes))
 
 
+def forced_in(path: str, rules: Sequence[Rule], exclude: Sequence[str] = ()) -> Rule | None:
+    """The include rule that forces the page at ``path`` in, unless the run's own exclude globs leave it out."""
+    if any(glob_matches(path, g) for g in exclude):
+        return None
+    return first_match(path, rules, RuleAction.INCLUDE)
+
+
 def list_rules(deps: Deps, site: str) -> list[Rule]:
     return deps.metadata.site_rules(site_key(site))
 
@@ -185,7 +196,8 @@ def add_rule(deps: Deps, site: str, glob: str, action: RuleAction | str, reason:
     try:
         action = RuleAction(action)
     except ValueError as exc:
-        raise InvalidInput(f"a rule is skip, block, ignore_text or render_never|auto|always, not {action!r}") from exc
+        raise InvalidInput(f"a rule is skip, block, include, ignore_text or render_never|auto|always, not {action!r}"
+                           ) from exc
     if (action is RuleAction.IGNORE_TEXT) != (pattern is not None):
         raise InvalidInput("an ignore_text rule needs a pattern, and only it takes one")
     checked = validate_pattern(pattern) if pattern is not None else None

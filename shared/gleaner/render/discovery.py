@@ -68,4 +68,5 @@ def merged(plain: PageLinks, rendered: PageLinks | None, max_links: int) -> Page
         return plain
     links = tuple(dict.fromkeys([*plain.links, *rendered.links]))
     return PageLinks(links[:max_links], tuple(dict.fromkeys([*plain.feeds, *rendered.feeds])),
-                     plain.nofollow, plain.truncated or rendered.truncated or len(links) > max_links)
+                     plain.nofollow, plain.truncated or rendered.truncated or len(links) > max_links,
+                     tuple(dict.fromkeys([*plain.chain, *rendered.chain])))

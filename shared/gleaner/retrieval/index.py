@@ -54,6 +54,7 @@ _ENTER = sa.text(
     " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
     " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+    " AND NOT d.is_aggregate"  # a print-all edition of the site stays out of search (retrieval/aggregates.py)
     " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
     "   AND r.destination = 'rag' AND r.enabled)"
     " ORDER BY d.id"
@@ -111,6 +112,7 @@ _NEED_CHUNKS = sa.text(
     " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
     " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'active' AND NOT d.is_deleted"
+    " AND NOT d.is_aggregate"  # a print-all edition of the site stays out of search (retrieval/aggregates.py)
     " AND EXISTS (SELECT 1 FROM knowledge.document_routings r WHERE r.document_id = d.id"
     "   AND r.destination = 'rag' AND r.enabled)"
     " AND NOT EXISTS (SELECT 1 FROM knowledge.text_chunks c WHERE c.text_hash = st.text_hash)"

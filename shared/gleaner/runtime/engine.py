@@ -243,7 +243,7 @@ class Engine:
             return {"run_id": run_id, "site_domain": site, "target_url": run.target_url, "status": "failed",
                     "discovered": 0, "included": 0, "excluded": 0, "fetched": 0, "not_modified": 0, "refused": 0,
                     "failed": 0, "limited": 0, "snapshots": {"new": 0, "changed": 0, "unchanged": 0},
-                    "error": self._given_up.get(run_id, "the run was not created")}
+                    "warnings": [], "error": self._given_up.get(run_id, "the run was not created")}
         dead = [f"{type(d.message).__name__}: {d.error}" for d in self.bus.dead_letters
                 if getattr(d.message, "run_id", None) == run_id]
         if dead:

@@ -9,7 +9,8 @@ Snapshots of blocked documents are skipped (gate 2) and erased text is refused (
 dedup path before storage); ingested documents get their default routing, composites whose
 pinned source changed go stale (operator/routing.py), and each document whose current version
 was ingested is checked for duplicates (stages/conflicts.py). Current versions with an enabled
-``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model.
+``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model;
+then the site's aggregate pages (a print-all edition) are flagged and leave it (store/documents/aggregates.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gleaner.app import Deps
 from gleaner.messages import SnapshotsWritten
 from gleaner.provenance.canonical import canonicalise
 from gleaner.stages.conflicts import label_duplicates, not_erased
+from gleaner.store.documents.aggregates import mark_aggregates
 
 
 def handle(message: SnapshotsWritten, deps: Deps) -> int:
@@ -32,4 +34,6 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     meta.route_ingested(message.snapshot_ids)
     deps.search_index.index_snapshots(items)
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
+    if items:
+        mark_aggregates(deps.engine, message.site_domain, message.run_id)
     return stored

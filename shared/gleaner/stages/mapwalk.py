@@ -3,7 +3,8 @@
 robots.txt first (a site it cannot read is not crawled), then the feeds named in the request, the
 sitemaps (robots.txt's Sitemap lines and /sitemap.xml: indexes, nested, gzipped), the breadth-first
 walk of the start page's same-host links (bounded by limit, max depth, the include globs and the map's
-soft deadline), and last the feeds the walked pages announce. :func:`discover` returns a
+soft deadline; pages chained by rel next / prev stay at their referrer's depth), and last the feeds
+the walked pages announce. :func:`discover` returns a
 :class:`Discovery`; the stage's entry (gleaner/stages/map.py) records it and opens the run.
 """
 
@@ -201,50 +202,80 @@ def _walk_links(fetcher: Fetcher, start_url: str, found: Discovery, max_depth: i
     for depth in range(max(max_depth, 1)):
         if depth and found.out_of_time():  # the start page is always read
             return
-        todo: dict[str, str] = {}  # url -> canonical, in discovery order
-        for url, canonical in level:
-            if canonical in walked or skipped(canonical) or (
-                    canonical != start and (canonical in listed or not walkable(canonical))):
-                continue
-            walked.add(canonical)
-            if fetcher.robots(url).allows(url):
-                todo[url] = canonical
-        known = keeper.known(list(todo.values())) if keeper is not None else {}
-        asks = {url: known.get(canonical) for url, canonical in todo.items()}
-        # Each answer is kept and read for links as it arrives, and its body dropped: a level of
-        # documents (PDFs up to the body cap) is never held in memory at once.
-        results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
-        # A walk redone after a crash (a resume re-maps) replays what the site already answered this run.
-        replays = {url: kept for url in todo if keeper is not None
-                   and (kept := keeper.kept_before(todo[url], url)) is not None}
-        asked = (FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
-                              last_modified=ask.last_modified if ask else None)
-                 for url, ask in asks.items() if url not in replays)
-        for result in chain(replays.values(), fetcher.fetch_many(asked)):
-            url = str(result.key)
-            results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
-                                                                   depth < max_depth, keeper, max_links,
-                                                                   read_links))
         following: list[tuple[str, str]] = []
-        for url in todo:  # in discovery order, not completion order: the same site maps the same way
-            result, page = results[url]
-            if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and depth == 0:
-                found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
-                found.problems.append(found.start_failure)
-            if page is None:  # not reachable, not a page, or max_depth 0: fetched only to know it is reachable
-                continue
-            for feed in page.feeds:
-                found.feeds.setdefault(canonicalize(feed), feed)
-            for link in page.links:
-                try:
-                    canonical = canonicalize(link)
-                except InvalidInput:
-                    continue
-                if found.add(link, depth + 1, "link", canonical) or canonical in found.urls:
-                    following.append((link, canonical))
-        if found.full:  # every answer of this level was kept; the next level would add nothing
-            return
+        # A level is walked in rounds: the pages it holds, then the pages they chain to (rel next / prev),
+        # which stay at this depth (a book's chapters are one level however long the book).
+        round_ = level
+        while round_:
+            chained = _walk_round(fetcher, round_, depth, found, max_depth, walked, start, listed, walkable, keeper,
+                                  max_links, skipped, read_links, following)
+            if found.full:  # every answer of this level was kept; the next level would add nothing
+                return
+            round_ = chained
         level = following
+
+
+def _walk_round(fetcher: Fetcher, round_: list[tuple[str, str]], depth: int, found: Discovery, max_depth: int,
+                walked: set[str], start: str, listed: set[str], walkable: Callable[[str], bool],
+                keeper: WalkKeeper | None, max_links: int, skipped: Callable[[str], bool],
+                read_links: ReadLinks | None, following: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Fetch one round of a level; its links join ``following`` (the next level), and the pages they chain
+    to that are not walked yet are returned (the next round of this level)."""
+    todo: dict[str, str] = {}  # url -> canonical, in discovery order
+    for url, canonical in round_:
+        if canonical in walked or skipped(canonical) or (
+                canonical != start and (canonical in listed or not walkable(canonical))):
+            continue
+        walked.add(canonical)
+        if fetcher.robots(url).allows(url):
+            todo[url] = canonical
+    known = keeper.known(list(todo.values())) if keeper is not None else {}
+    asks = {url: known.get(canonical) for url, canonical in todo.items()}
+    # Each answer is kept and read for links as it arrives, and its body dropped: a level of
+    # documents (PDFs up to the body cap) is never held in memory at once.
+    results: dict[str, tuple[FetchResult, PageLinks | None]] = {}
+    # A walk redone after a crash (a resume re-maps) replays what the site already answered this run.
+    replays = {url: kept for url in todo if keeper is not None
+               and (kept := keeper.kept_before(todo[url], url)) is not None}
+    asked = (FetchRequest(url, key=url, accept=PAGE_KINDS, etag=ask.etag if ask else None,
+                          last_modified=ask.last_modified if ask else None)
+             for url, ask in asks.items() if url not in replays)
+    for result in chain(replays.values(), fetcher.fetch_many(asked)):
+        url = str(result.key)
+        results[url] = (replace(result, body=None), _read_page(result, url, todo[url], asks[url],
+                                                               depth < max_depth, keeper, max_links, read_links))
+    chained: list[tuple[str, str]] = []
+    for url, canonical in todo.items():  # in discovery order, not completion order: the same site maps the same way
+        result, page = results[url]
+        if result.outcome not in (FetchOutcome.FETCHED, FetchOutcome.NOT_MODIFIED) and canonical == start:
+            found.start_failure = f"start page {url}: {result.outcome} {result.reason}".strip()
+            found.problems.append(found.start_failure)
+        if page is None:  # not reachable, not a page, or max_depth 0: fetched only to know it is reachable
+            continue
+        for feed in page.feeds:
+            found.feeds.setdefault(canonicalize(feed), feed)
+        for link in page.chain:
+            try:
+                target = canonicalize(link)
+            except InvalidInput:
+                continue
+            if target in walked:
+                continue
+            if found.add(link, depth, "link", target):
+                chained.append((link, target))
+            elif target in found.urls:
+                known_depth, via, source = found.urls[target]
+                if known_depth > depth:  # found deeper by an ordinary link this level: it is this level's
+                    found.urls[target] = (depth, via, source)
+                chained.append((link, target))
+        for link in page.links:
+            try:
+                target = canonicalize(link)
+            except InvalidInput:
+                continue
+            if found.add(link, depth + 1, "link", target) or target in found.urls:
+                following.append((link, target))
+    return chained
 
 
 def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | None, expand: bool,
@@ -255,7 +286,7 @@ def _read_page(result: FetchResult, url: str, canonical: str, ask: KnownLinks | 
     if not expand:
         return None
     if result.outcome is FetchOutcome.NOT_MODIFIED and ask is not None:
-        return PageLinks(ask.links, ask.feeds)
+        return PageLinks(ask.links, ask.feeds, chain=ask.chain)
     if result.outcome is not FetchOutcome.FETCHED or result.kind is not ContentKind.HTML:
         return None
     page = extract_links(result.text(), result.final_url or url, max_links)

@@ -1,11 +1,12 @@
 """Stage 2, sample: decide include / exclude / needs_review for every URL of a run.
 
 The operator's word first (a review decision, then skip rules, re-applied to the
-site's documents at the start of every sample), then URL rules (exclude globs,
+site's documents at the start of every sample, then include rules: pages forced in), then URL rules (exclude globs,
 login/cart/search/tag/pagination/feed/asset patterns). Then the remaining URLs are grouped by path
 section (first segment); one page per section is fetched and extracted as the
 section's sample (stored at runs/{run}/samples/{page_id}.md), and the decider's
-verdict on the sample stands for its section. On a recrawl the previous run's
+verdict on the sample stands for its section; an exclusion only once more of the
+section's pages were read and agree (stages/sectionproof.py). On a recrawl the previous run's
 sample of a section is asked first, with a conditional GET on the validators it
 answered with: a 304 carries that run's verdict over (same decider, same exclude
 globs) and hard-links its sample blob into this run's samples, so nothing is
@@ -21,7 +22,7 @@ its verdict, a new section is sampled in turn.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import chain, islice
@@ -35,6 +36,7 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
+from gleaner.operator.rules import forced_in
 from gleaner.render.found import add_rendered_links
 from gleaner.render.kept import kept_rendering
 from gleaner.render.modes import RenderMode, mode_for, parse_render_mode
@@ -43,6 +45,7 @@ from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
 from gleaner.stages.samplekeep import keep_answer, keep_rendered
+from gleaner.stages.sectionproof import confirm_exclusion, section_verdict
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
 from gleaner.store.ledger.decisions import PreviousSample
@@ -68,6 +71,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     render = parse_render_mode(options.get("render")) or RenderMode.NEVER
     rules = render_rules(deps, message.site_domain)  # rules add --render: a section's mode may be its own
     meta.apply_site_rules(message.site_domain)  # a rule added since map holds for this run too
+    site_rules = meta.site_rules(message.site_domain)
     # A large run holds one record a URL here: slim ones, and no decision object a page for a section's
     # members (they share their section's, made into rows only as they are written).
     pages = meta.sample_pages(run_id)
@@ -86,6 +90,12 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
                                                    f"scrape_policy=skip ({page.skip_reason or 'operator'})", 1.0,
                                                    {"content_kind": "skipped", "evidence": []})
             return
+        forced = forced_in(page.path, site_rules, exclude)
+        if forced is not None:  # `rules add --include`: over every automatic verdict, the page is scraped
+            decisions[page.document_id] = Decision(page.document_id, Verdict.INCLUDE, "operator",
+                                                   forced.describe(), 1.0, {"content_kind": "forced",
+                                                                            "evidence": [forced.glob]})
+            return
         verdict = deps.decider.decide(PageFacts(url=page.canonical_url, path=page.path), exclude)
         if verdict.decision == Verdict.EXCLUDE:
             decisions[page.document_id] = _decision(page.document_id, verdict)
@@ -100,30 +110,41 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
     answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
+    def join_rendered(outcome: SampleOutcome) -> None:
+        if outcome.sample is not None and outcome.rendered is not None:
+            # Links only the rendered sample shows join the run: decided with the rest below.
+            found = set(add_rendered_links(deps, run_id, message.site_domain, [(outcome.sample, *outcome.rendered)]))
+            added = [p for p in meta.sample_pages(run_id) if p.canonical_url in found] if found else []
+            pages.extend(added)
+            for page in added:
+                classify(page)
+
     with deps.new_fetcher(run_id=run_id) as fetcher:
         while pending:
             section = pending.popleft()
             members = sections[section]
-            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers,
-                                      mode_for(members[0].path, render, rules))
-            if outcome.sample is not None and outcome.rendered is not None:
-                # Links only the rendered sample shows join the run: decided with the rest below.
-                found = set(add_rendered_links(deps, run_id, message.site_domain,
-                                               [(outcome.sample, *outcome.rendered)]))
-                added = [p for p in meta.sample_pages(run_id) if p.canonical_url in found] if found else []
-                pages.extend(added)
-                for page in added:
-                    classify(page)
+            mode = mode_for(members[0].path, render, rules)
+            outcome = _sample_section(deps, fetcher, message, members, exclude, reusable.get(section), answers, mode)
+            join_rendered(outcome)
+            outcomes = [outcome]
+            if outcome.sample is not None and outcome.verdict.decision == Verdict.EXCLUDE:
+                # One page excluded is evidence about that page only: before its verdict stands for the
+                # section, more of the section's pages are read (stages/sectionproof.py).
+                for more in confirm_exclusion(members, outcome.sample.document_id,
+                                              lambda rest, mode=mode: _sample_section(  # type: ignore[misc]
+                                                  deps, fetcher, message, rest, exclude, None, answers, mode)):
+                    join_rendered(more)
+                    outcomes.append(more)
+            for each in outcomes:
+                if each.sample is not None:
+                    decisions[each.sample.document_id] = _decision(each.sample.document_id, each.verdict, each.uri,
+                                                                   each.error, each.seen, render=each.render)
             sample, verdict = outcome.sample, outcome.verdict
             if sample is None:
                 by_section[section] = _decision("", verdict, outcome.uri, outcome.error)
             else:
-                by_section[section] = _decision("", PageDecision(
-                    verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
-                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence),
-                    render=outcome.render)
-                decisions[sample.document_id] = _decision(sample.document_id, verdict, outcome.uri, outcome.error,
-                                                          outcome.seen, render=outcome.render)
+                by_section[section] = _decision("", section_verdict(section, [
+                    (o.sample.path, o.verdict) for o in outcomes if o.sample is not None]), render=outcome.render)
     sections.clear()
 
     def decision_of(page: SamplePage) -> Decision:
@@ -201,10 +222,13 @@ def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]
     """Section -> the previous run's sample, where its verdict may stand again if the page is unchanged:
     decided by the same decider under the same exclude globs, with validators to ask about it."""
     decider = _decider_name(deps)
-    return {section_of(prev.path): prev
-            for prev in deps.metadata.previous_samples(message.site_domain, message.run_id)
+    samples = deps.metadata.previous_samples(message.site_domain, message.run_id)
+    # A section read through several pages (an exclusion checked on more of them) is sampled afresh:
+    # no one page's 304 vouches for what they showed together.
+    per_section = Counter(section_of(prev.path) for prev in samples)
+    return {section_of(prev.path): prev for prev in samples
             if prev.exclude == exclude and prev.metadata.get("sample", {}).get("decider") == decider
-            and (prev.etag or prev.last_modified)}
+            and (prev.etag or prev.last_modified) and per_section[section_of(prev.path)] == 1}
 
 
 def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: PreviousSample,

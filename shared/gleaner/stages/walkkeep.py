@@ -40,7 +40,7 @@ class WalkKeeper:
         self._deps, self._site, self._run_id, self._erased = deps, site, run_id, erased
         self.answers: dict[str, dict[str, object]] = {}
         self._redone: set[str] | None = None  # the answers an earlier walk of this run kept (kept_before)
-        self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]] = []
+        self._links: list[tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = []
 
     def known(self, urls: list[str]) -> dict[str, KnownLinks]:
         return self._deps.metadata.known_links(self._site, urls)
@@ -99,10 +99,10 @@ class WalkKeeper:
 
     def read(self, canonical: str, etag: str | None, last_modified: str | None, page: PageLinks) -> None:
         if etag or last_modified:
-            self._links.append((canonical, etag, last_modified, page.links, page.feeds))
+            self._links.append((canonical, etag, last_modified, page.links, page.feeds, page.chain))
 
     def save(self) -> None:
         # Links to erased pages are not remembered: the URL is kept nowhere.
-        links = [(u, et, lm, tuple(x for x in ln if self._erased(x) is None), fd)
-                 for u, et, lm, ln, fd in self._links]
+        links = [(u, et, lm, tuple(x for x in ln if self._erased(x) is None), fd,
+                  tuple(x for x in ch if self._erased(x) is None)) for u, et, lm, ln, fd, ch in self._links]
         self._deps.metadata.save_links(self._site, self._run_id, links)

@@ -31,6 +31,7 @@ class KnownLinks:
     last_modified: str | None
     links: tuple[str, ...]
     feeds: tuple[str, ...]
+    chain: tuple[str, ...] = ()  # rel next / prev links (discover/links.py)
 
 
 class PrefetchStore(SqlStore):
@@ -46,7 +47,7 @@ class PrefetchStore(SqlStore):
         if not urls:
             return {}
         rows = self._all(
-            "SELECT d.canonical_url, l.etag, l.last_modified, l.links, l.feeds"
+            "SELECT d.canonical_url, l.etag, l.last_modified, l.links, l.feeds, l.chain"
             " FROM json_array_elements_text(CAST(:urls AS json)) AS t(cu)"
             " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
             " JOIN knowledge.page_links l ON l.document_id = d.id"
@@ -56,24 +57,27 @@ class PrefetchStore(SqlStore):
             "       AND l.last_modified IS NOT DISTINCT FROM d.http_last_modified))",
             {"s": site, "urls": json.dumps(list(urls))},
         )
-        return {str(r[0]): KnownLinks(r[1], r[2], tuple(r[3]), tuple(r[4] or ())) for r in rows}
+        return {str(r[0]): KnownLinks(r[1], r[2], tuple(r[3]), tuple(r[4] or ()), tuple(r[5] or ())) for r in rows}
 
     def save_links(self, site: str, run_id: str,
-                   rows: Sequence[tuple[str, str | None, str | None, Sequence[str], Sequence[str]]]) -> None:
-        """rows: (canonical url, etag, last_modified, links, feeds) of pages the walk read this run."""
+                   rows: Sequence[tuple[str, str | None, str | None, Sequence[str], Sequence[str], Sequence[str]]]
+                   ) -> None:
+        """rows: (canonical url, etag, last_modified, links, feeds, chain) of pages the walk read this run."""
         if not rows:
             return
         self._run(
-            "INSERT INTO knowledge.page_links (document_id, site_domain, etag, last_modified, links, feeds, run_id)"
-            " SELECT d.id, :s, t.et, t.lm, t.ln, t.fd, CAST(:r AS uuid)"
-            " FROM json_to_recordset(CAST(:rows AS json)) AS t(cu text, et text, lm text, ln jsonb, fd jsonb)"
+            "INSERT INTO knowledge.page_links (document_id, site_domain, etag, last_modified, links, feeds, chain,"
+            " run_id)"
+            " SELECT d.id, :s, t.et, t.lm, t.ln, t.fd, COALESCE(t.ch, '[]'::jsonb), CAST(:r AS uuid)"
+            " FROM json_to_recordset(CAST(:rows AS json))"
+            "   AS t(cu text, et text, lm text, ln jsonb, fd jsonb, ch jsonb)"
             " JOIN knowledge.documents d ON d.site_domain = :s AND d.canonical_url = t.cu"
             " ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag,"
             " last_modified = EXCLUDED.last_modified, links = EXCLUDED.links, feeds = EXCLUDED.feeds,"
-            " run_id = EXCLUDED.run_id, updated_at = now()"
+            " chain = EXCLUDED.chain, run_id = EXCLUDED.run_id, updated_at = now()"
             " WHERE (knowledge.page_links.etag, knowledge.page_links.last_modified, knowledge.page_links.links,"
-            "   knowledge.page_links.feeds) IS DISTINCT FROM"
-            "   (EXCLUDED.etag, EXCLUDED.last_modified, EXCLUDED.links, EXCLUDED.feeds)",
-            {"s": site, "r": run_id, "rows": json_rows([{"cu": u, "et": et, "lm": lm, "ln": list(ln), "fd": list(fd)}
-                                                        for u, et, lm, ln, fd in rows])},
+            "   knowledge.page_links.feeds, knowledge.page_links.chain) IS DISTINCT FROM"
+            "   (EXCLUDED.etag, EXCLUDED.last_modified, EXCLUDED.links, EXCLUDED.feeds, EXCLUDED.chain)",
+            {"s": site, "r": run_id, "rows": json_rows([{"cu": u, "et": et, "lm": lm, "ln": list(ln), "fd": list(fd),
+                                                         "ch": list(ch)} for u, et, lm, ln, fd, ch in rows])},
         )

@@ -17,17 +17,19 @@ from gleaner.store.registry.rules import apply_rules, lock_site_rules
 
 class ReviewStore(SqlStore):
     def review_items(self, site: str) -> list[ReviewItem]:
-        """Pages of the site's latest sampled run that need review and have no operator decision yet."""
+        """Pages of the site's latest sampled run that need review or were excluded, with no operator decision
+        yet: those needing review first, then the excluded ones, each by path."""
         rows = self._all(
             "WITH latest AS (SELECT id FROM knowledge.crawl_runs WHERE site_domain = :s"
             "   AND status IN ('scraping', 'finished', 'partial') ORDER BY created_at DESC LIMIT 1)"
-            " SELECT d.id, d.canonical_url, d.path, c.run_id, c.decision_reason, c.decision_confidence"
-            " FROM latest JOIN knowledge.crawl_page_decisions c ON c.run_id = latest.id"
+            " SELECT d.id, d.canonical_url, d.path, c.run_id, c.decision_reason, c.decision_confidence,"
+            " c.decision::text FROM latest JOIN knowledge.crawl_page_decisions c ON c.run_id = latest.id"
             " JOIN knowledge.documents d ON d.id = c.document_id"
-            " WHERE c.decision = 'needs_review' AND d.operator_decision IS NULL ORDER BY d.path",
+            " WHERE c.decision IN ('needs_review', 'exclude') AND d.operator_decision IS NULL AND NOT d.is_deleted"
+            " ORDER BY c.decision = 'exclude', d.path",
             {"s": site},
         )
-        return [ReviewItem(str(r[0]), r[1], r[2], str(r[3]), r[4], r[5]) for r in rows]
+        return [ReviewItem(str(r[0]), r[1], r[2], str(r[3]), r[4], r[5], r[6]) for r in rows]
 
     def record_review(self, canonical: str, site: str | None, decision: ReviewDecision, reason: str | None,
                       why: str) -> Decided:

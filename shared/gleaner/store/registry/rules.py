@@ -11,6 +11,7 @@ lock: adding, removing and applying rules, and a review decision, all take it fi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from gleaner.store.backends import generation
 from gleaner.store.backends.generation import cache_of
 from gleaner.store.backends.sqlstore import SqlStore, json_rows
 from gleaner.store.notifications.events import record_changes
+from gleaner.urls import glob_matches
 
 _RULE_COLUMNS = "id, site_domain, glob, action::text, reason, created_at, pattern"
 
@@ -115,6 +117,19 @@ def apply_rules(conn: Connection, site: str, without: str | None = None) -> Appl
     return plan.applied
 
 
+def lift_decider_skips(conn: Connection, site: str, glob: str) -> list[str]:
+    """An include rule at once: pages the decider skipped that ``glob`` matches are to be scraped again."""
+    rows = conn.execute(sa.text("SELECT id, path FROM knowledge.documents WHERE site_domain = :s"
+                                " AND scrape_policy = 'skip' AND skip_by_decider AND NOT is_deleted"),
+                        {"s": site}).all()
+    lifted = [str(r[0]) for r in rows if glob_matches(r[1], glob)]
+    if lifted:
+        conn.execute(sa.text("UPDATE knowledge.documents SET scrape_policy = 'scrape', skip_reason = NULL,"
+                             " skip_by_decider = false, updated_at = now() WHERE id = ANY(CAST(:d AS uuid[]))"),
+                     {"d": lifted})
+    return lifted
+
+
 def _all_rules(conn: Connection, site: str) -> tuple[Rule, ...]:
     return tuple(_rules(conn, site))
 
@@ -162,6 +177,8 @@ class RuleStore(SqlStore):
                 {"s": site, "g": glob, "a": str(action), "why": reason, "p": pattern},
             ).one()
             applied = apply_rules(conn, site)
+            if action is RuleAction.INCLUDE:
+                applied = replace(applied, unskipped=(*applied.unskipped, *lift_decider_skips(conn, site, glob)))
         generation.moved(self.engine)
         return _rule(row), applied
 

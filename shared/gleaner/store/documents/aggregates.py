@@ -1,0 +1,59 @@
+"""Aggregate pages in PostgreSQL: read a site's current texts, flag its aggregates, take them out of search.
+
+What makes a page an aggregate is :mod:`gleaner.retrieval.aggregates` (pure). After each ingested batch,
+a site whose largest current text is far above its typical one (the only way an aggregate can be among
+them) is read whole and judged; an aggregate found gets ``documents.is_aggregate`` (which the search
+index reads: gleaner.retrieval.index), leaves the index, and its ledger row in the run says
+``content_kind: aggregate``. It stays kept, versioned and readable like any page.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from gleaner.retrieval.aggregates import Aggregate, find_aggregates, paragraphs
+from gleaner.retrieval.index import remove_documents
+
+# A site with more current pages than this is not judged (reading it whole after every batch costs too much).
+MAX_SITE_PAGES = 5000
+# Only a text this many times the site's average length, and at least this long, can be an aggregate.
+SIZE_RATIO = 5
+MIN_BYTES = 20_000
+
+_CURRENT = (
+    " FROM knowledge.documents d JOIN knowledge.snapshot_texts st ON st.snapshot_id = d.current_snapshot_id"
+    " JOIN knowledge.canonical_texts t ON t.text_hash = st.text_hash"
+    " WHERE d.site_domain = :s AND NOT d.is_deleted"
+)
+
+
+def mark_aggregates(engine: Engine, site: str, run_id: str | None) -> dict[str, Aggregate]:
+    """Judge the site's pages and flag the aggregates not flagged yet; the new ones, by document id."""
+    with engine.connect() as conn:
+        shape = conn.execute(sa.text(
+            "SELECT count(*), avg(t.byte_length),"
+            " max(t.byte_length) FILTER (WHERE NOT d.is_aggregate)" + _CURRENT), {"s": site}).one()
+        pages, average, largest = int(shape[0] or 0), float(shape[1] or 0), int(shape[2] or 0)
+        if pages < 4 or pages > MAX_SITE_PAGES or largest < max(MIN_BYTES, SIZE_RATIO * average):
+            return {}
+        rows = conn.execute(sa.text("SELECT d.id, d.is_aggregate, t.body" + _CURRENT), {"s": site}).all()
+    texts = {str(r[0]): paragraphs(r[2]) for r in rows}
+    found = find_aggregates(texts, frozenset(str(r[0]) for r in rows if r[1]))
+    if not found:
+        return {}
+    ids = list(found)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.documents SET is_aggregate = true, updated_at = now()"
+                             " WHERE id = ANY(CAST(:d AS uuid[]))"), {"d": ids})
+        remove_documents(conn, ids)
+        if run_id is not None:
+            conn.execute(sa.text(
+                "UPDATE knowledge.crawl_page_decisions c SET decision_metadata = COALESCE(c.decision_metadata,"
+                " '{}'::jsonb) || jsonb_build_object('content_kind', 'aggregate', 'aggregate', t.why)"
+                " FROM json_to_recordset(CAST(:rows AS json)) AS t(d uuid, why text)"
+                " WHERE c.run_id = :r AND c.document_id = t.d"),
+                {"r": run_id, "rows": json.dumps([{"d": d, "why": a.describe()} for d, a in found.items()])})
+    return found
