@@ -81,7 +81,8 @@ def _statement(vectors: bool, visible_only: bool) -> sa.TextClause:
     score = f"{EMBEDDING_WEIGHT} * LEAST(1, k.embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, k.fulltext_score)"
     return sa.text(
         "WITH k AS (SELECT * FROM knowledge.search_chunk_candidates("
-        f"{_ALL_WORDS}, {_TSQUERY}, CAST(:v AS public.vector), :m, :k, :cap, {hashes})),"
+        f"{_ALL_WORDS}, {_TSQUERY}, CAST(:v AS public.vector), :m, :k, :cap, {hashes},"
+        " CAST(:fh AS text[]), CAST(:fo AS int[]))),"
         " top AS (SELECT doc.*, k.text_hash, k.chunk_start, k.chunk_end, k.embedding_score, k.fulltext_score,"
         f" {score} AS score FROM k CROSS JOIN LATERAL (SELECT d.canonical_url AS url, d.title, d.site_domain,"
         " CAST(d.id AS text) AS document_id, i.snapshot_id FROM knowledge.search_index i"
@@ -136,13 +137,17 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
     index = deps.search_index
     vector: str | None = None
     model = ""
+    floats: list[float] = []
     if index.has_vectors():
         embedder = deps.embedder
         model = embedder.model
-        vector = "[" + ",".join(f"{x:.6f}" for x in embedder.embed([query])[0]) + "]"
+        floats = list(embedder.embed([query])[0])
+        vector = "[" + ",".join(f"{x:.6f}" for x in floats) + "]"
     params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "k": max(CANDIDATES, limit),
               "cap": WORD_CAP, "limit": limit}
     with deps.engine.begin() as conn:
+        if vector is not None:  # the fresh vectors' nearest by sign bits (gleaner.retrieval.fresh_scan)
+            params["fh"], params["fo"] = index.fresh_signs.nearest(conn, model, floats)
         rows: list[Any] = []
         # First over every tenant's chunks; when too few of those are this caller's (a small tenant
         # among large ones), again over the texts the caller's scope sees.
