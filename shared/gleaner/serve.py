@@ -98,6 +98,10 @@ class WebhookServer:
         self._server = make_server(app, host, port, self.limits)
         self._threads = [threading.Thread(target=self._server.run, name="gleaner-serve", daemon=True),
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
+        # Fresh vectors into the HNSW graph when no run is active (gleaner.retrieval.upkeep).
+        from gleaner.retrieval.upkeep import IdleMerger
+
+        self._merger = IdleMerger(deps.engine, idle=lambda: not self.bus.pending())
 
     @property
     def url(self) -> str:
@@ -108,6 +112,7 @@ class WebhookServer:
             thread.start()
         # Webhooks of crawls started here (and any a crawl elsewhere left pending) go out in the background.
         self._sender = DeliverySender(self.deps).start()
+        self._merger.start()
         return self
 
     def stop(self) -> None:
@@ -117,6 +122,7 @@ class WebhookServer:
         self._work.set()
         if self._sender is not None:
             self._sender.stop()
+        self._merger.stop()
         server = self._server
 
         def close_everything() -> None:

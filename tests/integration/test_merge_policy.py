@@ -86,3 +86,42 @@ def test_watch_merges_in_an_idle_moment_not_while_a_run_is_active(vectors, monke
         assert watch_many(vectors, every=120, rounds=3) == 1
     assert seen[0] == ((CHUNKS, 0, 0), ["finished"])  # idle only once the run had ended; its vectors fresh
     assert _where(vectors) == (0, CHUNKS, 0)  # and merged then
+
+
+def _set_run_status(deps, status):
+    import sqlalchemy as sa
+
+    from gleaner import tenancy
+
+    with tenancy.all_tenants(), deps.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.crawl_runs SET status = CAST(:s AS knowledge.crawl_status),"
+                             " heartbeat_at = now()"), {"s": status})
+
+
+def test_the_idle_merger_and_the_cloud_job_merge_only_when_no_run_is_active(vectors):
+    import json
+    import time
+
+    from gleaner.entry import run_index_upkeep
+    from gleaner.retrieval.upkeep import IdleMerger
+
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        add_site(vectors, site.url + "/", site_domain="topics.test", every="1h")
+        from gleaner.runner import crawl, new_request
+
+        crawl(vectors, new_request(site.url + "/", site_domain="topics.test"))
+    _set_run_status(vectors, "scraping")  # as if the run were still under way
+    body, status, _headers = run_index_upkeep(vectors)
+    assert (status, json.loads(body)["merged"]) == (200, 0)
+    merger = IdleMerger(vectors.engine, every=0.05).start()  # serve's thread, looking often
+    try:
+        time.sleep(1.0)
+        assert _where(vectors) == (CHUNKS, 0, 0)  # a run is active: nothing merged
+        _set_run_status(vectors, "finished")
+        deadline = time.monotonic() + 120
+        while _where(vectors) != (0, CHUNKS, 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        merger.stop()
+    assert _where(vectors) == (0, CHUNKS, 0) and merger.reports[0].merged == CHUNKS
+    assert search(vectors, TIDES, site_domain="topics.test", limit=1)["results"][0]["url"] == site.url + "/tides"

@@ -93,8 +93,11 @@ def fresh_count(engine: Engine, cap: int = 1_000_000_000) -> int:
         return int(conn.execute(_COUNT_FRESH, {"cap": cap}).scalar_one())
 
 
-def merge_fresh(engine: Engine, *, allow_rebuild: bool = True) -> MergeReport:
-    """Move every fresh vector into the HNSW graph (see the module docstring); safe to repeat."""
+def merge_fresh(engine: Engine, *, allow_rebuild: bool = True, budget: float | None = None) -> MergeReport:
+    """Move every fresh vector into the HNSW graph (see the module docstring); safe to repeat.
+
+    With a ``budget`` (seconds: a request's timeout), only moves, stopping after the batch that
+    passes it; a missing graph is then left for a merge without one (``gleaner index``)."""
     started = time.perf_counter()
     with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
         if not has_fresh_column(conn):
@@ -113,7 +116,11 @@ def merge_fresh(engine: Engine, *, allow_rebuild: bool = True) -> MergeReport:
                 conn.execute(_DROP_SEGMENTS)  # an erasure's, or a merge's that stopped before this
                 conn.commit()
                 return MergeReport(0, MergeWay.NONE, time.perf_counter() - started)
-            if not valid or (allow_rebuild and indexed <= fresh):
+            if budget is not None and not valid:
+                return MergeReport(0, MergeWay.NONE, time.perf_counter() - started)
+            if budget is not None:
+                merged, way = _move(conn, started + budget), MergeWay.MOVE
+            elif not valid or (allow_rebuild and indexed <= fresh):
                 merged = _rebuild(conn, graph_signs=valid and indexed > 0)
                 way = MergeWay.REBUILD
             else:
@@ -127,11 +134,13 @@ def merge_fresh(engine: Engine, *, allow_rebuild: bool = True) -> MergeReport:
             conn.commit()
 
 
-def _move(conn: Connection) -> int:
+def _move(conn: Connection, deadline: float | None = None) -> int:
     merged = 0
     while moved := int(conn.execute(_MOVE_BATCH, {"n": MERGE_BATCH}).rowcount or 0):
         conn.commit()
         merged += moved
+        if deadline is not None and time.perf_counter() > deadline:
+            break
     conn.commit()
     return merged
 

@@ -17,22 +17,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+
+if TYPE_CHECKING:  # numpy is imported where it is used: the Cloud Functions do not install it
+    import numpy as np
 
 RESCORED = 1000  # keys per search whose full vectors are compared exactly (of every fresh vector)
 
 _INSERT = sa.text("INSERT INTO knowledge.fresh_segments (model, hashes, ordinals, signs)"
                   " VALUES (:m, CAST(:h AS text[]), CAST(:o AS int[]), :s)")
 _IDS = sa.text("SELECT id FROM knowledge.fresh_segments WHERE model = :m")
-_LOAD = sa.text("SELECT id, hashes, ordinals, signs FROM knowledge.fresh_segments WHERE id = ANY(CAST(:ids AS bigint[]))")
+_LOAD = sa.text("SELECT id, hashes, ordinals, signs FROM knowledge.fresh_segments"
+                " WHERE id = ANY(CAST(:ids AS bigint[]))")
 
 
 def sign_bits(vectors: Any) -> bytes:
     """Each vector's sign bits, packed: ``dimension / 8`` bytes a vector, in order."""
+    import numpy as np
+
     values = np.asarray(vectors, dtype=np.float32)
     if values.size == 0:
         return b""
@@ -49,7 +54,7 @@ def write_segment(conn: Connection, model: str, keys: Sequence[tuple[str, int]],
 class _Segment:
     hashes: list[str]
     ordinals: list[int]
-    words: np.ndarray  # (vectors, words) uint64: the sign bits
+    words: np.ndarray[Any, Any]  # (vectors, words) uint64: the sign bits
 
 
 class FreshSigns:
@@ -60,12 +65,14 @@ class FreshSigns:
         self._model = ""
         self._segments: dict[int, _Segment] = {}
         self._order: list[int] = []
-        self._words: np.ndarray | None = None  # every segment's bits, in _order
-        self._ends: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._words: np.ndarray[Any, Any] | None = None  # every segment's bits, in _order
+        self._ends: list[int] = []
 
     def nearest(self, conn: Connection, model: str, query: Sequence[float],
                 count: int | None = None) -> tuple[list[str], list[int]]:
         """The keys of the ``count`` (``RESCORED``) fresh vectors whose sign bits are nearest the query's."""
+        import numpy as np
+
         count = RESCORED if count is None else count
         ids = [int(r[0]) for r in conn.execute(_IDS, {"m": model})]
         with self._lock:
@@ -76,21 +83,21 @@ class FreshSigns:
             return [], []
         bits = np.frombuffer(np.packbits(np.asarray(query, dtype=np.float32) > 0).tobytes(), dtype=np.uint64)
         distance = np.bitwise_count(words ^ bits).sum(axis=1, dtype=np.uint16)
-        if count < len(distance):
-            picked = np.argpartition(distance, count)[:count]
-        else:
-            picked = np.arange(len(distance))
+        everything = count >= len(distance)
+        picked = np.arange(len(distance)) if everything else np.argpartition(distance, count)[:count]
         where = np.searchsorted(ends, picked, side="right")
         hashes: list[str] = []
         ordinals: list[int] = []
         for row, seg_at in zip(picked.tolist(), where.tolist(), strict=True):
             segment = segments[order[seg_at]]
-            offset = row - (int(ends[seg_at - 1]) if seg_at else 0)
+            offset = row - (ends[seg_at - 1] if seg_at else 0)
             hashes.append(segment.hashes[offset])
             ordinals.append(segment.ordinals[offset])
         return hashes, ordinals
 
     def _catch_up(self, conn: Connection, model: str, ids: list[int]) -> None:
+        import numpy as np
+
         if model != self._model:
             self._model, self._segments = model, {}
         wanted = set(ids)
@@ -115,4 +122,4 @@ class FreshSigns:
             self._order = [i for i in self._order if self._segments[i].words.shape[1] == width]
             parts = [self._segments[i].words for i in self._order]
         self._words = np.concatenate(parts) if parts else None
-        self._ends = np.cumsum([len(p) for p in parts]).astype(np.int64)
+        self._ends = np.cumsum([len(p) for p in parts]).tolist()
