@@ -82,7 +82,8 @@ from gleaner.retrieval import fresh, search
 import random
 rng = random.Random(7)
 queries = [" ".join(rng.choice(_WORDS[30:]) for _ in range(rng.randint(3, 7))) for _ in range(int(sys.argv[1]))]
-tenancy.all_tenants().__enter__()  # as `gleaner search` without --tenant
+SCOPE = tenancy.all_tenants()  # as `gleaner search` without --tenant (kept: its exit would end it)
+SCOPE.__enter__()
 deps = Deps(load_settings())
 search(deps, "warm up the model and the fresh scan")
 def timed():
@@ -169,7 +170,8 @@ def main() -> None:
             print(json.dumps({"search_after_large_crawl": search_latency(work / "large", args.search_queries,
                                                                          args.merge), "load": load()}), flush=True)
         if args.keep:
-            shutil.copytree(work / "large", args.keep, symlinks=True)
+            shutil.copytree(work / "large", args.keep, symlinks=True,
+                            ignore=shutil.ignore_patterns(".s.PGSQL.*", "postmaster.pid"))
     shutil.rmtree(work, ignore_errors=True)
 
 

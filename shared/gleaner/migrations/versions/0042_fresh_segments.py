@@ -34,6 +34,10 @@ _VECTOR = "COALESCE(c.embedding, c.fresh_embedding)"
 _GRAPH_READY = ("COALESCE((SELECT i.indisvalid FROM pg_catalog.pg_index i"
                 " WHERE i.indexrelid = pg_catalog.to_regclass('knowledge.text_chunks_embedding')), false)")
 
+SIGNATURE = ("knowledge.search_chunk_candidates(tsquery, tsquery, public.vector, text, integer, integer, text[],"
+             " text[], integer[])")
+_OLD_SIGNATURE = "knowledge.search_chunk_candidates(tsquery, tsquery, public.vector, text, integer, integer, text[])"
+
 CANDIDATES = f"""
 CREATE OR REPLACE FUNCTION knowledge.search_chunk_candidates(
     words tsquery, any_word tsquery, v public.vector, model text, k integer, cap integer, hashes text[],
@@ -102,9 +106,11 @@ BEGIN
         -- code kept them to a few thousand).
         UPDATE knowledge.text_chunks SET embedding = fresh_embedding, fresh_embedding = NULL
          WHERE fresh_embedding IS NOT NULL;
-        DROP FUNCTION IF EXISTS knowledge.search_chunk_candidates(tsquery, tsquery, public.vector, text, integer,
-                                                                  integer, text[]);
+        DROP FUNCTION IF EXISTS {_OLD_SIGNATURE};
         EXECUTE $sql${CANDIDATES}$sql$;
+        -- Only the application role calls it (it reads every tenant's chunks as their owner).
+        EXECUTE 'REVOKE ALL ON FUNCTION {SIGNATURE} FROM PUBLIC';
+        EXECUTE 'GRANT EXECUTE ON FUNCTION {SIGNATURE} TO gleaner_app';
     END IF;
 END
 $$;
@@ -124,11 +130,10 @@ def downgrade() -> None:
     assert spec is not None and spec.loader is not None
     earlier = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(earlier)
-    op.execute("""
+    op.execute(f"""
 DO $$
 BEGIN
-    DROP FUNCTION IF EXISTS knowledge.search_chunk_candidates(tsquery, tsquery, public.vector, text, integer,
-                                                              integer, text[], text[], integer[]);
+    DROP FUNCTION IF EXISTS {SIGNATURE};
     IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'knowledge'
                AND table_name = 'text_chunks' AND column_name = 'fresh_embedding')
        AND pg_catalog.to_regclass('knowledge.text_chunks_embedding') IS NULL THEN
@@ -143,4 +148,6 @@ DROP TABLE knowledge.fresh_segments;
     function = earlier.UPGRADE.split("EXECUTE $sql$", 1)[1].split("$sql$;", 1)[0]
     op.execute("DO $$ BEGIN IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'knowledge'"
                " AND table_name = 'text_chunks' AND column_name = 'fresh_embedding') THEN"
-               f" EXECUTE $sql${function}$sql$; END IF; END $$;")
+               f" EXECUTE $sql${function}$sql$;"
+               f" EXECUTE 'REVOKE ALL ON FUNCTION {_OLD_SIGNATURE} FROM PUBLIC';"
+               f" EXECUTE 'GRANT EXECUTE ON FUNCTION {_OLD_SIGNATURE} TO gleaner_app'; END IF; END $$;")
