@@ -125,12 +125,11 @@ def prepare_texts(texts: Sequence[NewText], embedder: Embedder | None) -> Prepar
             vectors[text_hash] = vector_rows(keys[start:start + len(chunks)], made[start:start + len(chunks)])
             signs[text_hash] = sign_bits(made[start:start + len(chunks)])
             start += len(chunks)
-    ordinals: dict[str, tuple[int, ...]] = {}
+    ordinals: dict[str, list[int]] = {}
     for text_hash, ordinal in keys:
-        ordinals.setdefault(text_hash, ())
-        ordinals[text_hash] += (ordinal,)
+        ordinals.setdefault(text_hash, []).append(ordinal)
     return Prepared({h: PreparedText(h, ",".join(p), len(p), vectors.get(h, b""), signs.get(h, b""),
-                                     ordinals.get(h, ())) for h, p in rows.items()},
+                                     tuple(ordinals.get(h, ()))) for h, p in rows.items()},
                     embedder.model if embedder is not None else None,
                     embedder.dimension if embedder is not None else None)
 
