@@ -93,6 +93,12 @@ def timed():
     ms.sort()
     return {"p50_ms": round(statistics.median(ms), 1), "p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 1)}
 out = {"fresh": fresh.fresh_count(deps.engine), "chunks": deps.search_index.counts()["chunks"], "unmerged": timed()}
+# The before: every fresh vector compared in SQL (migration 0037's way: the function's branch for no scan).
+scan = deps.search_index.fresh_signs.nearest
+deps.search_index.fresh_signs.nearest = lambda *a, **k: (None, None)
+out["unmerged_sql_scan"] = timed()
+deps.search_index.fresh_signs.nearest = scan
+out["sql_scan_over_bits_p95"] = round(out["unmerged_sql_scan"]["p95_ms"] / out["unmerged"]["p95_ms"], 2)
 if sys.argv[2] == "merge":
     t = time.perf_counter(); report = fresh.merge_fresh(deps.engine)
     out["merge"] = {"merged": report.merged, "way": str(report.way), "seconds": round(time.perf_counter() - t, 1)}
@@ -120,7 +126,13 @@ def main() -> None:
     parser.add_argument("--search-queries", type=int, default=0, help="search p50/p95 after the large crawl")
     parser.add_argument("--merge", action="store_true", help="and again after merging (a rebuild: long)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the large crawl's data dir here")
+    parser.add_argument("--search-only", type=Path, default=None,
+                        help="only time search (--search-queries) in this kept data dir")
     args = parser.parse_args()
+    if args.search_only:
+        print(json.dumps({"search": search_latency(args.search_only, args.search_queries or 50, args.merge),
+                          "load": load()}), flush=True)
+        return
     work = Path(tempfile.mkdtemp(prefix="gleaner-crawl-index-"))
     work.chmod(0o755)
     variants = {"new": bench.REPO / "shared"}

@@ -163,6 +163,7 @@ def test_a_crawl_never_merges_and_search_finds_its_vectors_through_their_sign_bi
     chunks = len(TOPICS) + 1
     assert calls == [] and _where(deps) == (chunks, 0, 0)
     assert _segments(deps)[1] == chunks  # every fresh vector's bits, for the scan
+    monkeypatch.setattr("gleaner.retrieval.fresh_scan.EXACT_BELOW", 0)  # the scan even for a few vectors
     monkeypatch.setattr("gleaner.retrieval.fresh_scan.RESCORED", 4)  # the bits choose 4 of 23 to compare
     assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
 

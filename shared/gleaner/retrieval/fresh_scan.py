@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # numpy is imported where it is used: the Cloud Functions do 
     import numpy as np
 
 RESCORED = 1000  # keys per search whose full vectors are compared exactly (of every fresh vector)
+# Below this many fresh vectors SQL compares every one (exact, and cheaper than looking up RESCORED
+# keys one by one: a row read in a scan costs a fraction of a keyed lookup).
+EXACT_BELOW = 5000
 
 _INSERT = sa.text("INSERT INTO knowledge.fresh_segments (model, hashes, ordinals, signs)"
                   " VALUES (:m, CAST(:h AS text[]), CAST(:o AS int[]), :s)")
@@ -69,8 +72,9 @@ class FreshSigns:
         self._ends: list[int] = []
 
     def nearest(self, conn: Connection, model: str, query: Sequence[float],
-                count: int | None = None) -> tuple[list[str], list[int]]:
-        """The keys of the ``count`` (``RESCORED``) fresh vectors whose sign bits are nearest the query's."""
+                count: int | None = None) -> tuple[list[str], list[int]] | tuple[None, None]:
+        """The keys of the ``count`` (``RESCORED``) fresh vectors whose sign bits are nearest the query's;
+        (None, None) when there are fewer than ``EXACT_BELOW``: then SQL compares them all."""
         import numpy as np
 
         count = RESCORED if count is None else count
@@ -81,6 +85,8 @@ class FreshSigns:
             segments = self._segments
         if words is None or not len(words):
             return [], []
+        if len(words) < EXACT_BELOW:
+            return None, None
         bits = np.frombuffer(np.packbits(np.asarray(query, dtype=np.float32) > 0).tobytes(), dtype=np.uint64)
         distance = np.bitwise_count(words ^ bits).sum(axis=1, dtype=np.uint16)
         everything = count >= len(distance)
