@@ -53,6 +53,24 @@ def write_segment(conn: Connection, model: str, keys: Sequence[tuple[str, int]],
         conn.execute(_INSERT, {"m": model, "h": [h for h, _o in keys], "o": [o for _h, o in keys], "s": signs})
 
 
+def nearest_rows(planes: np.ndarray[Any, Any], query: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+    """The rows (of ``planes``: sign bits as (words, vectors) uint64) of the ``count`` vectors nearest
+    ``query`` by Hamming distance; ties at the last distance taken in row order."""
+    import numpy as np
+
+    bits = np.frombuffer(np.packbits(query > 0).tobytes(), dtype=np.uint64)
+    # One 64-bit plane at a time over every vector (contiguous), not six words a row: half the time.
+    distance = np.zeros(planes.shape[1], dtype=np.uint16)
+    for plane, word in zip(planes, bits, strict=True):
+        distance += np.bitwise_count(plane ^ word)
+    if count >= len(distance):
+        return np.arange(len(distance))
+    # The distance the count reaches (a histogram, not a partition of every row): all nearer, then ties.
+    reach = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=64 * len(bits) + 1)), count))
+    nearer = np.flatnonzero(distance < reach)
+    return np.concatenate([nearer, np.flatnonzero(distance == reach)[:count - len(nearer)]])
+
+
 @dataclass(frozen=True, slots=True)
 class _Segment:
     hashes: list[str]
@@ -68,7 +86,7 @@ class FreshSigns:
         self._model = ""
         self._segments: dict[int, _Segment] = {}
         self._order: list[int] = []
-        self._words: np.ndarray[Any, Any] | None = None  # every segment's bits, in _order
+        self._words: np.ndarray[Any, Any] | None = None  # every segment's bits, in _order: (words, vectors)
         self._ends: list[int] = []
 
     def nearest(self, conn: Connection, model: str, query: Sequence[float],
@@ -83,14 +101,11 @@ class FreshSigns:
             self._catch_up(conn, model, ids)
             words, ends, order = self._words, self._ends, self._order
             segments = self._segments
-        if words is None or not len(words):
+        if words is None or not words.shape[1]:
             return [], []
-        if len(words) < EXACT_BELOW:
+        if words.shape[1] < EXACT_BELOW:
             return None, None
-        bits = np.frombuffer(np.packbits(np.asarray(query, dtype=np.float32) > 0).tobytes(), dtype=np.uint64)
-        distance = np.bitwise_count(words ^ bits).sum(axis=1, dtype=np.uint16)
-        everything = count >= len(distance)
-        picked = np.arange(len(distance)) if everything else np.argpartition(distance, count)[:count]
+        picked = nearest_rows(words, np.asarray(query, dtype=np.float32), count)
         where = np.searchsorted(ends, picked, side="right")
         hashes: list[str] = []
         ordinals: list[int] = []
@@ -127,5 +142,5 @@ class FreshSigns:
             width = max(widths, key=lambda w: sum(len(p) for p in parts if p.shape[1] == w))
             self._order = [i for i in self._order if self._segments[i].words.shape[1] == width]
             parts = [self._segments[i].words for i in self._order]
-        self._words = np.concatenate(parts) if parts else None
+        self._words = np.ascontiguousarray(np.concatenate(parts).T) if parts else None
         self._ends = np.cumsum([len(p) for p in parts]).tolist()
