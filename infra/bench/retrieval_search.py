@@ -229,7 +229,8 @@ def search_latency(server: Any, work: Path, chunks: int, queries: int, fresh: in
         _hnsw_only_function(server)
         current = ranking._statement
         statements = {baseline: lambda v, visible: sa.text(str(current(v, visible)).replace(
-            "knowledge.search_chunk_candidates(", "knowledge.search_chunk_candidates_hnsw_only(")),
+            "knowledge.search_chunk_candidates(", "knowledge.search_chunk_candidates_hnsw_only(").replace(
+            ", CAST(:fh AS text[]), CAST(:fo AS int[])", "")),  # 0033's function has no fresh scan's keys
             "current": current}
     candidates = dict.fromkeys(statements, ranking.CANDIDATES)
     candidates["baseline_session_9"] = search_baseline.CANDIDATES
