@@ -92,7 +92,7 @@ class FreshSigns:
     def nearest(self, conn: Connection, model: str, query: Sequence[float],
                 count: int | None = None) -> tuple[list[str], list[int]] | tuple[None, None]:
         """The keys of the ``count`` (``RESCORED``) fresh vectors whose sign bits are nearest the query's;
-        (None, None) when there are fewer than ``EXACT_BELOW``: then SQL compares them all."""
+        (None, None) when there are fewer than ``EXACT_BELOW`` (or none): then SQL compares them all."""
         import numpy as np
 
         count = RESCORED if count is None else count
@@ -101,9 +101,7 @@ class FreshSigns:
             self._catch_up(conn, model, ids)
             words, ends, order = self._words, self._ends, self._order
             segments = self._segments
-        if words is None or not words.shape[1]:
-            return [], []
-        if words.shape[1] < EXACT_BELOW:
+        if words is None or words.shape[1] < EXACT_BELOW:  # (none at all: SQL's scan of nothing costs nothing)
             return None, None
         picked = nearest_rows(words, np.asarray(query, dtype=np.float32), count)
         where = np.searchsorted(ends, picked, side="right")
