@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ def _texts(pages: int) -> list[str]:
         text = trafilatura.extract(path.read_text(errors="replace"), output_format="markdown") or ""
         if text.strip():
             out.append(text)
+    shutil.rmtree(work, ignore_errors=True)
     return out
 
 
