@@ -2,12 +2,14 @@
 # site that is due (sites, schedules and `--every auto` live in the database: `gleaner sites add`).
 # Replaces one Scheduler job per crawl. Two deliveries of one tick start one run per site: the tick
 # claims due sites in the database (gleaner/operator/schedule.py).
-# The sweep settles runs idle past the limit (run control). Both prove who they are with an OIDC
-# token of gl-scheduler, the only Scheduler identity map-http admits (scheduler.tf, functions.tf).
+# The sweep settles runs idle past the limit (run control). The index job moves fresh vectors into
+# the HNSW graph, within map-http's timeout, when no run is active (gleaner/retrieval/upkeep.py):
+# crawls never do. All three prove who they are with an OIDC token of gl-scheduler, the only Scheduler identity map-http admits (scheduler.tf, functions.tf).
 locals {
   operator_jobs = {
     tick  = { schedule = var.tick_schedule, body = { tick = true } }
     sweep = { schedule = var.sweep_schedule, body = { sweep = true } }
+    index = { schedule = var.index_schedule, body = { index = true } }
   }
 }
 

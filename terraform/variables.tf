@@ -140,6 +140,12 @@ variable "sweep_schedule" {
   default     = "*/15 * * * *"
 }
 
+variable "index_schedule" {
+  description = "Cron of the vector index's upkeep (POST {\"index\": true} to map): fresh vectors into the HNSW graph when no run is active."
+  type        = string
+  default     = "*/30 * * * *"
+}
+
 variable "operators" {
   description = "Members (user:…, group:…, serviceAccount:…) who may call map-http: console test tab, gcloud functions call, gleaner submit."
   type        = list(string)

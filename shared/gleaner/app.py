@@ -314,8 +314,6 @@ class Deps:
             self.renderer.close()
         if "extract_pool" in self.__dict__:
             self.extract_pool.close()
-        if "search_index" in self.__dict__ and hasattr(self.search_index, "wait_for_merge"):
-            self.search_index.wait_for_merge()  # a merge ingest started: its batch ends before the engine does
         if "engine" in self.__dict__ and self.engine_override is None:
             self.engine.dispose()
         if "bus" in self.__dict__ and self.bus_override is None and hasattr(self.bus, "close"):

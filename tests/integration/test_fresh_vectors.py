@@ -147,61 +147,39 @@ def test_another_tenant_s_fresh_chunks_stay_out_of_a_site_scope(topics):
         assert search(deps, question, limit=1)["results"][0]["url"] == other.url + "/lighthouse"
 
 
-def test_ingest_merges_when_the_fresh_set_passes_its_bound(deps, monkeypatch):
+def _segments(deps):
+    """(segments, keys in them) of the fresh scan (gleaner.retrieval.fresh_scan)."""
+    with deps.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+        return tuple(conn.execute(sa.text(
+            "SELECT count(*), COALESCE(sum(cardinality(hashes)), 0) FROM knowledge.fresh_segments")).one())
+
+
+def test_a_crawl_never_merges_and_search_finds_its_vectors_through_their_sign_bits(deps, monkeypatch):
     if not deps.search_index.has_vectors():
         pytest.skip("this PostgreSQL has no pgvector")
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 5)
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
+    calls: list[str] = []
+    monkeypatch.setattr(fresh, "merge_fresh", lambda *a, **k: calls.append("merge"))
     with TestSite(topic_pages(), max_seconds=300) as site:
         _crawl(deps, site)
-    assert deps.search_index.wait_for_merge(timeout=120)  # ingest merges on a thread of its own
-    fresh_left, indexed, both = _where(deps)
-    assert fresh_left <= 5 and indexed > 0 and both == 0 and fresh_left + indexed == len(TOPICS) + 1
-    assert _hits(deps, MOON)[0][0] == site.url + "/tides"
+    chunks = len(TOPICS) + 1
+    assert calls == [] and _where(deps) == (chunks, 0, 0)
+    assert _segments(deps)[1] == chunks  # every fresh vector's bits, for the scan
+    monkeypatch.setattr("gleaner.retrieval.fresh_scan.EXACT_BELOW", 0)  # the scan even for a few vectors
+    monkeypatch.setattr("gleaner.retrieval.fresh_scan.RESCORED", 4)  # the bits choose 4 of 23 to compare
+    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
 
 
-def test_the_crawl_does_not_wait_for_the_merge_ingest_starts_past_the_bound(deps, monkeypatch):
+@pytest.mark.parametrize("rebuild", [False, True], ids=["moving", "rebuilding"])
+def test_a_merge_racing_a_crawl_loses_and_doubles_no_vector(deps, monkeypatch, rebuild):
     if not deps.search_index.has_vectors():
         pytest.skip("this PostgreSQL has no pgvector")
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 3)
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
-    release, started = threading.Event(), threading.Event()
-    merged: list[MergeWay] = []
-
-    def held_merge(engine, **kwargs):  # the real merge, held until the crawl is over
-        started.set()
-        assert release.wait(120)
-        merged.append(merge_fresh(engine, **kwargs).way)
-
-    monkeypatch.setattr("gleaner.retrieval.index.merge_fresh", held_merge)
-    try:
-        with TestSite(topic_pages(), max_seconds=300) as site:
-            summary = _crawl(deps, site)
-        # The crawl ended while its merge waited: ingest did not wait for it.
-        assert started.is_set() and not deps.search_index.wait_for_merge(timeout=0)
-        assert summary["fetched"] == len(TOPICS) + 1
-        assert _where(deps)[0] == len(TOPICS) + 1  # every vector fresh, searchable meanwhile
-        assert _hits(deps, MOON)[0][0] == site.url + "/tides"
-    finally:
-        release.set()
-    assert deps.search_index.wait_for_merge(timeout=120)
-    assert merged and merged[0] in (MergeWay.REBUILD, MergeWay.MOVE)
-    fresh_left, indexed, both = _where(deps)
-    assert both == 0 and fresh_left + indexed == len(TOPICS) + 1 and fresh_left <= 3
-
-
-def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, monkeypatch):
-    if not deps.search_index.has_vectors():
-        pytest.skip("this PostgreSQL has no pgvector")
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_MAX", 3)
-    monkeypatch.setattr("gleaner.retrieval.index.FRESH_CHECK_EVERY", 1)
     monkeypatch.setattr(fresh, "MERGE_BATCH", 2)
     stop = threading.Event()
     ways: list[MergeWay] = []
 
-    def keep_merging():  # a second merger racing the crawl's inserts and ingest's own merges (rebuilds too)
+    def keep_merging():  # a merger racing the crawl's inserts (a rebuild drops and builds the graph meanwhile)
         while not stop.is_set():
-            ways.append(merge_fresh(deps.engine, allow_rebuild=False).way)
+            ways.append(merge_fresh(deps.engine, allow_rebuild=rebuild).way)
 
     merger = threading.Thread(target=keep_merging)
     merger.start()
@@ -211,13 +189,27 @@ def test_a_merge_racing_ingest_and_its_merges_loses_and_doubles_no_vector(deps, 
     finally:
         stop.set()
         merger.join()
-    assert deps.search_index.wait_for_merge(timeout=120)
-    assert MergeWay.MOVE in ways
+    assert (MergeWay.REBUILD if rebuild else MergeWay.MOVE) in ways
     fresh_left, indexed, both = _where(deps)
     assert both == 0 and fresh_left + indexed == len(TOPICS) + 1  # every vector once, in one of the two sets
     assert merge_fresh(deps.engine).merged == fresh_left
-    assert _where(deps) == (0, len(TOPICS) + 1, 0)
-    assert _hits(deps, MOON)[0][0] == site.url + "/tides"
+    assert _where(deps) == (0, len(TOPICS) + 1, 0) and _segments(deps) == (0, 0)
+    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+
+
+def test_while_the_graph_is_rebuilt_its_vectors_are_found_by_the_scan(topics):
+    deps, site = topics
+    merge_fresh(deps.engine)
+    before = _hits(deps, TIDES)
+    assert _segments(deps) == (0, 0) and before[0][0] == site.url + "/tides"
+    with deps.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:  # a rebuild, stopped midway
+        fresh._graph_segments(conn)
+        conn.execute(sa.text("DROP INDEX knowledge.text_chunks_embedding"))
+        conn.commit()
+    assert _hits(deps, TIDES) == before  # no graph: the scan compares the same vectors
+    report = merge_fresh(deps.engine)  # no valid graph: built again, the graph's segments dropped
+    assert report.way == MergeWay.REBUILD and _segments(deps) == (0, 0)
+    assert _hits(deps, TIDES) == before
 
 
 def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, database_url, tmp_path):

@@ -1,6 +1,6 @@
 """When the CLI merges fresh vectors into the HNSW index (gleaner.cli.search, gleaner.retrieval.fresh):
-a run merges only past the fresh set's bound, ``gleaner watch`` when no run is active, ``gleaner
-index`` always (test_fresh_vectors.py). Real embedded PostgreSQL with pgvector, a loopback site.
+a run never does, ``gleaner watch`` and ``serve`` when no run is active, ``gleaner index``
+always (test_fresh_vectors.py). Real embedded PostgreSQL with pgvector, a loopback site.
 """
 
 from __future__ import annotations
@@ -45,12 +45,26 @@ def test_a_small_crawl_leaves_its_vectors_fresh_and_searchable_by_meaning(vector
     assert hits[0]["url"] == site.url + "/tides" and hits[0]["embedding_score"] is not None
 
 
-def test_a_crawl_past_the_bound_merges_when_it_ends(vectors, database_url, tmp_path, monkeypatch):
-    monkeypatch.setattr("gleaner.retrieval.fresh.FRESH_MAX", 3)  # the CLI's check; ingest's stays far off
+def test_gleaner_crawl_returns_with_its_vectors_unmerged_and_gleaner_index_merges_them(vectors, database_url,
+                                                                                    tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+    from gleaner.retrieval import fresh
+
+    monkeypatch.setattr(fresh, "MERGE_BATCH", 1)  # were a merge on the crawl's path, it would be many
     with TestSite(topic_pages(), max_seconds=300) as site:
         result = _crawl_cli(site, database_url, tmp_path)
-    assert f"moved {CHUNKS} fresh vectors into the vector index (rebuild)" in result.output
+    assert "fresh vectors into the vector index" not in result.output
+    assert _where(vectors) == (CHUNKS, 0, 0)  # the process ended with every vector fresh, none merged
+    hits = search(vectors, TIDES, site_domain="topics.test", limit=3)["results"]
+    assert hits[0]["url"] == site.url + "/tides" and hits[0]["embedding_score"] > 0.3
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home")}
+    index = CliRunner().invoke(main, ["index"], env=env)
+    assert index.exit_code == 0, index.output
+    assert f"moved {CHUNKS} fresh vectors into the vector index (rebuild)" in index.output
     assert _where(vectors) == (0, CHUNKS, 0)
+    assert search(vectors, TIDES, site_domain="topics.test", limit=3)["results"] == hits
 
 
 def test_watch_merges_in_an_idle_moment_not_while_a_run_is_active(vectors, monkeypatch):
@@ -72,3 +86,42 @@ def test_watch_merges_in_an_idle_moment_not_while_a_run_is_active(vectors, monke
         assert watch_many(vectors, every=120, rounds=3) == 1
     assert seen[0] == ((CHUNKS, 0, 0), ["finished"])  # idle only once the run had ended; its vectors fresh
     assert _where(vectors) == (0, CHUNKS, 0)  # and merged then
+
+
+def _set_run_status(deps, status):
+    import sqlalchemy as sa
+
+    from gleaner import tenancy
+
+    with tenancy.all_tenants(), deps.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.crawl_runs SET status = CAST(:s AS knowledge.crawl_status),"
+                             " heartbeat_at = now()"), {"s": status})
+
+
+def test_the_idle_merger_and_the_cloud_job_merge_only_when_no_run_is_active(vectors):
+    import json
+    import time
+
+    from gleaner.cloud.entry import run_index_upkeep
+    from gleaner.retrieval.upkeep import IdleMerger
+
+    with TestSite(topic_pages(), max_seconds=300) as site:
+        add_site(vectors, site.url + "/", site_domain="topics.test", every="1h")
+        from gleaner.runtime.runner import crawl, new_request
+
+        crawl(vectors, new_request(site.url + "/", site_domain="topics.test"))
+    _set_run_status(vectors, "scraping")  # as if the run were still under way
+    body, status, _headers = run_index_upkeep(vectors)
+    assert (status, json.loads(body)["merged"]) == (200, 0)
+    merger = IdleMerger(vectors.engine, every=0.05).start()  # serve's thread, looking often
+    try:
+        time.sleep(1.0)
+        assert _where(vectors) == (CHUNKS, 0, 0)  # a run is active: nothing merged
+        _set_run_status(vectors, "finished")
+        deadline = time.monotonic() + 120
+        while _where(vectors) != (0, CHUNKS, 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        merger.stop()
+    assert _where(vectors) == (0, CHUNKS, 0) and merger.reports[0].merged == CHUNKS
+    assert search(vectors, TIDES, site_domain="topics.test", limit=1)["results"][0]["url"] == site.url + "/tides"

@@ -490,6 +490,7 @@ def test_tick_and_sweep_are_scheduled_on_map_http(tf):
     operator = tf["locals"]["operator_jobs"]
     assert operator["tick"]["body"] == {"tick": True}
     assert operator["sweep"]["body"] == {"sweep": True}
+    assert operator["index"]["body"] == {"index": True}  # the vector graph's upkeep: crawls never merge
     assert tf["locals"]["map_http_uri"] == '${google_cloudfunctions2_function.http["map-http"].service_config[0].uri}'
     assert (_functions(tf)["map-http"]["stage"], _functions(tf)["map-http"]["entry_point"]) == ("map", "on_http")
 

@@ -25,20 +25,7 @@ def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
     done = embed_pending(index, deps.embedder) + embed_references(deps, deps.embedder)
     if done:
         say(f"indexed {done} new chunks for search in {time.monotonic() - started:.1f} s")
-    merge_into_vector_index(deps, say)
-    return done
-
-
-def merge_into_vector_index(deps: Deps, say: Callable[[str], None]) -> None:
-    """After a run: the fresh vectors into the HNSW index only when they passed the bound search's
-    exact part was measured with. Below it a merge buys nothing (the fresh set is searched exactly,
-    recall is perfect) and would cost the run a rebuild; ``gleaner index`` and a watch's idle moment
-    merge the rest."""
-    from gleaner.retrieval import fresh
-
-    deps.search_index.wait_for_merge()  # one ingest started in the background: it ends first
-    if fresh.fresh_count(deps.engine, fresh.FRESH_MAX + 1) > fresh.FRESH_MAX:
-        _merge(deps, say)
+    return done  # fresh: searchable now; the merge into the graph is upkeep, off the run's path
 
 
 def merge_when_idle(deps: Deps, say: Callable[[str], None]) -> None:
@@ -47,7 +34,6 @@ def merge_when_idle(deps: Deps, say: Callable[[str], None]) -> None:
 
     from gleaner.retrieval import fresh
 
-    deps.search_index.wait_for_merge()
     try:
         if fresh.fresh_count(deps.engine, 1):
             _merge(deps, say)
@@ -111,7 +97,6 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
         done = embed_pending(index, deps.embedder)
         from gleaner.retrieval.fresh import merge_fresh
 
-        index.wait_for_merge()
         merge = merge_fresh(deps.engine)
         counts = index.counts()
         counts["references_embedded_now"] = embed_references(deps, deps.embedder)
@@ -124,6 +109,7 @@ def index_cmd(reembed: bool, as_json: bool) -> None:
     if not counts["vectors"]:
         click.echo(f"{counts['chunks']} chunks; this database has no pgvector: search ranks by full text only")
         return
-    click.echo(f"embedded {done} chunks and moved {merge.merged} fresh vectors into the vector index in"
-               f" {counts['seconds']} s; {counts['chunks']} chunks, by model: "
+    click.echo(f"embedded {done} chunks and moved {merge.merged} fresh vectors into the vector index"
+               f" ({merge.way}) in {counts['seconds']} s; {counts['chunks']} chunks ({counts['fresh']} fresh),"
+               " by model: "
                + (", ".join(f"{m} {n}" for m, n in counts["embedded"].items()) or "none"))

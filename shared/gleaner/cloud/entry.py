@@ -8,6 +8,7 @@ one function here, so envelope parsing and error mapping exist once::
     HTTP crawl request (map)     CrawlRequested       400 bad input             503 (caller retries)
     HTTP {"tick": true} (map)    due sites' crawls    -                         503 (Scheduler retries)
     HTTP {"sweep": true} (map)   idle runs settled    -                         503 (Scheduler retries)
+    HTTP {"index": true} (map)   fresh vectors merged -                         503 (Scheduler retries)
     Cloud Tasks HTTP             scrape batches and webhook deliveries: :mod:`gleaner.cloud.taskentry`
     HTTP /v1/, /ui/ (backoffice) the back office      400/403/404/409           500 (the operator retries)
 
@@ -221,6 +222,8 @@ def _run_crawl_request(request: Any, deps: Deps | None) -> HttpResponse:
             return run_tick(deps)
         if is_scheduler_call(body, "sweep"):
             return run_sweep(deps)
+        if is_scheduler_call(body, "index"):
+            return run_index_upkeep(deps)
         message = crawl_request_from(body, request.headers)
     except BodyRefused as exc:
         return _json_response({"error": exc.message}, exc.status)
@@ -264,7 +267,7 @@ def run_status(run_id: str, deps: Deps) -> HttpResponse:
 
 
 def is_scheduler_call(body: bytes, job: str) -> bool:
-    """Cloud Scheduler's ``job`` (tick, sweep): a body of exactly ``{"<job>": true}``."""
+    """Cloud Scheduler's ``job`` (tick, sweep, index): a body of exactly ``{"<job>": true}``."""
     try:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError):
@@ -286,6 +289,22 @@ def run_sweep(deps: Deps) -> HttpResponse:
         log.error("sweep failed: %s", exc)
         return _json_response({"error": "could not sweep; retry"}, 503)
     return _json_response({"swept": [s.to_dict() for s in settled], "upkeep": kept.to_dict()}, 200)
+
+
+def run_index_upkeep(deps: Deps) -> HttpResponse:
+    """The vector graph's upkeep: fresh vectors merged unless a run is active
+    (:func:`gleaner.retrieval.upkeep.merge_if_idle`); 200 with what moved."""
+    import sqlalchemy as sa
+
+    from gleaner.retrieval.upkeep import CLOUD_BUDGET, merge_if_idle
+
+    try:
+        report = merge_if_idle(deps.engine, budget=CLOUD_BUDGET)
+    except sa.exc.SQLAlchemyError as exc:
+        log.error("index upkeep failed: %s", exc)
+        return _json_response({"error": "could not merge fresh vectors; retry"}, 503)
+    return _json_response({"merged": report.merged, "way": str(report.way),
+                           "seconds": round(report.seconds, 2)}, 200)
 
 
 def run_tick(deps: Deps) -> HttpResponse:

@@ -1,25 +1,27 @@
-"""Fresh vectors into the HNSW index, off the crawl's path (migration 0037).
+"""Fresh vectors into the HNSW graph, off the crawl's path (migrations 0037 and 0042).
 
 Ingest writes each new chunk's vector to ``text_chunks.fresh_embedding``, which no graph index
-covers: search compares the query with every fresh vector exactly, beside the HNSW index's nearest
-over ``embedding``, so a page is searchable by meaning in the transaction that ingests it, and the
-crawl does not pay pgvector's insert into the graph. :func:`merge_fresh` moves fresh vectors into
-``embedding`` (and so into the graph), in one of two ways:
+covers, and its sign bits to a ``fresh_segments`` row: search ranks every fresh vector by those bits
+in its own process and compares the nearest exactly (gleaner.retrieval.fresh_scan), beside the HNSW
+graph's nearest over ``embedding``. So a page is searchable by meaning in the transaction that
+ingests it, and a crawl never pays, waits for, or contends with the graph. :func:`merge_fresh` moves
+fresh vectors into ``embedding`` (and so into the graph), in one of two ways, neither of which locks
+ingest or search out of ``text_chunks``:
 
-- **rebuild**, when the fresh set is at least as large as the indexed one (a first crawl into an
-  empty index, say): the HNSW index is dropped, the vectors moved and the index built again in
-  bulk, in one transaction. pgvector's bulk build costs a small part of its insert per vector, and
-  the index rebuilt is at most twice the fresh set; the table is locked for that transaction
-  (searches and ingest wait), so it is never longer than a bulk build of ``2 * FRESH_MAX`` vectors
-  after the crawl's own merges;
+- **rebuild**, when the fresh set is at least as large as the graph (a first crawl into an empty
+  index, a re-embedding) or the graph is missing or invalid (an interrupted rebuild): the graph's
+  vectors get segments too (so they stay searchable by the scan), the graph is dropped
+  (``DROP INDEX CONCURRENTLY``), the fresh vectors moved in short batches (cheap without a graph),
+  and the graph built again in bulk (``CREATE INDEX CONCURRENTLY``). Search reads the graph only
+  while it is valid, and the scan covers every vector meanwhile;
 - **move**, otherwise: batches of ``MERGE_BATCH`` rows, each its own transaction, each row updated
-  once (the graph's insert is paid here, not in ingest).
+  once, paying the graph's insert per vector.
 
-Who merges: ingest when the fresh set passes ``FRESH_MAX`` (the bound on what search compares
-exactly), the CLI after a crawl or ``tick`` only past that bound, ``gleaner watch`` when idle, and
-``gleaner index`` always (gleaner.cli.search). One merge at a time per database (an advisory lock); a second caller
-returns at once. Runs as the login role (the tables' owner): it moves rows of every tenant, and a
-rebuild is DDL. Where that role may not drop the index, the rebuild falls back to moving.
+Then the segments whose vectors are all in the valid graph are deleted. Who merges: ``gleaner
+index`` always, ``gleaner watch`` and ``gleaner serve`` when no run is active, and in the cloud the
+scheduled upkeep job (gleaner.retrieval.upkeep); never a crawl, ``demo`` or ``tick``. One merge at
+a time per database (an advisory lock); a second caller returns at once. Runs as the login role (the
+tables' owner): it moves rows of every tenant, and a rebuild is DDL.
 """
 
 from __future__ import annotations
@@ -33,18 +35,25 @@ from sqlalchemy.engine import Connection, Engine
 
 from gleaner.store.access.rls import ADMIN_OPTION
 
-FRESH_MAX = 4000  # fresh vectors beyond which ingest merges: search compares each of them exactly
 MERGE_BATCH = 500  # rows a transaction when moving: short transactions beside a running crawl
 REBUILD_MEMORY = "256MB"  # maintenance_work_mem of a rebuild: the graph of ~100,000 vectors built in memory
-LOCK_WAIT = "10s"  # a rebuild waits this long for the table, else it moves instead
 _LOCK_KEY = 0x6C65616E_66726573  # advisory lock: one merge at a time per database
 
 _COUNT_FRESH = sa.text("SELECT count(*) FROM (SELECT 1 FROM knowledge.text_chunks"
                        " WHERE fresh_embedding IS NOT NULL LIMIT :cap) f")
 _COUNT_INDEXED = sa.text("SELECT count(*) FROM (SELECT 1 FROM knowledge.text_chunks"
                          " WHERE embedding IS NOT NULL LIMIT :cap) i")
-_MOVE_ALL = sa.text("UPDATE knowledge.text_chunks SET embedding = fresh_embedding, fresh_embedding = NULL"
-                    " WHERE fresh_embedding IS NOT NULL")
+_GRAPH_VALID = sa.text("SELECT COALESCE((SELECT indisvalid FROM pg_index"
+                       " WHERE indexrelid = to_regclass('knowledge.text_chunks_embedding')), false)")
+# Segments whose every key is no longer fresh (in the graph, or erased): the scan needs them no more.
+_DROP_SEGMENTS = sa.text(
+    "DELETE FROM knowledge.fresh_segments s WHERE NOT EXISTS (SELECT 1 FROM unnest(s.hashes, s.ordinals) g(h, o)"
+    " JOIN knowledge.text_chunks c ON c.text_hash = g.h AND c.ordinal = g.o WHERE c.fresh_embedding IS NOT NULL)")
+# The graph's vectors' sign bits, as '0'/'1' text (before a rebuild drops the graph).
+_GRAPH_SIGNS = sa.text(
+    "SELECT text_hash, ordinal, embedding_model, array_to_string(ARRAY(SELECT CASE WHEN x > 0 THEN 1 ELSE 0 END"
+    " FROM unnest(CAST(embedding AS real[])) x), '') FROM knowledge.text_chunks"
+    " WHERE embedding IS NOT NULL AND (text_hash, ordinal) > (:h, :o) ORDER BY text_hash, ordinal LIMIT :n")
 # A batch: rows another merge or an erasure holds are left for later (SKIP LOCKED); the outer
 # condition is checked again on the row's latest version.
 _MOVE_BATCH = sa.text(
@@ -84,8 +93,11 @@ def fresh_count(engine: Engine, cap: int = 1_000_000_000) -> int:
         return int(conn.execute(_COUNT_FRESH, {"cap": cap}).scalar_one())
 
 
-def merge_fresh(engine: Engine, *, allow_rebuild: bool = True) -> MergeReport:
-    """Move every fresh vector into the HNSW index (see the module docstring); safe to repeat."""
+def merge_fresh(engine: Engine, *, allow_rebuild: bool = True, budget: float | None = None) -> MergeReport:
+    """Move every fresh vector into the HNSW graph (see the module docstring); safe to repeat.
+
+    With a ``budget`` (seconds: a request's timeout), only moves, stopping after the batch that
+    passes it; a missing graph is then left for a merge without one (``gleaner index``)."""
     started = time.perf_counter()
     with engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
         if not has_fresh_column(conn):
@@ -98,39 +110,71 @@ def merge_fresh(engine: Engine, *, allow_rebuild: bool = True) -> MergeReport:
         try:
             fresh = int(conn.execute(_COUNT_FRESH, {"cap": 1_000_000_000}).scalar_one())
             indexed = int(conn.execute(_COUNT_INDEXED, {"cap": fresh + 1}).scalar_one()) if fresh else 0
+            valid = bool(conn.execute(_GRAPH_VALID).scalar())
             conn.commit()
-            if not fresh:
-                return MergeReport(0, MergeWay.NONE, time.perf_counter() - started)
-            if allow_rebuild and indexed <= fresh:
-                merged = _rebuild(conn)
-                if merged is not None:
-                    return MergeReport(merged, MergeWay.REBUILD, time.perf_counter() - started)
-            merged = 0
-            while moved := int(conn.execute(_MOVE_BATCH, {"n": MERGE_BATCH}).rowcount or 0):
+            if not fresh and valid:
+                conn.execute(_DROP_SEGMENTS)  # an erasure's, or a merge's that stopped before this
                 conn.commit()
-                merged += moved
+                return MergeReport(0, MergeWay.NONE, time.perf_counter() - started)
+            if budget is not None and not valid:
+                return MergeReport(0, MergeWay.NONE, time.perf_counter() - started)
+            if budget is not None:
+                merged, way = _move(conn, started + budget), MergeWay.MOVE
+            elif not valid or (allow_rebuild and indexed <= fresh):
+                merged = _rebuild(conn, graph_signs=valid and indexed > 0)
+                way = MergeWay.REBUILD
+            else:
+                merged, way = _move(conn), MergeWay.MOVE
+            conn.execute(_DROP_SEGMENTS)
             conn.commit()
-            return MergeReport(merged, MergeWay.MOVE, time.perf_counter() - started)
+            return MergeReport(merged, way, time.perf_counter() - started)
         finally:
             conn.rollback()
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
             conn.commit()
 
 
-def _rebuild(conn: Connection) -> int | None:
-    """Drop the HNSW index, move every fresh vector, build the index in bulk: one transaction.
-
-    None when the table could not be locked in time or the role may not rebuild (the caller moves)."""
-    try:
-        conn.execute(sa.text(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'"))
-        conn.execute(sa.text(f"SET LOCAL maintenance_work_mem = '{REBUILD_MEMORY}'"))
-        # The strongest lock first, so no weaker one of this transaction waits to be upgraded.
-        conn.execute(sa.text("LOCK TABLE knowledge.text_chunks IN ACCESS EXCLUSIVE MODE"))
-        conn.execute(sa.text("DROP INDEX knowledge.text_chunks_embedding"))
-        merged = int(conn.execute(_MOVE_ALL).rowcount or 0)
-        conn.execute(sa.text(INDEX_DDL))
+def _move(conn: Connection, deadline: float | None = None) -> int:
+    merged = 0
+    while moved := int(conn.execute(_MOVE_BATCH, {"n": MERGE_BATCH}).rowcount or 0):
         conn.commit()
-        return merged
-    except sa.exc.DBAPIError:
-        conn.rollback()
-        return None
+        merged += moved
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    conn.commit()
+    return merged
+
+
+def _rebuild(conn: Connection, *, graph_signs: bool) -> int:
+    """Drop the graph, move every fresh vector, build the graph in bulk; nothing waits on a lock.
+
+    Every vector stays searchable throughout: the graph's get segments first (``graph_signs``), and
+    a fresh vector's segment is deleted only once the new graph is valid."""
+    if graph_signs:
+        _graph_segments(conn)
+    conn.execution_options(isolation_level="AUTOCOMMIT")  # CONCURRENTLY runs outside a transaction
+    try:
+        conn.execute(sa.text("DROP INDEX CONCURRENTLY IF EXISTS knowledge.text_chunks_embedding"))
+        merged = _move(conn)
+        conn.execute(sa.text(f"SET maintenance_work_mem = '{REBUILD_MEMORY}'"))
+        conn.execute(sa.text(INDEX_DDL.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY")))
+        conn.execute(sa.text("RESET maintenance_work_mem"))
+    finally:
+        conn.rollback()  # ends SQLAlchemy's own (no-op) transaction, so the level may change back
+        conn.execution_options(isolation_level=conn.default_isolation_level)
+    return merged
+
+
+def _graph_segments(conn: Connection, batch: int = 2000) -> None:
+    """Segments for the vectors in the graph, so that the scan finds them while it is rebuilt."""
+    from gleaner.retrieval.fresh_scan import write_segment
+
+    after: tuple[str, int] = ("", -1)
+    while rows := conn.execute(_GRAPH_SIGNS, {"h": after[0], "o": after[1], "n": batch}).all():
+        by_model: dict[str, list[tuple[str, int, bytes]]] = {}
+        for h, o, model, bits in rows:
+            by_model.setdefault(str(model), []).append((h, int(o), int(bits, 2).to_bytes(len(bits) // 8, "big")))
+        for model, part in by_model.items():
+            write_segment(conn, model, [(h, o) for h, o, _b in part], b"".join(b for _h, _o, b in part))
+        conn.commit()
+        after = (rows[-1][0], int(rows[-1][1]))

@@ -24,7 +24,8 @@ from gleaner.retrieval.lexical import PageWords, words
 # The meaning side alone: NULL word queries select no chunk by words.
 _MEANING = sa.text(
     "SELECT text_hash, ordinal, chunk_start, chunk_end, embedding_score FROM knowledge.search_chunk_candidates("
-    "CAST(NULL AS tsquery), CAST(NULL AS tsquery), CAST(:v AS public.vector), :m, :k, 0, CAST(:h AS text[]))")
+    "CAST(NULL AS tsquery), CAST(NULL AS tsquery), CAST(:v AS public.vector), :m, :k, 0, CAST(:h AS text[]),"
+    " CAST(:fh AS text[]), CAST(:fo AS int[]))")
 _DOCUMENTS = sa.text(
     "SELECT i.text_hash, d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
     " CAST(i.snapshot_id AS text) AS snapshot_id"
@@ -63,14 +64,16 @@ class Pool:
 
 
 def gather(conn: Connection, query: str, vector: str | None, model: str, k: int,
-           hashes: list[str] | None) -> Pool:
-    """Both candidate lists (over every text, or only ``hashes``), merged by chunk."""
+           hashes: list[str] | None, fresh: tuple[list[str], list[int]] | tuple[None, None] = (None, None)) -> Pool:
+    """Both candidate lists (over every text, or only ``hashes``), merged by chunk. ``fresh`` holds the keys
+    of the fresh vectors the sign-bit scan chose (None: the function compares every fresh vector)."""
     scored, pages, weight = words(conn, query, hashes)
     chunks: dict[tuple[str, int], Candidate] = {}
     for c in scored:
         chunks[(c.text_hash, c.ordinal)] = Candidate(c.text_hash, c.ordinal, c.start, c.end, words=c.score)
     if vector is not None:
-        for r in conn.execute(_MEANING, {"v": vector, "m": model, "k": k, "h": hashes}).mappings():
+        for r in conn.execute(_MEANING, {"v": vector, "m": model, "k": k, "h": hashes,
+                                               "fh": fresh[0], "fo": fresh[1]}).mappings():
             key = (r["text_hash"], int(r["ordinal"]))
             cand = chunks.get(key) or chunks.setdefault(key, Candidate(key[0], key[1], int(r["chunk_start"]),
                                                                        int(r["chunk_end"])))

@@ -12,8 +12,9 @@ version with an enabled ``skill`` or ``config`` routing gets a ``routing_handove
 Embedding: with a model cheap enough (the static default, ``Embedder.inline``), the new chunks are
 written with their vectors, in the same transaction, so a page is searchable by meaning as soon as
 it is ingested. Vectors are written *fresh* (``fresh_embedding``, outside the HNSW index, searched
-exactly) and enter the index by gleaner.retrieval.fresh's merge, off the crawl's path; ingest
-merges itself only when the fresh set passes its bound. Otherwise (MiniLM, or
+by the fresh scan: gleaner.retrieval.fresh_scan, whose segment each batch writes beside them) and
+enter the index by gleaner.retrieval.fresh's merge, off the crawl's path: ingest never merges.
+Otherwise (MiniLM, or
 GLEANER_EMBED_AFTER_CRAWL off, or where the model is not installed) :func:`embed_pending` embeds
 chunks without a vector of the current model (fresh, too): the CLI runs it when a crawl ends,
 ``gleaner index`` on demand, and a model change is ``gleaner index --reembed``.
@@ -23,7 +24,6 @@ Until a chunk is embedded it is found by full text alone.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,7 +36,8 @@ from gleaner.provenance.canonical import CanonicalText
 from gleaner.retrieval.chunks import Chunk, embedding_input
 from gleaner.retrieval.composites import index_composites
 from gleaner.retrieval.embedder import Embedder
-from gleaner.retrieval.fresh import FRESH_MAX, fresh_count, merge_fresh
+from gleaner.retrieval.fresh import fresh_count
+from gleaner.retrieval.fresh_scan import FreshSigns, sign_bits, write_segment
 from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_rows
 from gleaner.retrieval.vectors import TABLE as VECTORS
 from gleaner.retrieval.vectors import copy_vectors
@@ -45,7 +46,6 @@ from gleaner.store.notifications.events import record_changes
 log = logging.getLogger(__name__)
 
 TEXTS_PER_EMBED_ROUND = 64  # texts read per round of embed_pending: bounded memory, batches stay full
-FRESH_CHECK_EVERY = 500  # fresh vectors this SearchIndex writes between two counts of the fresh set
 
 _ENTER = sa.text(
     "INSERT INTO knowledge.search_index (document_id, site_domain, snapshot_id, text_hash)"
@@ -144,9 +144,7 @@ class SearchIndex:
         self._vectors: bool | None = None
         # Where new texts are chunked and embedded (retrieval/prepare.py); in-process unless told.
         self._preparer: ChunkPreparer = preparer or InProcessPreparer(inline_embedder)
-        self._written_since_check = 0
-        self._merge_lock = threading.Lock()
-        self._merging: threading.Thread | None = None
+        self.fresh_signs = FreshSigns()  # this process's copy of the fresh vectors' sign bits (search)
 
     def has_vectors(self) -> bool:
         """Whether this database has pgvector and the embedding column (else: full text only)."""
@@ -159,40 +157,8 @@ class SearchIndex:
 
     def index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> int:
         """Index the batch's current, rag-routed versions (see the module docstring); returns chunks added."""
-        added, fresh = self._index_snapshots(items)
-        self._written_since_check += fresh
-        if self._written_since_check >= FRESH_CHECK_EVERY:
-            self._written_since_check = 0
-            try:
-                if fresh_count(self.engine, FRESH_MAX + 1) > FRESH_MAX:  # the bound on search's exact part
-                    self._merge_in_background()
-            except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batch is committed: a later merge catches up
-                log.warning("counting fresh vectors failed: %s", exc)
+        added, _fresh = self._index_snapshots(items)
         return added
-
-    def _merge_in_background(self) -> None:
-        """Merge the fresh vectors on a thread of its own (one at a time): past the bound a merge moves
-        vectors one graph insert each, which ingest, and so the crawl, would otherwise wait for."""
-        with self._merge_lock:
-            if self._merging is not None and self._merging.is_alive():
-                return  # it moves what this batch added too (it loops until nothing is fresh)
-            self._merging = threading.Thread(target=self._merge, name="gleaner-merge-fresh", daemon=True)
-            self._merging.start()
-
-    def _merge(self) -> None:
-        try:
-            merge_fresh(self.engine)
-        except (sa.exc.SQLAlchemyError, GleanerError) as exc:  # the batches are committed: a later merge catches up
-            log.warning("merging fresh vectors into the vector index failed: %s", exc)
-
-    def wait_for_merge(self, timeout: float | None = None) -> bool:
-        """Wait for a merge ingest started (the CLI's merge after a crawl, tests); False if one still runs."""
-        with self._merge_lock:
-            merging = self._merging
-        if merging is not None:
-            merging.join(timeout)
-            return not merging.is_alive()
-        return True
 
     def _index_snapshots(self, items: Sequence[tuple[str, CanonicalText]]) -> tuple[int, int]:
         """(chunks added, of which with a fresh vector)."""
@@ -244,6 +210,8 @@ class SearchIndex:
             else:
                 copy_vectors(conn, b"".join(p.vectors for p in parts))
                 conn.execute(_CHUNKS_EMBEDDED, {"rows": payload, "m": model, "d": dimension})
+                write_segment(conn, model, [(p.text_hash, o) for p in parts for o in p.ordinals],
+                              b"".join(p.signs for p in parts))
         return added, (added if model is not None else 0)
 
     # -- embeddings -------------------------------------------------------------------------------
@@ -280,6 +248,7 @@ class SearchIndex:
                 "UPDATE knowledge.text_chunks c SET fresh_embedding = r.v, embedding = NULL,"
                 " embedding_model = :m, embedding_dim = :d"
                 f" FROM {VECTORS} r WHERE c.text_hash = r.h AND c.ordinal = r.o"), {"m": model, "d": dimension})
+            write_segment(conn, model, [(h, o) for h, o, _v in rows], sign_bits([v for _h, _o, v in rows]))
 
     def drop_other_models(self, model: str) -> int:
         """Forget vectors made by any other model, so the re-embedding never ranks two models together."""

@@ -59,12 +59,15 @@ class NewText:
 class PreparedText:
     """One text's chunk rows as JSON objects joined by commas (no brackets), so a batch's payload is
     the wanted texts' rows joined: ``h o s e hd t``; when embedded, ``vectors``: their binary COPY
-    rows (:func:`vector_rows`), joined likewise."""
+    rows (:func:`vector_rows`), joined likewise, and ``signs`` their sign bits (the fresh scan's,
+    gleaner.retrieval.fresh_scan), for the chunks ``ordinals``."""
 
     text_hash: str
     rows_json: str
     chunks: int
     vectors: bytes = b""
+    signs: bytes = b""
+    ordinals: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +115,21 @@ def prepare_texts(texts: Sequence[NewText], embedder: Embedder | None) -> Prepar
                 keys.append((new.text_hash, c.ordinal))
                 inputs.append(embedding_input(body, c))
     vectors: dict[str, bytes] = {}
+    signs: dict[str, bytes] = {}
     if embedder is not None and keys:
+        from gleaner.retrieval.fresh_scan import sign_bits
+
         made = embedder.embed(inputs)
         start = 0
         for text_hash, chunks in rows.items():  # keys are in text order: a text's vectors are one slice
             vectors[text_hash] = vector_rows(keys[start:start + len(chunks)], made[start:start + len(chunks)])
+            signs[text_hash] = sign_bits(made[start:start + len(chunks)])
             start += len(chunks)
-    return Prepared({h: PreparedText(h, ",".join(p), len(p), vectors.get(h, b"")) for h, p in rows.items()},
+    ordinals: dict[str, list[int]] = {}
+    for text_hash, ordinal in keys:
+        ordinals.setdefault(text_hash, []).append(ordinal)
+    return Prepared({h: PreparedText(h, ",".join(p), len(p), vectors.get(h, b""), signs.get(h, b""),
+                                     tuple(ordinals.get(h, ()))) for h, p in rows.items()},
                     embedder.model if embedder is not None else None,
                     embedder.dimension if embedder is not None else None)
 

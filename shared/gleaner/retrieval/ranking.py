@@ -76,21 +76,26 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
     index = deps.search_index
     vector: str | None = None
     model = ""
+    floats: list[float] = []
     if index.has_vectors():
         model = deps.embedder.model
-        vector = "[" + ",".join(f"{x:.6f}" for x in deps.embedder.embed([query])[0]) + "]"
+        floats = list(deps.embedder.embed([query])[0])
+        vector = "[" + ",".join(f"{x:.6f}" for x in floats) + "]"
     k = max(CANDIDATES, limit)
     with deps.engine.begin() as conn:
+        # The fresh vectors' nearest by sign bits (gleaner.retrieval.fresh_scan), compared exactly in SQL.
+        fresh = index.fresh_signs.nearest(conn, model, floats) if vector is not None else (None, None)
         # First over every tenant's chunks; when too few pages are the caller's (a small tenant among
         # large ones), again over the texts the caller's scope sees.
         for visible_only in (False, True):
-            pool = gather(conn, query, vector, model, k, visible_texts(conn, site_domain) if visible_only else None)
+            pool = gather(conn, query, vector, model, k, visible_texts(conn, site_domain) if visible_only else None,
+                          fresh)
             docs = visible_documents(conn, pool.texts(), site_domain)
             if len({d["document_id"] for d in docs}) >= limit:
                 break
         composites = visible_composites(conn, site_domain)  # most tenants have none: one small query
         if composites:
-            more = gather(conn, query, vector, model, k, sorted({c["text_hash"] for c in composites}))
+            more = gather(conn, query, vector, model, k, sorted({c["text_hash"] for c in composites}), fresh)
             for key, cand in more.chunks.items():
                 pool.chunks.setdefault(key, cand)
             for text, words in more.pages.items():

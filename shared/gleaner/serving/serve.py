@@ -109,6 +109,10 @@ class WebhookServer:
                          threading.Thread(target=self._drain, name="gleaner-drain", daemon=True)]
         if deps.settings.database_url is None:  # the embedded database is this server's to keep running
             self._threads.append(threading.Thread(target=self._keep_database, name="gleaner-db-watch", daemon=True))
+        # Fresh vectors into the HNSW graph when no run is active (gleaner.retrieval.upkeep).
+        from gleaner.retrieval.upkeep import IdleMerger
+
+        self._merger = IdleMerger(deps.engine, idle=lambda: not self.bus.pending())
 
     @property
     def url(self) -> str:
@@ -119,6 +123,7 @@ class WebhookServer:
             thread.start()
         # Webhooks of crawls started here (and any a crawl elsewhere left pending) go out in the background.
         self._sender = DeliverySender(self.deps).start()
+        self._merger.start()
         return self
 
     def stop(self) -> None:
@@ -128,6 +133,7 @@ class WebhookServer:
         self._work.set()
         if self._sender is not None:
             self._sender.stop()
+        self._merger.stop()
         server = self._server
 
         def close_everything() -> None:

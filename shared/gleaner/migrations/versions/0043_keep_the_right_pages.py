@@ -1,7 +1,7 @@
 """Keeping the right pages: include rules, chained links, aggregate pages, a warning on mostly-excluded runs.
 
 Revision ID: 0043
-Revises: 0041
+Revises: 0042
 Create Date: 2026-12-05
 
 - rule_action gains ``include``: ``rules add SITE GLOB --include`` forces matching pages in over every
@@ -17,7 +17,7 @@ Create Date: 2026-12-05
 from alembic import op
 
 revision = "0043"
-down_revision = "0041"
+down_revision = "0042"
 branch_labels = None
 depends_on = None
 
