@@ -199,7 +199,7 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 # The pages that run Gleaner build on this module (imported here, last).
-from gleaner.backoffice import actions  # noqa: E402
+from gleaner.backoffice import actions, originspages  # noqa: E402
 
 PageHandler = Callable[..., Page]
 _PAGES: dict[str, dict[str, PageHandler]] = {
@@ -230,6 +230,8 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/sites/{site}/composites/?": {"GET": actions.composites_page},
     "/ui/composites/{composite}/move": {"POST": actions.move_composite},
     "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
+    "/ui/sites/{site}/upload": {"GET": originspages.upload_page},
+    "/ui/documents/{document}/feedback": {"POST": originspages.send_feedback},
 }
 PAGES = api.compile_routes(_PAGES)
 

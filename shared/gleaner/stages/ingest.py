@@ -9,12 +9,14 @@ Snapshots of blocked documents are skipped (gate 2) and erased text is refused (
 dedup path before storage); ingested documents get their default routing, composites whose
 pinned source changed go stale (operator/routing.py), and each document whose current version
 was ingested is checked for duplicates (stages/conflicts.py). Current versions with an enabled
-``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model.
+``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model,
+and are then checked for contradictions with the tenant's other texts (gleaner.origins.contradictions).
 """
 
 from __future__ import annotations
 
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.messages import SnapshotsWritten
 from gleaner.provenance.canonical import canonicalise
 from gleaner.stages.conflicts import label_duplicates, not_erased
@@ -32,4 +34,8 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     meta.route_ingested(message.snapshot_ids)
     deps.search_index.index_snapshots(items)
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
+    from gleaner.origins.contradictions import find_contradictions  # it imports the stages (landing)
+
+    if find_contradictions(deps, [snapshot_id for snapshot_id, _text in items]):
+        outbox.flush_after_commit(deps)  # their conflict.opened events
     return stored
