@@ -40,26 +40,25 @@ _SUBJECTS = sa.text(
     " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
     " JOIN knowledge.search_index i ON i.document_id = d.id AND i.snapshot_id = s.id"
     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND NOT d.is_deleted ORDER BY d.id")
-_NEAR_BY_VECTOR = sa.text(
-    "SELECT q.chunk_start, q.chunk_end, o.text_hash, o.chunk_start, o.chunk_end, i.document_id,"
-    " 1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) COALESCE(q.embedding, q.fresh_embedding))"
-    " FROM (SELECT * FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n) q"
-    " CROSS JOIN LATERAL knowledge.chunk_vector_candidates(COALESCE(q.embedding, q.fresh_embedding),"
-    "   q.embedding_model, :k, NULL) n"
-    " JOIN knowledge.text_chunks o ON o.text_hash = n.text_hash AND o.ordinal = n.ordinal"
-    " JOIN knowledge.search_index i ON i.text_hash = n.text_hash"
-    " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
-    " WHERE d.site_domain = :site AND d.id <> CAST(:doc AS uuid) AND d.status = 'active' AND NOT d.is_deleted"
-    " AND COALESCE(q.embedding, q.fresh_embedding) IS NOT NULL")
-_NEAR_BY_WORDS = sa.text(
-    "SELECT q.chunk_start, q.chunk_end, o.text_hash, o.chunk_start, o.chunk_end, i.document_id, 1.0"
-    " FROM (SELECT * FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n) q"
-    " CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
-    "   ' ', ' | '), '') AS tsquery), :k, 200, NULL) n"
-    " JOIN knowledge.text_chunks o ON o.text_hash = n.text_hash AND o.ordinal = n.ordinal"
-    " JOIN knowledge.search_index i ON i.text_hash = n.text_hash"
+# Fenced (MATERIALIZED) so that the candidate function runs once per chunk of the new text: joined
+# freely, the planner may call it once per row of the tenant's index instead.
+_QUERIES = ("WITH q AS MATERIALIZED (SELECT chunk_start, chunk_end, tsv, COALESCE(embedding, fresh_embedding) AS v,"
+            " embedding_model AS m FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n),")
+_CANDIDATES = (
+    " SELECT near.qs, near.qe, o.text_hash, o.chunk_start, o.chunk_end, i.document_id, {similarity}"
+    " FROM near JOIN knowledge.text_chunks o ON o.text_hash = near.text_hash AND o.ordinal = near.ordinal"
+    " JOIN knowledge.search_index i ON i.text_hash = near.text_hash"
     " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
     " WHERE d.site_domain = :site AND d.id <> CAST(:doc AS uuid) AND d.status = 'active' AND NOT d.is_deleted")
+_NEAR_BY_VECTOR = sa.text(
+    _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
+    " FROM q CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL) n WHERE q.v IS NOT NULL)"
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+_NEAR_BY_WORDS = sa.text(
+    _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
+    " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
+    "   ' ', ' | '), '') AS tsquery), :k, 200, NULL) n)"
+    + _CANDIDATES.format(similarity="1.0"))
 _RECORD = sa.text(
     "INSERT INTO knowledge.document_conflicts (site_domain, entity_a_type, entity_a_id, entity_b_type,"
     " entity_b_id, conflict_type, severity, evidence_a, evidence_b, details, detected_by, detector_version,"

@@ -6,7 +6,8 @@ finds (gleaner.origins.contradictions). The language model of ``decide/`` plugs 
 is configured (its answer carries no ranges: the whole passages are then the evidence); without
 one, :class:`RulesJudge` runs.
 
-The rules judge compares the two passages sentence by sentence. Two sentences are about the same
+The rules judge compares the two passages sentence by sentence. Only prose is compared (no table
+row, code line, command or heading, and at least three words). Two sentences are about the same
 thing when they share enough of their content words (numbers, dates and stop words left out).
 Such a pair contradicts when:
 
@@ -58,7 +59,8 @@ class PairJudge(Protocol):
 
 # -- the rules ----------------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)", re.MULTILINE)
+# A sentence ends at . ! ? or ; followed by a space or the end (so 2.5, v1.2 and example.com stay whole).
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|[.!?;](?=[^\s.!?;]))+(?:[.!?;]+|$)", re.MULTILINE)
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
 _DATE = re.compile(
@@ -137,11 +139,21 @@ def _stem(word: str) -> str:
     return word
 
 
+_NOT_PROSE = re.compile(r"^\s*(?:[|`$>#]|```|~~~)|`|\s--?[a-z]|\|\s*$|[{}<>=]|://")
+MIN_WORDS = 3  # a claim has a subject, a verb and what it says: fewer is a label, a cell or a command
+
+
+def _is_prose(text: str) -> bool:
+    """Whether a sentence reads as a claim: not a table row, a code line or a command, and a few words long.
+    Headings are left out too: a title states nothing."""
+    return not _NOT_PROSE.search(text) and len(_WORD.findall(text)) >= MIN_WORDS
+
+
 def sentences(passage: str) -> list[_Sentence]:
     out = []
     for m in _SENTENCE.finditer(passage):
         text = m.group(0)
-        if not text.strip():
+        if not text.strip() or not _is_prose(text):
             continue
         stated, denied, words_only = _values(text)
         words = frozenset(_stem(w.lower()) for w in _WORD.findall(words_only)
