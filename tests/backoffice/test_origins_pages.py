@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+import sqlalchemy as sa
+
 from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.origins.landing import land
 from gleaner.origins.store import DocumentIdentity
@@ -48,3 +50,29 @@ def test_the_upload_page_offers_a_form_that_posts_the_file_to_the_ingest_api(dep
     assert call(app, "GET", "/ui/sites/nowhere.test/upload").status == 404
     tree = call(app, "GET", f"/ui/sites/{SITE}").body.decode()
     assert f'href="/ui/sites/{SITE}/upload"' in tree
+
+
+def test_feedback_sent_from_a_search_hit_is_about_that_passage(deps):
+    app = BackofficeApp(deps)
+    _page(deps)
+    found = call(app, "GET", "/ui/search", query={"q": "Pro plan price euros", "site": SITE}).body.decode()
+    assert 'name="text_hash"' in found and "Feedback on this passage" in found
+    hit = search_hit(deps)
+    sent = call(app, "POST", f"/ui/documents/{hit['document_id']}/feedback", form=urlencode(
+        {"text": "Billed monthly it is 25 euros.", "text_hash": hit["text_hash"], "start": hit["start"],
+         "end": hit["end"]}).encode())
+    assert sent.status == 303
+    feedback_id = sent.headers["Location"].split("/ui/documents/")[1].split("?")[0]
+    with deps.engine.connect() as conn:
+        kept = conn.execute(sa.text("SELECT s.extraction_metadata->'feedback'->'about' FROM knowledge.documents d"
+                                    " JOIN knowledge.document_snapshots s ON s.id = d.current_snapshot_id"
+                                    " WHERE d.id = :d"), {"d": feedback_id}).scalar_one()
+    assert kept == {"text_hash": hit["text_hash"], "start": hit["start"], "end": hit["end"]}
+
+
+def search_hit(deps: Any) -> dict[str, Any]:
+    from gleaner import tenancy
+    from gleaner.retrieval import search
+
+    with tenancy.scope(SITE):
+        return search(deps, "Pro plan price euros", site_domain=SITE)["results"][0]
