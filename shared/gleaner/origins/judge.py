@@ -23,6 +23,7 @@ rules judge never guesses a complement (it answers ``unrelated``); an identical 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -83,6 +84,7 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _MONTH_WORDS = frozenset(_MONTHS.split("|"))
+_CLAIM = re.compile(r"\d|\b(?:not|no|never|none|cannot|without)\b|n't\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +151,8 @@ def _is_prose(text: str) -> bool:
     return not _NOT_PROSE.search(text) and len(_WORD.findall(text)) >= MIN_WORDS
 
 
-def sentences(passage: str) -> list[_Sentence]:
+@functools.lru_cache(maxsize=4096)  # a new chunk meets each of its candidates: each passage is read once
+def sentences(passage: str) -> tuple[_Sentence, ...]:
     out = []
     for m in _SENTENCE.finditer(passage):
         text = m.group(0)
@@ -163,7 +166,7 @@ def sentences(passage: str) -> list[_Sentence]:
         lead = len(text) - len(text.lstrip())
         out.append(_Sentence(m.start() + lead, m.start() + len(text.rstrip()), words, frozenset(stated),
                              frozenset(denied), negated))
-    return out
+    return tuple(out)
 
 
 
@@ -212,6 +215,9 @@ class RulesJudge:
     def judge_pair(self, passage_a: str, passage_b: str) -> Judgement:
         if " ".join(passage_a.split()) == " ".join(passage_b.split()):
             return Judgement(Relation.DUPLICATE, Severity.INFO, "the same text")
+        # A value or a negation on one side at least, or no rule can find anything: most pairs end here.
+        if not (_CLAIM.search(passage_a) or _CLAIM.search(passage_b)):
+            return Judgement(Relation.UNRELATED, Severity.INFO, "no value or negation to compare")
         for sa in sentences(passage_a):
             for sb in sentences(passage_b):
                 if not _about_the_same(sa, sb, self.same_topic):
