@@ -26,7 +26,7 @@ def test_a_different_price_for_the_same_thing_contradicts_and_the_same_price_in_
 
 
 def test_a_negation_of_what_the_page_states_contradicts_it():
-    relation, mine, theirs = _judge("Support is not included in every plan.")
+    relation, _mine, theirs = _judge("Support is not included in every plan.")
     assert relation is Relation.CONTRADICTION and theirs == "Support is included in every plan."
 
 

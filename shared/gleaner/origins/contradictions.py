@@ -88,6 +88,10 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
     opened: list[str] = []
     with deps.engine.begin() as conn:
         subjects = conn.execute(_SUBJECTS, {"ids": list(snapshot_ids)}).all()
+        if vectors and subjects:
+            # The graph walk's breadth: twice the candidates asked (search's 40 is for ranking a query's answer;
+            # here a near miss costs a candidate, not a result), for this transaction only.
+            conn.execute(sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(2 * CANDIDATES)})
         for site, document_id, snapshot_id, text_hash in subjects:
             rows = _judged(conn, judge, vectors, site, str(document_id), str(snapshot_id), text_hash)
             if not rows:
