@@ -26,6 +26,7 @@ from gleaner.changes import subscriptions
 from gleaner.cli import main
 from gleaner.cli.operating import drain_local
 from gleaner.operator.routing import create_composite
+from gleaner.origins.uploads import UploadRequest, accept, run_job
 from gleaner.runtime.runner import crawl, new_request
 from gleaner.store.access.tokens import TokenStore
 from tests.backoffice.conftest import CHANGED, SITE, Answer, Kept, call
@@ -71,6 +72,11 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     # Search's tenancy (a site token ranks its own site's chunks only) is tests/integration/test_retrieval.py's;
     # here it answers like every route: 401 without a credential, 400 without a query.
     ("GET", "/v1/search", None),
+    # Uploads and feedback write into the caller's site only (tests/integration/test_uploads.py, test_feedback.py).
+    ("POST", "/v1/ingest", {"site": "{site}", "text": "# Note\n\nKept by the tenancy test.\n", "format": "markdown",
+                            "path": "/note.md"}),
+    ("GET", "/v1/ingest/{job}", None),
+    ("POST", "/v1/feedback", {"site": "{site}", "text": "The install page is out of date."}),
 ]
 # Routes that name no object (lists, and the API's own description): a site token gets 200, not 404.
 LISTS = {"/v1/sites", "/v1/runs", "/v1/changes", "/v1/notify/subscriptions", "/v1/notify/deliveries", "/v1/quality",
@@ -90,6 +96,7 @@ class Ids:
     token: str
     url: str
     composite: str
+    job: str
 
     def fill(self, text: str) -> str:
         return text.format(**{k: v for k, v in vars(self).items()})
@@ -121,9 +128,12 @@ def _tenant(kept: Kept, app: BackofficeApp, site: str, run: str, subscription: s
     assert doc is not None
     composite = create_composite(kept.deps, site, "Install", [kept.site.url + CHANGED])
     drain_local(kept.deps)
+    accepted = accept(kept.deps, UploadRequest(site, b"# Kept\n\nAn upload.\n", "tester", file_name="kept.md"))
+    run_job(kept.deps, accepted.job_id, site, accepted.extracted)
     return Ids(site=site, run=run, doc=str(doc["id"]), delivery=failed[0]["id"] if failed else str(uuid.uuid4()),
                rule=rule, conflict=conflicts[0]["id"] if conflicts else str(uuid.uuid4()), subscription=subscription,
-               token=token, url=kept.site.url, composite=composite.id)
+               token=token, url=kept.site.url, composite=composite.id,
+               job=accepted.job_id)
 
 
 @pytest.fixture
@@ -182,7 +192,8 @@ def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
     expected = {"/v1/runs/{run}/cancel": 409, "/v1/runs/{run}/resume": 409, "/v1/quality": 403,  # a finished run
                 # Adding sites is the operator's; the site is not registered, so there is nothing to crawl.
                 ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404, "/v1/search": 400,
-                "/v1/documents/{doc}/rescrape": 202, "/v1/runs/{run}/replay": 202}  # runs of its own pages
+                "/v1/documents/{doc}/rescrape": 202, "/v1/runs/{run}/replay": 202,  # runs of its own pages
+                "/v1/ingest": 202, "/v1/feedback": 201}
     for method, template, body in ENDPOINTS:
         method, path, filled = demo.request(method, template, body)
         answer = tenants.ask(method, path, demo.token, filled)

@@ -29,6 +29,8 @@ NOTICES: dict[str, str] = {
     "resumed": "Run resumed: what it left is being fetched now (pages it fetched are not fetched again).",
     "retried": "Delivery attempted again; its state below is the outcome.",
     "rule-added": "Rule added and applied to the pages it matches.",
+    "feedback-kept": "Feedback kept: this is its document, searchable and citable; it contradicts nothing kept.",
+    "feedback-conflicts": "Feedback kept, and it contradicts what the copy says: see the site's conflicts.",
     "rule-removed": "Rule removed; what it skipped or blocked is back to normal.",
     "rescrape-started": "Rescrape started: a run of this one page (robots.txt and the site's politeness apply); "
                         "this page follows it until it ends.",

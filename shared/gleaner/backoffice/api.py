@@ -37,6 +37,9 @@ Routes (GET unless marked)::
     /v1/quality?kind&since&limit&offset            the ingestion quality log, newest first (operator only)
     /v1/openapi.json                               this API as OpenAPI 3.1, from the route table below
     /v1/search?q&site&limit                        ranked citable chunks (backoffice/searchapi.py)
+    POST /v1/ingest                                202: an upload (multipart file, {"url"} or {"text", "format"})
+    /v1/ingest/{job}                               the upload's job: status, document, version, error, conflicts
+    POST /v1/feedback                              201: {"site", "text", "about"?} kept as a feedback document
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.serving.textsapi``), not this module's.
@@ -188,6 +191,7 @@ from gleaner.backoffice.notifyapi import (  # noqa: E402
     post_retry,
     post_subscription,
 )
+from gleaner.backoffice.originsapi import get_ingest, post_feedback, post_ingest  # noqa: E402
 from gleaner.backoffice.runsapi import (  # noqa: E402
     get_run,
     get_run_urls,
@@ -244,6 +248,9 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/quality/?": {"GET": get_quality},
     "/v1/openapi.json": {"GET": get_openapi},
     "/v1/search/?": {"GET": lambda deps, req: _search(deps, req)},
+    "/v1/ingest/?": {"POST": post_ingest},
+    "/v1/ingest/{job}": {"GET": get_ingest},
+    "/v1/feedback/?": {"POST": post_feedback},
 }
 ROUTES = compile_routes(_API)
 

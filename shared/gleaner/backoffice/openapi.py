@@ -22,7 +22,8 @@ _DOC_LINE = re.compile(r"^\s+(?:(GET|POST|PUT|PATCH|DELETE) )?(/v1/\S+?)(?:\?(\S
 _PARAM = re.compile(r"\{([a-z_]+)\}")
 _INTEGER_QUERY = frozenset({"limit", "offset", "from", "to", "start", "end"})
 # Handlers that answer 202: work accepted and going on in the background.
-_ACCEPTED = frozenset({"post_resume", "post_site_run", "post_rescrape", "post_replay"})
+_ACCEPTED = frozenset({"post_resume", "post_site_run", "post_rescrape", "post_replay", "post_ingest"})
+_CREATED = frozenset({"post_feedback"})
 _ERRORS = {"400": "bad input", "401": "missing or wrong bearer token",
            "403": "an operator-only route asked with a site token",
            "404": "unknown object, or another tenant's (the same answer)", "409": "not possible in the current state"}
@@ -73,7 +74,7 @@ def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[.
                                     for p in _PARAM.findall(path)]
     params += [{"name": q, "in": "query", "required": False,
                 "schema": {"type": "integer" if q in _INTEGER_QUERY else "string"}} for q in (doc.query if doc else ())]
-    ok = "202" if name in _ACCEPTED else "200"
+    ok = "202" if name in _ACCEPTED else "201" if name in _CREATED else "200"
     answer = {"description": "the answer", "content": {"application/json": {"schema": {"type": "object"}}}}
     if _streams(handler):
         answer = {"description": "JSON Lines, one object per line, sent while they are made",
@@ -88,6 +89,12 @@ def _operation(method: str, path: str, doc: RouteDoc | None, handler: Callable[.
         operation["parameters"] = params
     if method in ("POST", "PUT", "PATCH"):
         operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}}
+    if name == "post_ingest":  # an upload: a file in a form, beside the JSON forms
+        operation["requestBody"]["content"]["multipart/form-data"] = {"schema": {"type": "object", "properties": {
+            "file": {"type": "string", "format": "binary"}, "site": {"type": "string"},
+            "path": {"type": "string"}, "format": {"type": "string"}}, "required": ["file"]}}
+        operation["responses"]["413"] = {"description": "past an upload ceiling (the limit is named)"}
+        operation["responses"]["422"] = {"description": "a file its extractor cannot read (the reason is given)"}
     return operation
 
 

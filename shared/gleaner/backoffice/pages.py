@@ -213,7 +213,7 @@ def quality_page(deps: Deps, req: PageRequest) -> Page:
 
 
 # The pages that run Gleaner build on this module (imported here, last).
-from gleaner.backoffice import actions, operatorpages, watchpage  # noqa: E402
+from gleaner.backoffice import actions, operatorpages, originspages, watchpage  # noqa: E402
 
 actions.NOTICES.update(operatorpages.NOTICES)
 
@@ -248,6 +248,8 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     "/ui/subscriptions/{subscription}/status": {"POST": actions.subscription_status},
     **operatorpages.ROUTES,
     **watchpage.ROUTES,
+    "/ui/sites/{site}/upload": {"GET": originspages.upload_page},
+    "/ui/documents/{document}/feedback": {"POST": originspages.send_feedback},
 }
 PAGES = api.compile_routes(_PAGES)
 

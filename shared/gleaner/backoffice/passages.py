@@ -48,6 +48,10 @@ class PageHits:
     version: Any
     score: float
     passages: list[str] = field(default_factory=list)
+    # The best passage's verbatim slice: what the feedback form of the hit is about.
+    text_hash: str | None = None
+    start: Any = None
+    end: Any = None
 
 
 def grouped(answer: dict[str, Any]) -> list[PageHits]:
@@ -61,7 +65,8 @@ def grouped(answer: dict[str, Any]) -> list[PageHits]:
                     else f"/ui/sites/{r.get('site_domain')}/composites")
             hit = pages[key] = PageHits(r.get("document_id"), r.get("url") or "", link,
                                         r.get("title") or r.get("url") or "",
-                                        r.get("site_domain") or "", r.get("version"), float(r.get("score") or 0))
+                                        r.get("site_domain") or "", r.get("version"), float(r.get("score") or 0),
+                                        text_hash=r.get("text_hash"), start=r.get("start"), end=r.get("end"))
         text = as_text(r.get("preview") or r.get("text") or "")
         if text and text not in hit.passages:
             hit.passages.append(text)

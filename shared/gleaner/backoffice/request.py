@@ -70,6 +70,7 @@ class ApiRequest:
     query: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     access: Access = OPERATOR
+    content_type: str = ""  # the body's media type (an upload's multipart/form-data names its boundary here)
 
 
 def operator_only(req: ApiRequest) -> None:

@@ -121,7 +121,7 @@ class BackofficeApp:
         if not serves(path):
             return _json(404, {"error": f"no such endpoint {path[:200]}"})
         if method not in ("GET", "HEAD"):
-            refused = _cross_site(environ, is_api and method == "POST")
+            refused = _cross_site(environ, is_api and method == "POST" and not _is_upload(path))
             if refused:
                 return _json(403, {"error": refused})
         if self.bearer is not None and path in (LOGIN_PATH, LOGOUT_PATH):
@@ -152,11 +152,12 @@ class BackofficeApp:
         # keeping bytes that are not as lone surrogates, so that they are refused below with NULs.
         path = path.encode("latin-1").decode("utf-8", "surrogateescape")
         query = query_of(str(environ.get("QUERY_STRING", "")).encode("latin-1"))
-        read = _read_body(environ)
+        limit = _upload_limit(self.deps) if is_api and method == "POST" and _is_upload(path) else MAX_BODY_BYTES
+        read = _read_body(environ, limit)
         if read is None:
-            return _json(413, {"error": f"bodies are limited to {MAX_BODY_BYTES} bytes"})
+            return _json(413, {"error": f"bodies are limited to {limit} bytes", "limit": limit})
         body = read
-        form = query_of(body) if body and not is_api else {}
+        form = query_of(body) if body and not is_api and not _is_upload(path) else {}
         problem = text_problem([path, *query.keys(), *query.values(), *form.keys(), *form.values()])
         if problem:
             message = f"the path, query or form {problem}"
@@ -165,7 +166,8 @@ class BackofficeApp:
             page = pages.render("error.html", 400, status=400, message=message)
             return page.status, [("Content-Type", page.content_type)], page.body.encode("utf-8")
         if is_api:
-            status, answer = api.dispatch(api.ApiRequest(method, path, query, body, access), self.deps)
+            status, answer = api.dispatch(api.ApiRequest(method, path, query, body, access,
+                                                         str(environ.get("CONTENT_TYPE", ""))), self.deps)
             if isinstance(answer, Stream):
                 return status, [("Content-Type", answer.content_type), ("Cache-Control", "no-store")], \
                     ScopedChunks(answer, access)
@@ -260,12 +262,23 @@ def _json(status: int, answer: dict[str, Any]) -> tuple[int, list[tuple[str, str
     return status, [("Content-Type", "application/json")], json.dumps(answer, default=str).encode("utf-8")
 
 
-def _read_body(environ: dict[str, Any]) -> bytes | None:
+def _is_upload(path: str) -> bool:
+    """An upload's route (the API's, the back office's form): its body is a file, sent as a multipart form."""
+    return path.rstrip("/") in ("/v1/ingest", "/ui/upload")
+
+
+def _upload_limit(deps: Deps) -> int:
+    from gleaner.backoffice.originsapi import max_body
+
+    return max_body(deps)
+
+
+def _read_body(environ: dict[str, Any], limit: int = MAX_BODY_BYTES) -> bytes | None:
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
-    if length > MAX_BODY_BYTES:
+    if length > limit:
         return None
     return environ["wsgi.input"].read(length) if length > 0 else b""
 
@@ -286,7 +299,8 @@ def _cross_site(environ: dict[str, Any], needs_json: bool) -> str | None:
     return None
 
 
-_REASONS = {200: "OK", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
-            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See Other", 400: "Bad Request", 401: "Unauthorized",
+            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
+            422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable"}
 

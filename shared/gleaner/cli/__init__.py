@@ -25,6 +25,7 @@ from gleaner.cli import (  # noqa: F401
     info,
     oneshot,
     operating,
+    origins,
     provenance,
     reading,
     references,

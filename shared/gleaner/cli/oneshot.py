@@ -14,9 +14,10 @@ import click
 
 from gleaner.cli.base import fail, guard, load_settings, main
 from gleaner.cli.crawl import politeness, run_crawl
+from gleaner.fetch.explain import why_not_fetched
 
 if TYPE_CHECKING:
-    from gleaner.fetch.types import FetchResult
+    pass
 
 
 @main.command("scrape")
@@ -51,31 +52,6 @@ def scrape_cmd(url: str, raw: bool, as_json: bool, store: bool, site_domain: str
                                "stored": False}))
         return
     _print_markdown(markdown)
-
-
-def why_not_fetched(result: FetchResult, url: str) -> str:
-    """A fetch outcome in a reader's words: a refused connection to robots.txt is an unreachable host."""
-    from urllib.parse import urljoin
-
-    from gleaner.fetch.types import FetchOutcome
-
-    outcome, reason = result.outcome, result.reason or "no reason given"
-    if result.refused_by_policy:
-        return f"Gleaner's address policy refused it ({reason})"
-    robots = urljoin(url, "/robots.txt")
-    if outcome == FetchOutcome.ROBOTS_UNKNOWN and reason.startswith("network:"):
-        return (f"the host did not answer ({reason.removeprefix('network:').strip()} at {robots}); check the "
-                "address, or whether the site is up")
-    explained = {
-        FetchOutcome.ROBOTS_UNKNOWN: f"{robots} could not be read ({reason}), and Gleaner fetches nothing from a "
-                                     "host whose robots.txt it cannot read (RFC 9309)",
-        FetchOutcome.ROBOTS_DENIED: f"{robots} does not allow Gleaner to fetch it ({reason})",
-        FetchOutcome.UNAVAILABLE: f"the site did not serve it ({reason})",
-        FetchOutcome.DENIED: f"the site refused access ({reason})",
-    }
-    # The status name too: it is what `gleaner runs RUN_ID --urls` and scripts know the outcome by.
-    return f"{explained[FetchOutcome(outcome)]} [{outcome}]" if FetchOutcome(outcome) in explained \
-        else f"{outcome}: {reason}"
 
 
 def _scrape_and_store(settings: Any, url: str, canonical: str, raw: bool, as_json: bool,

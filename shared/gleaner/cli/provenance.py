@@ -19,10 +19,11 @@ REFUSED_EXIT = 5
 
 
 def _document(deps: Any, url: str, site_domain: str | None) -> dict[str, Any]:
+    from gleaner.origins.identity import is_origin_url
     from gleaner.store.documents.citations import AmbiguousUrl
     from gleaner.urls import canonicalize
 
-    canonical = canonicalize(url)
+    canonical = url if is_origin_url(url) else canonicalize(url)  # an upload or a feedback has no http URL
     try:
         document = deps.provenance.document_at(canonical, site_domain)
         if document is None:  # an erased page is found by its erased form (store/documents/erasure.py)

@@ -158,10 +158,11 @@ def show_cmd(url: str, site_domain: str | None, version: int | None, raw: bool, 
 
 def find_document(deps: Deps, url: str, site_domain: str | None) -> dict[str, Any]:
     """The one document for URL (and site); exits 2 listing the sites when several hold the URL."""
+    from gleaner.origins.identity import is_origin_url
     from gleaner.store.documents.blocklist import erased_forms
     from gleaner.urls import canonicalize
 
-    canonical = canonicalize(url)
+    canonical = url if is_origin_url(url) else canonicalize(url)  # an upload or a feedback has no http URL
     docs = deps.metadata.documents_by_url(canonical, site_domain)
     if not docs:  # an erased page is found by its erased form (store/documents/erasure.py)
         docs = [d for s, form in erased_forms(deps.blocklist, canonical, site_domain)

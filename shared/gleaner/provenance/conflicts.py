@@ -44,6 +44,7 @@ class DetectedBy(StrEnum):
     MANUAL = "manual"
     CONTENT_HASH = "content_hash"
     SIMHASH = "simhash"
+    RULES = "rules"  # gleaner.origins.judge's deterministic judge
 
 
 class Severity(StrEnum):

@@ -90,7 +90,11 @@ class WebhookServer:
         self._work = threading.Event()
         self._stopping = threading.Event()
         self._sender: DeliverySender | None = None
-        self.limits = limits or ServerLimits(max_body_bytes=deps.settings.webhook_max_bytes)
+        # Uploads (POST /v1/ingest) are the largest bodies; each route refuses past its own cap, and waitress
+        # keeps a large body in a temporary file, not in memory.
+        from gleaner.backoffice.originsapi import max_body
+
+        self.limits = limits or ServerLimits(max_body_bytes=max(deps.settings.webhook_max_bytes, max_body(deps)))
         # Every route is behind the Host check (DNS rebinding); the back office needs no credential only from
         # this machine to a loopback name with no proxy in between (gleaner.serving.hostgate, docs/security.md).
         self.hosts = HostPolicy.for_bind(host, deps.settings.allowed_hosts)

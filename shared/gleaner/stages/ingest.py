@@ -10,12 +10,14 @@ dedup path before storage); ingested documents get their default routing, compos
 pinned source changed go stale (operator/routing.py), and each document whose current version
 was ingested is checked for duplicates (stages/conflicts.py). Current versions with an enabled
 ``rag`` routing enter the search index (gleaner.retrieval.index), embedded there with a cheap model;
-then the site's aggregate pages (a print-all edition) are flagged and leave it (store/documents/aggregates.py).
+then the site's aggregate pages (a print-all edition) are flagged and leave it (store/documents/aggregates.py),
+and the new texts are checked for contradictions with the tenant's other texts (gleaner.origins.contradictions).
 """
 
 from __future__ import annotations
 
 from gleaner.app import Deps
+from gleaner.changes import outbox
 from gleaner.messages import SnapshotsWritten
 from gleaner.provenance.canonical import canonicalise
 from gleaner.stages.conflicts import label_duplicates, not_erased
@@ -36,4 +38,9 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
     if items:
         mark_aggregates(deps.engine, message.site_domain, message.run_id)
+    from gleaner.origins.contradictions import find_contradictions  # it imports the stages (landing)
+
+    find_contradictions(deps, [snapshot_id for snapshot_id, _text in items])
+    # Their conflict.opened events, and the change events of versions an upload or feedback landed.
+    outbox.flush_after_commit(deps)
     return stored

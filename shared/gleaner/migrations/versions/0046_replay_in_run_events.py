@@ -1,7 +1,7 @@
 """A replayed run's end event names the run it replayed.
 
 Revision ID: 0046
-Revises: 0043
+Revises: 0045
 Create Date: 2026-12-05
 
 A replay fetches nothing: its pages are read from the store, yet its counters count them where a
@@ -13,7 +13,7 @@ migration 0043's ``warnings`` (the same words as gleaner.operator.runwarnings).
 from alembic import op
 
 revision = "0046"
-down_revision = "0043"
+down_revision = "0045"
 branch_labels = None
 depends_on = None
 

@@ -112,7 +112,8 @@ class ConflictStore(SqlStore):
         rows = self._all(
             "SELECT c.id, c.conflict_type::text, c.status::text, c.severity::text, c.detected_by::text,"
             " c.detector_version, c.entity_a_id, da.canonical_url, c.entity_b_id, db.canonical_url,"
-            " c.details, c.created_at, c.updated_at"
+            " c.details, c.created_at, c.updated_at, c.a_text_hash, c.a_start, c.a_end, c.b_text_hash, c.b_start,"
+            " c.b_end, c.evidence_a, c.evidence_b, da.origin::text, db.origin::text"
             " FROM knowledge.document_conflicts c"
             " LEFT JOIN knowledge.documents da ON da.id = c.entity_a_id"
             " LEFT JOIN knowledge.documents db ON db.id = c.entity_b_id"
@@ -120,10 +121,14 @@ class ConflictStore(SqlStore):
             " ORDER BY c.created_at, c.id",
             {"s": site, "st": str(status) if status else None},
         )
+        # Each side's passage (a contradiction's: its text hash, byte range and quote; a duplicate has none).
         return [{"id": str(r[0]), "conflict_type": r[1], "status": r[2], "severity": r[3], "detected_by": r[4],
-                 "detector_version": r[5], "a": {"document_id": str(r[6]) if r[6] else None, "url": r[7]},
-                 "b": {"document_id": str(r[8]) if r[8] else None, "url": r[9]}, "details": r[10],
-                 "created_at": r[11].isoformat(), "updated_at": r[12].isoformat()} for r in rows]
+                 "detector_version": r[5],
+                 "a": {"document_id": str(r[6]) if r[6] else None, "url": r[7], "origin": r[21],
+                       **_passage(r[13], r[14], r[15], r[19])},
+                 "b": {"document_id": str(r[8]) if r[8] else None, "url": r[9], "origin": r[22],
+                       **_passage(r[16], r[17], r[18], r[20])},
+                 "details": r[10], "created_at": r[11].isoformat(), "updated_at": r[12].isoformat()} for r in rows]
 
     def set_conflict_status(self, conflict_id: str, status: ConflictStatus) -> bool:
         """Move a conflict to the operator's status; False if there is no such conflict."""
@@ -136,6 +141,12 @@ class ConflictStore(SqlStore):
             {"i": conflict_id, "st": str(status)},
         )
         return row is not None
+
+
+def _passage(text_hash: str | None, start: int | None, end: int | None, quote: str | None) -> dict[str, Any]:
+    if text_hash is None:
+        return {}
+    return {"text_hash": text_hash, "start": start, "end": end, "quote": quote}
 
 
 def _fingerprint(row: Sequence[Any]) -> TextFingerprint:

@@ -1,0 +1,176 @@
+"""The contradiction detector: each new or changed text against the tenant's other chunks.
+
+For every snapshot ingest just indexed (a page, an upload, a feedback: any origin), each chunk of
+its text is a query: its nearest chunks by embedding (``knowledge.chunk_vector_candidates``, the
+HNSW index's top ``CANDIDATES`` plus the few fresh vectors, so the cost of a page does not grow
+with the tenant's size) are kept when they belong to another current, active document of the same
+tenant (row-level security and an explicit ``site_domain`` test: never another tenant's) and are
+at least ``MIN_SIMILARITY`` alike. Without pgvector, the chunk's words find the candidates
+(``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge):
+the rules judge, or a language model's behind the same :class:`PairJudge` seam. A contradiction
+is recorded once per pair of documents and detector version (store/documents/conflicts.py's key) with both
+byte ranges in canonical text, and opens one ``conflict.opened`` change event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner.app import Deps
+from gleaner.changes.events import Change, EventType
+from gleaner.origins.judge import PairJudge, Relation, RulesJudge
+from gleaner.provenance.conflicts import ConflictType
+from gleaner.store.backends.sqlstore import json_rows, json_value
+from gleaner.store.notifications.events import record_changes
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = 8  # nearest chunks asked per chunk of the new text
+MIN_SIMILARITY = 0.35  # cosine below which two chunks are not about the same thing
+MAX_CHUNKS = 64  # chunks of one new text used as queries: a book-length upload is bounded too
+
+# The documents whose current version is one of the snapshots, with their text, and only if indexed.
+_SUBJECTS = sa.text(
+    "SELECT d.site_domain, d.id, s.id, i.text_hash FROM knowledge.document_snapshots s"
+    " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
+    " JOIN knowledge.search_index i ON i.document_id = d.id AND i.snapshot_id = s.id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND NOT d.is_deleted ORDER BY d.id")
+# Fenced (MATERIALIZED) so that the candidate function runs once per chunk of the new text: joined
+# freely, the planner may call it once per row of the tenant's index instead.
+_QUERIES = ("WITH q AS MATERIALIZED (SELECT chunk_start, chunk_end, tsv, COALESCE(embedding, fresh_embedding) AS v,"
+            " embedding_model AS m FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n),")
+_CANDIDATES = (
+    " SELECT near.qs, near.qe, o.text_hash, o.chunk_start, o.chunk_end, i.document_id, {similarity}"
+    " FROM near JOIN knowledge.text_chunks o ON o.text_hash = near.text_hash AND o.ordinal = near.ordinal"
+    " JOIN knowledge.search_index i ON i.text_hash = near.text_hash"
+    " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
+    " WHERE d.site_domain = :site AND d.id <> CAST(:doc AS uuid) AND d.status = 'active' AND NOT d.is_deleted")
+_NEAR_BY_VECTOR = sa.text(
+    _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
+    " FROM q CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL) n WHERE q.v IS NOT NULL)"
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+_NEAR_BY_WORDS = sa.text(
+    _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
+    " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
+    "   ' ', ' | '), '') AS tsquery), :k, 200, NULL) n)"
+    + _CANDIDATES.format(similarity="1.0"))
+_RECORD = sa.text(
+    "INSERT INTO knowledge.document_conflicts (site_domain, entity_a_type, entity_a_id, entity_b_type,"
+    " entity_b_id, conflict_type, severity, evidence_a, evidence_b, details, detected_by, detector_version,"
+    " a_text_hash, a_start, a_end, b_text_hash, b_start, b_end)"
+    " SELECT :site, 'document', r.a, 'document', r.b, CAST(r.t AS knowledge.conflict_type),"
+    " CAST(r.sev AS knowledge.conflict_severity), r.ea, r.eb, CAST(r.det AS jsonb),"
+    " CAST(r.by AS knowledge.conflict_detector), r.v, r.ah, r.as_, r.ae, r.bh, r.bs, r.be"
+    " FROM json_to_recordset(CAST(:rows AS json)) AS r(a uuid, b uuid, t text, sev text, ea text, eb text,"
+    " det text, by text, v text, ah text, as_ int, ae int, bh text, bs int, be int)"
+    " ORDER BY r.a, r.b ON CONFLICT DO NOTHING RETURNING id, entity_a_id, entity_b_id")
+
+
+def default_judge(deps: Deps) -> PairJudge:
+    """The judge ingest uses: a language model's when one is configured and offers ``judge_pair``
+    (``deps.pair_judge``, the decide/ port), else the rules."""
+    judge = getattr(deps, "pair_judge", None)
+    return judge if judge is not None else RulesJudge()
+
+
+def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudge | None = None) -> list[str]:
+    """Open a conflict for each contradiction between these snapshots' texts and the tenant's others;
+    the ids of the conflicts opened."""
+    if not snapshot_ids:
+        return []
+    judge = judge or default_judge(deps)
+    vectors = deps.search_index.has_vectors()
+    opened: list[str] = []
+    with deps.engine.begin() as conn:
+        subjects = conn.execute(_SUBJECTS, {"ids": list(snapshot_ids)}).all()
+        if vectors and subjects:
+            # The graph walk's breadth: twice the candidates asked (search's 40 is for ranking a query's answer;
+            # here a near miss costs a candidate, not a result), for this transaction only.
+            conn.execute(sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(2 * CANDIDATES)})
+        for site, document_id, snapshot_id, text_hash in subjects:
+            rows = _judged(conn, judge, vectors, site, str(document_id), str(snapshot_id), text_hash)
+            if not rows:
+                continue
+            found = conn.execute(_RECORD, {"site": site, "rows": json_rows(rows)}).all()
+            record_changes(conn, [Change(document_id=str(document_id), type=EventType.CONFLICT_OPENED,
+                                         snapshot_id=str(snapshot_id), cause=f"conflict:{i}") for i, _a, _b in found])
+            opened += [str(i) for i, _a, _b in found]
+            if found:
+                log.info(json.dumps({"event": "contradictions-opened", "site_domain": site,
+                                     "conflict_ids": [str(i) for i, _a, _b in found]}))
+    return opened
+
+
+def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, document_id: str, snapshot_id: str,
+            text_hash: str) -> list[dict[str, Any]]:
+    """The conflict rows for one subject: its best contradiction with each other document."""
+    params = {"h": text_hash, "n": MAX_CHUNKS, "k": CANDIDATES, "site": site, "doc": document_id}
+    near = conn.execute(_NEAR_BY_VECTOR if vectors else _NEAR_BY_WORDS, params).all()
+    near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
+    if not near:
+        return []
+    hashes = sorted({text_hash, *(r[2] for r in near)})
+    bodies = {h: b.encode("utf-8") for h, b in conn.execute(sa.text(
+        "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
+        {"h": hashes})}
+    mine = bodies.get(text_hash)
+    if mine is None:
+        return []
+    best: dict[str, dict[str, Any]] = {}
+    for q_start, q_end, other_hash, o_start, o_end, other_doc, similarity in sorted(near, key=lambda r: -float(r[6])):
+        other_doc = str(other_doc)
+        theirs = bodies.get(other_hash)
+        if other_doc in best or theirs is None:
+            continue
+        a_text = mine[q_start:q_end].decode("utf-8", "replace")
+        b_text = theirs[o_start:o_end].decode("utf-8", "replace")
+        verdict = judge.judge_pair(a_text, b_text)
+        if verdict.relation is not Relation.CONTRADICTION:
+            continue
+        a_range = _bytes(a_text, q_start, verdict.a_range, q_end)
+        b_range = _bytes(b_text, o_start, verdict.b_range, o_end)
+        sides = [(document_id, text_hash, a_range, mine), (other_doc, other_hash, b_range, theirs)]
+        sides.sort(key=lambda side: side[0])  # (a, b) in a fixed order: one conflict per pair of documents
+        (a_doc, a_hash, (a_s, a_e), a_body), (b_doc, b_hash, (b_s, b_e), b_body) = sides
+        best[other_doc] = {
+            "a": a_doc, "b": b_doc, "t": str(ConflictType.FACTUAL_CONTRADICTION), "sev": str(verdict.severity),
+            "ea": a_body[a_s:a_e].decode("utf-8", "replace"), "eb": b_body[b_s:b_e].decode("utf-8", "replace"),
+            "det": json_value({"reason": verdict.reason, "subject": document_id, "snapshot_id": snapshot_id,
+                               "similarity": round(float(similarity), 4), "judge": judge.version}),
+            "by": str(judge.detected_by), "v": f"contradictions/1+{judge.version}",
+            "ah": a_hash, "as_": a_s, "ae": a_e, "bh": b_hash, "bs": b_s, "be": b_e}
+    return list(best.values())
+
+
+def _bytes(passage: str, base: int, chars: tuple[int, int] | None, end: int) -> tuple[int, int]:
+    """A judge's character range in a passage as a byte range of the canonical text (the passage when None)."""
+    if chars is None:
+        return base, end
+    start = base + len(passage[:chars[0]].encode("utf-8"))
+    return start, start + len(passage[chars[0]:chars[1]].encode("utf-8"))
+
+
+def conflicts_of_snapshot(deps: Deps, site: str, snapshot_id: str | None) -> list[dict[str, Any]]:
+    """The contradictions opened when this snapshot was ingested, as ingest and feedback answers list them."""
+    if snapshot_id is None:
+        return []
+    with deps.engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT id, conflict_type::text, severity::text, detected_by::text, detector_version, entity_a_id,"
+            " entity_b_id, a_text_hash, a_start, a_end, b_text_hash, b_start, b_end, evidence_a, evidence_b,"
+            " details->>'reason', status::text FROM knowledge.document_conflicts"
+            " WHERE site_domain = :s AND details->>'snapshot_id' = :snap ORDER BY created_at, id"),
+            {"s": site, "snap": snapshot_id}).all()
+    return [conflict_dict(r) for r in rows]
+
+
+def conflict_dict(r: Sequence[Any]) -> dict[str, Any]:
+    return {"id": str(r[0]), "conflict_type": r[1], "severity": r[2], "detected_by": r[3], "detector_version": r[4],
+            "a": {"document_id": str(r[5]), "text_hash": r[7], "start": r[8], "end": r[9], "quote": r[13]},
+            "b": {"document_id": str(r[6]), "text_hash": r[10], "start": r[11], "end": r[12], "quote": r[14]},
+            "reason": r[15], "status": r[16]}

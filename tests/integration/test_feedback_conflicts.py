@@ -1,0 +1,113 @@
+"""Feedback and the contradiction detector: a client's correction is kept, searchable and citable, and
+contradicting the copy opens one conflict with both passages, within the tenant only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import sqlalchemy as sa
+
+from gleaner import tenancy
+from gleaner.origins.feedback import About, give_feedback
+from gleaner.origins.landing import land
+from gleaner.origins.store import DocumentIdentity
+from gleaner.retrieval import search
+
+SITE = "acme.test"
+OTHER = "rival.test"
+PRICING = ("# Pricing\n\nThe Pro plan price is 22 euros per month, billed yearly.\n\n"
+           "Support is included in every plan.\n")
+
+
+def _page(deps: Any, site: str, path: str, markdown: str) -> str:
+    """A page of the copy (kept as an upload: the same snapshot and ingest steps as a crawl's page)."""
+    ident = DocumentIdentity(site, f"upload://{site}{path}", path, "upload", title=path)
+    return land(deps, ident, markdown, extractor="test").document_id
+
+
+def _rows(deps: Any, sql: str, **params: Any) -> list[Any]:
+    with deps.engine.connect() as conn:
+        return list(conn.execute(sa.text(sql), params).all())
+
+
+def _text(deps: Any, text_hash: str) -> bytes:
+    return _rows(deps, "SELECT body FROM knowledge.canonical_texts WHERE text_hash = :h", h=text_hash)[0][0].encode()
+
+
+def test_a_feedback_correcting_a_price_opens_exactly_one_conflict_with_both_passages(deps):
+    page = _page(deps, SITE, "/pricing", PRICING)
+    _page(deps, OTHER, "/pricing", PRICING.replace("22", "23"))  # another tenant: never compared
+    landed = give_feedback(deps, SITE, "The price is 24, not 22.", "site token for acme.test",
+                           About(document_id=page))
+    assert landed.version == 1 and len(landed.conflicts) == 1
+    (conflict,) = landed.conflicts
+    assert conflict["conflict_type"] == "factual_contradiction" and conflict["detected_by"] == "rules"
+    assert conflict["status"] == "open" and "22" in conflict["reason"]
+    sides = {side["document_id"]: side for side in (conflict["a"], conflict["b"])}
+    assert set(sides) == {page, landed.document_id}
+    assert _text(deps, sides[page]["text_hash"])[sides[page]["start"]:sides[page]["end"]] == \
+        b"The Pro plan price is 22 euros per month, billed yearly."
+    mine = sides[landed.document_id]
+    assert _text(deps, mine["text_hash"])[mine["start"]:mine["end"]] == b"The price is 24, not 22."
+    rows = _rows(deps, "SELECT site_domain, status::text, a_start, b_end FROM knowledge.document_conflicts"
+                       " WHERE conflict_type = 'factual_contradiction'")
+    assert len(rows) == 1 and rows[0][0] == SITE
+    events = _rows(deps, "SELECT type::text, site_domain FROM knowledge.document_events WHERE type = 'conflict.opened'")
+    assert events == [("conflict.opened", SITE)]
+
+
+def test_a_feedback_that_agrees_in_other_words_opens_none_and_is_kept_searchable_and_attributed(deps):
+    _page(deps, SITE, "/pricing", PRICING)
+    landed = give_feedback(deps, SITE, "Confirmed: the Pro plan costs 22 euros a month when billed yearly.",
+                           "cli:alice")
+    assert landed.conflicts == []
+    (doc,) = _rows(deps, "SELECT origin::text, knowledge_type::text, tags, created_by, path, created_at"
+                         " FROM knowledge.documents WHERE id = :d", d=landed.document_id)
+    assert doc[:4] == ("feedback", "faq", ["feedback"], "cli:alice") and doc[4].startswith("/feedback/")
+    with tenancy.scope(SITE):
+        hits = search(deps, "Pro plan costs 22 euros confirmed", site_domain=SITE)["results"]
+        assert hits[0]["document_id"] == landed.document_id
+        cited = deps.provenance.cite(deps.provenance.document_at(
+            _rows(deps, "SELECT canonical_url FROM knowledge.documents WHERE id = :d", d=landed.document_id)[0][0],
+            SITE), "the Pro plan costs 22 euros")
+    assert getattr(cited, "start", None) is not None
+    assert _rows(deps, "SELECT count(*) FROM knowledge.document_conflicts")[0][0] == 0
+
+
+def test_a_page_changed_to_contradict_an_upload_opens_a_conflict_when_it_is_ingested(deps):
+    _page(deps, SITE, "/handbook.md", "# Handbook\n\nThe office opens on 2026-03-01 in the harbour building.\n")
+    other = _page(deps, SITE, "/news.md", "# News\n\nThe office opens in the harbour building soon.\n")
+    assert _rows(deps, "SELECT count(*) FROM knowledge.document_conflicts")[0][0] == 0
+    ident = DocumentIdentity(SITE, f"upload://{SITE}/news.md", "/news.md", "upload")
+    changed = land(deps, ident, "# News\n\nThe office opens on 2026-04-15 in the harbour building.\n",
+                   extractor="test")
+    assert changed.document_id == other and changed.version == 2 and len(changed.conflicts) == 1
+    assert "dates" in changed.conflicts[0]["reason"] and changed.conflicts[0]["severity"] == "error"
+
+
+def gleaner(deps: Any, database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it, on this test's database and data directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEANER_")}
+    env.update(GLEANER_DATABASE_URL=database_url, GLEANER_HOME=str(deps.settings.data_dir),
+               GLEANER_ALLOW_NETWORKS="127.0.0.0/8", GLEANER_EXTRACT_WORKERS="1")
+    return subprocess.run([sys.executable, "-m", "gleaner.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_gleaner_feedback_prints_the_conflicts_it_opened_and_a_site_in_another_tenant_is_never_compared(
+        deps, database_url):
+    page = _page(deps, SITE, "/pricing", PRICING)
+    answer = gleaner(deps, database_url, "feedback", SITE, "The price is 24, not 22.", "--about", page, "--json")
+    assert answer.returncode == 0, answer.stderr
+    printed = json.loads(answer.stdout)
+    assert printed["version"] == 1 and len(printed["conflicts"]) == 1
+    elsewhere = gleaner(deps, database_url, "feedback", OTHER, "The price is 24, not 22.", "--json")
+    assert elsewhere.returncode == 0 and json.loads(elsewhere.stdout)["conflicts"] == []
+    human = gleaner(deps, database_url, "feedback", SITE, "Support is not included in every plan.")
+    assert human.returncode == 0 and "conflicts: 1" in human.stderr
+    unknown = gleaner(deps, database_url, "feedback", OTHER, "Hello.", "--about", page)
+    assert unknown.returncode != 0 and "no document" in unknown.stderr
