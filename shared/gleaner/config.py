@@ -241,6 +241,33 @@ class Settings:
     # politeness beats every source but the command line. Unnamed: the default.
     politeness_sources: Mapping[str, str] = field(default_factory=dict)
 
+    # -- the language-model page decider (decide/, docs/llm.md) --
+    # GLEANER_LLM_PROVIDER: "none" (the rules decide alone), "openai" (any OpenAI-compatible endpoint:
+    # OpenAI, Ollama, vLLM, llama.cpp's server) or "gemini" (Vertex AI). Off by default: a model costs
+    # money or a few GB of memory, and the rules decide well enough to start.
+    llm_provider: str = "none"
+    # GLEANER_LLM_BASE_URL: the OpenAI-compatible endpoint (ending in /v1); None: OpenAI's own.
+    llm_base_url: str | None = None
+    # GLEANER_LLM_MODEL: the model's name as the provider knows it (required once a provider is set).
+    llm_model: str | None = None
+    # GLEANER_LLM_API_KEY: the provider's key (Secret Manager puts it here in the cloud); None for a local
+    # server, and for Vertex AI, which uses the function's service account.
+    llm_api_key: str | None = field(default=None, repr=False)
+    # GLEANER_LLM_JSON_MODE: how the answer's schema is asked for (decide/openai_compat.py); "auto" finds out.
+    llm_json_mode: str = "auto"
+    # Seconds for one answer: a small model on two cores takes seconds, a hosted one less; past this the
+    # page falls back to the rules rather than hold its run.
+    llm_timeout: float = 60.0
+    # A run's model budget: calls and tokens. A page sample's question is a few hundred tokens, so 200
+    # sections cost about 100,000; past the budget the rules decide (with the reason recorded).
+    llm_run_max_calls: int = 200
+    llm_run_max_tokens: int = 200_000
+    # Below this confidence the model's verdict goes to the review queue instead of deciding.
+    llm_min_confidence: float = 0.6
+    # Price per million prompt / completion tokens, for the cost each decision records (0: a local model).
+    llm_price_in: float = 0.0
+    llm_price_out: float = 0.0
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -329,7 +356,8 @@ class Settings:
             embed_model=env_embed_model(env, "GLEANER_EMBED_MODEL"),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
-            extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
+            **llm_settings_of(env, d),
+            extra={k: v for k, v in env.items() if k.startswith("GLEANER_") and k != "GLEANER_LLM_API_KEY"},
             politeness_sources={name: "environment" for name, var in POLITENESS_VARIABLES.items()
                                 if env.get(var, "").strip()},
         )
@@ -369,3 +397,32 @@ def allowed_hosts_of(raw: str) -> tuple[str, ...]:
                               "comma-separated (e.g. gleaner.example.org), without scheme, port or path")
         names.append(name)
     return tuple(names)
+
+
+LLM_PROVIDERS = ("none", "openai", "gemini")
+
+
+def llm_settings_of(env: Mapping[str, str], d: Settings) -> dict[str, Any]:
+    """The ``GLEANER_LLM_*`` settings; ConfigError for an unknown provider or one without a model."""
+    provider = env.get("GLEANER_LLM_PROVIDER", "").strip().lower() or "none"
+    if provider not in LLM_PROVIDERS:
+        raise ConfigError(f"GLEANER_LLM_PROVIDER must be one of {', '.join(LLM_PROVIDERS)}, got {provider!r}")
+    model = env.get("GLEANER_LLM_MODEL", "").strip() or None
+    if provider != "none" and model is None:
+        raise ConfigError(f"GLEANER_LLM_PROVIDER={provider} needs GLEANER_LLM_MODEL (the model's name)")
+    json_mode = env.get("GLEANER_LLM_JSON_MODE", "").strip() or d.llm_json_mode
+    if json_mode not in ("auto", "json_schema", "json_object"):
+        raise ConfigError(f"GLEANER_LLM_JSON_MODE must be auto, json_schema or json_object, got {json_mode!r}")
+    return {
+        "llm_provider": provider,
+        "llm_base_url": env.get("GLEANER_LLM_BASE_URL", "").strip() or None,
+        "llm_model": model,
+        "llm_api_key": env.get("GLEANER_LLM_API_KEY", "").strip() or None,
+        "llm_json_mode": json_mode,
+        "llm_timeout": env_float(env, "GLEANER_LLM_TIMEOUT", d.llm_timeout, 0.1),
+        "llm_run_max_calls": env_int(env, "GLEANER_LLM_RUN_MAX_CALLS", d.llm_run_max_calls, 0),
+        "llm_run_max_tokens": env_int(env, "GLEANER_LLM_RUN_MAX_TOKENS", d.llm_run_max_tokens, 0),
+        "llm_min_confidence": env_float(env, "GLEANER_LLM_MIN_CONFIDENCE", d.llm_min_confidence, 0.0),
+        "llm_price_in": env_float(env, "GLEANER_LLM_PRICE_IN", d.llm_price_in, 0.0),
+        "llm_price_out": env_float(env, "GLEANER_LLM_PRICE_OUT", d.llm_price_out, 0.0),
+    }

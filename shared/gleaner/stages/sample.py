@@ -123,8 +123,8 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
             else:
                 by_section[section] = _decision("", PageDecision(
                     verdict.decision, f"section {section} sampled via {sample.path}: {verdict.reason}",
-                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence),
-                    render=outcome.render)
+                    round(verdict.confidence * 0.9, 3), verdict.source, verdict.content_kind, verdict.evidence,
+                    verdict.metadata), render=outcome.render)
                 decisions[sample.document_id] = _decision(sample.document_id, verdict, outcome.uri, outcome.error,
                                                           outcome.seen, render=outcome.render)
     sections.clear()
@@ -186,7 +186,9 @@ def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list
 
 def _decision(document_id: str, verdict: PageDecision, uri: str | None = None, error: str | None = None,
               sample: dict[str, Any] | None = None, *, render: str | None = None) -> Decision:
-    metadata: dict[str, Any] = {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}
+    # The decider's own metadata (a language model's name, prompt version, tokens, cost) first.
+    metadata: dict[str, Any] = {**verdict.metadata, "content_kind": verdict.content_kind,
+                                "evidence": list(verdict.evidence)}
     if sample:
         metadata["sample"] = sample
     if render:
@@ -210,6 +212,10 @@ def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]
             and (prev.etag or prev.last_modified)}
 
 
+# Metadata keys this stage writes itself; the rest is the decider's and carries over with its verdict.
+_SAMPLE_KEYS = frozenset({"content_kind", "evidence", "sample", "render"})
+
+
 def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: PreviousSample,
                 result: FetchResult) -> SampleOutcome | None:
     """The previous verdict for a sample that answered 304, its blob linked into this run; None if that blob
@@ -223,7 +229,8 @@ def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: Previou
         pass  # a redelivery already stored this run's sample: the first one stands
     meta = prev.metadata
     verdict = PageDecision(prev.decision, prev.reason, prev.confidence, prev.source,
-                           str(meta.get("content_kind", "page")), tuple(meta.get("evidence", ())))
+                           str(meta.get("content_kind", "page")), tuple(meta.get("evidence", ())),
+                           {k: v for k, v in meta.items() if k not in _SAMPLE_KEYS})
     seen = {**meta["sample"], "etag": result.etag or prev.etag,
             "last_modified": result.last_modified or prev.last_modified,
             "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
@@ -377,7 +384,8 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
                 _keep_rendered(deps, message, sample, rendered, answers)
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
-                          main_text_chars=main_text_chars, title=title)
+                          main_text_chars=main_text_chars, title=title, sample_markdown=content_md,
+                          run_id=message.run_id)
         key = sample_key(message.site_domain, message.run_id, sample.url_hash)
         stored: str | None = key
         try:
