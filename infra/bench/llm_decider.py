@@ -117,7 +117,8 @@ def sample_facts(path: str, run_id: str) -> PageFacts:
         from jinja2 import Environment, FileSystemLoader
 
         templates = ROOT / "shared" / "gleaner" / Path(path.removeprefix("gleaner:")).parent
-        html = Environment(loader=FileSystemLoader(templates)).get_template(Path(path).name).render()
+        html = Environment(loader=FileSystemLoader(templates)).get_template(Path(path).name).render(
+            notice=lambda: "", signed_in=lambda: False, every_tenant=lambda: False)  # as a signed-out visitor sees it
         url, body = "http://backoffice.test/ui/login", html.encode()
     else:
         url = "http://" + path.removeprefix("/usr/share/doc/").replace("/", ".docs.test/", 1)
