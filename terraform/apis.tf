@@ -2,7 +2,7 @@
 # API directly depend on these (tests/unit/test_deploy_config.py checks it); disabling on destroy
 # is off because other things in the project may use the same APIs.
 locals {
-  apis = concat([
+  apis = [
     "cloudresourcemanager.googleapis.com", # project IAM bindings, the project data source
     "serviceusage.googleapis.com",         # enabling the rest, service identities
     "iam.googleapis.com",                  # service accounts, the deployer role
@@ -18,9 +18,9 @@ locals {
     "sqladmin.googleapis.com", # the instance, and the connector's certificates
     "secretmanager.googleapis.com",
     "storage.googleapis.com",
-    "logging.googleapis.com",                                           # log-based metrics
-    "monitoring.googleapis.com",                                        # alert policies
-  ], var.llm_provider == "gemini" ? ["aiplatform.googleapis.com"] : []) # Vertex AI Gemini (llm.tf)
+    "logging.googleapis.com",    # log-based metrics
+    "monitoring.googleapis.com", # alert policies
+  ]
 }
 
 resource "google_project_service" "enabled" {

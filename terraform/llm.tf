@@ -1,6 +1,6 @@
 # The language-model page decider (docs/llm.md): off unless var.llm_provider names a provider. Only the
 # sample function asks the model, so only it gets the settings, the key and the Vertex AI role.
-#   gemini: Vertex AI through the function's own service account (no key); the API is enabled (apis.tf).
+#   gemini: Vertex AI through the function's own service account (no key); its API is enabled here.
 #   openai: any OpenAI-compatible endpoint; its key is a Secret Manager secret created once by an operator,
 #     outside Terraform, so the value never passes through a build, a tfvars file or the state:
 #       printf %s "$KEY" | gcloud secrets create gleaner-llm-api-key --data-file=-
@@ -29,10 +29,17 @@ resource "google_secret_manager_secret_iam_member" "llm_api_key" {
   member    = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
+# Only where the model is Gemini: a deployment without one enables no Vertex AI.
+resource "google_project_service" "vertex" {
+  count              = var.llm_provider == "gemini" ? 1 : 0
+  service            = "aiplatform.googleapis.com"
+  disable_on_destroy = false
+}
+
 resource "google_project_iam_member" "llm_vertex" {
   for_each   = var.llm_provider == "gemini" ? toset(local.llm_callers) : toset([])
   project    = var.project_id
   role       = "roles/aiplatform.user"
   member     = "serviceAccount:${google_service_account.fn[each.key].email}"
-  depends_on = [google_project_service.enabled]
+  depends_on = [google_project_service.enabled, google_project_service.vertex]
 }
