@@ -90,7 +90,8 @@ def start_server(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     with log.open("wb") as out:
         process = subprocess.Popen(["timeout", "7200", sys.executable, "-m", "llama_cpp.server", "--model", str(model),
                                     "--model_alias", "local", "--n_threads", "2", "--n_ctx", "2048",
-                                    "--host", "127.0.0.1", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+                                    "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
+                                   stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -107,8 +108,12 @@ def start_server(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def read_samples(limit: int | None) -> list[tuple[str, str, str]]:
-    lines = [line.split("\t") for line in SAMPLES.read_text().splitlines() if line and not line.startswith("#")]
-    return [(label, kind, path) for label, kind, path in lines][:limit]
+    lines = [tuple(line.split("\t")) for line in SAMPLES.read_text().splitlines() if line and not line.startswith("#")]
+    # Includes and excludes alternate, so a run cut short (--limit) still has both.
+    keep = [s for s in lines if s[0] == "include"]
+    drop = [s for s in lines if s[0] != "include"]
+    mixed = [s for pair in zip(keep, drop, strict=False) for s in pair] + keep[len(drop):] + drop[len(keep):]
+    return mixed[:limit]
 
 
 def sample_facts(path: str, run_id: str) -> PageFacts:
@@ -145,7 +150,7 @@ def main() -> None:
         process, url = start_server(model, Path(home) / "server.log")
         try:
             settings = Settings(data_dir=Path(home) / "gleaner", pg_template_dir=None, llm_provider="openai",
-                                llm_base_url=url, llm_model="local", llm_timeout=300.0, llm_run_max_calls=10_000,
+                                llm_base_url=url, llm_model="local", llm_timeout=900.0, llm_run_max_calls=10_000,
                                 llm_run_max_tokens=10_000_000)
             deps = Deps(settings)
             try:

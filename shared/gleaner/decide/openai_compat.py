@@ -70,7 +70,9 @@ def chat_request(model: str, system: str, user: str, schema: dict[str, Any], nam
                  mode: str) -> dict[str, Any]:
     """The chat-completions body for one JSON answer at temperature 0 in the ``mode`` dialect."""
     response_format: dict[str, Any] = (
-        {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        # Not strict: OpenAI's strict mode refuses keywords the schemas use (maxLength, minimum); the
+        # answer is checked against the whole schema on arrival (language.py) either way.
+        {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
         if mode == "json_schema" else {"type": "json_object", "schema": schema})
     return {"model": model, "temperature": 0, "max_tokens": 200,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],

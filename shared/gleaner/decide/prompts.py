@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PROMPT_VERSION = "page-1/pair-1"
+PROMPT_VERSION = "page-2/pair-2"
 
 # The kinds of page that are never knowledge to keep, whatever the model's decision says.
 EXCLUDE_KINDS = frozenset({"legal", "login", "listing", "navigation", "other"})
@@ -29,7 +29,8 @@ PAGE_SCHEMA: dict[str, Any] = {
         "decision": {"type": "string", "enum": ["include", "exclude"]},
         "content_kind": {"type": "string", "enum": list(CONTENT_KINDS)},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "reason": {"type": "string"},
+        # Bounded: the grammar then ends the answer, where a free string lets a small model ramble on.
+        "reason": {"type": "string", "maxLength": 80},
     },
     "required": ["decision", "content_kind", "confidence", "reason"],
     "additionalProperties": False,
@@ -61,7 +62,7 @@ PAIR_SCHEMA: dict[str, Any] = {
     "properties": {
         "relation": {"type": "string", "enum": ["contradiction", "complement", "duplicate", "unrelated"]},
         "severity": {"type": "string", "enum": ["none", "low", "medium", "high"]},
-        "reason": {"type": "string"},
+        "reason": {"type": "string", "maxLength": 120},
     },
     "required": ["relation", "severity", "reason"],
     "additionalProperties": False,
