@@ -73,7 +73,7 @@ def test_the_packaged_model_is_the_one_docs_llm_md_names(smollm2_sha256):  # noq
 
 
 def test_a_real_model_classifies_a_page_by_the_schema_and_reports_its_tokens(llm_server):  # noqa: F811
-    provider = OpenAICompatible(llm_server, ALIAS, timeout=120.0)
+    provider = OpenAICompatible(llm_server, ALIAS, timeout=600.0)
     answer = LanguageModel(provider).classify_page("http://docs.test/install", "Installing", DOCS)
     assert answer.decision in ("include", "exclude") and answer.content_kind in CONTENT_KINDS
     assert 0.0 <= answer.confidence <= 1.0 and isinstance(answer.reason, str)
@@ -83,7 +83,7 @@ def test_a_real_model_classifies_a_page_by_the_schema_and_reports_its_tokens(llm
 
 
 def test_a_real_model_judges_a_pair_of_passages_by_the_schema(llm_server):  # noqa: F811
-    model = LanguageModel(OpenAICompatible(llm_server, ALIAS, timeout=120.0, json_mode="json_object"))
+    model = LanguageModel(OpenAICompatible(llm_server, ALIAS, timeout=600.0, json_mode="json_object"))
     judged = model.judge_pair("The ferry leaves at 9:00 every day.", "The ferry leaves at 10:30 on weekdays.")
     assert judged.relation in ("contradiction", "complement", "duplicate", "unrelated")
     assert judged.severity in ("none", "low", "medium", "high")
