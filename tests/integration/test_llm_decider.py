@@ -42,7 +42,7 @@ def _page(title: str, text: str, links: str = "") -> Page:
 
 @contextmanager
 def small_site():
-    """Three sections (/docs, /blog, /legal) of two pages each: three questions for the model a crawl."""
+    """Three sections (/docs, /blog, /legal) of two pages each and a home page: four questions a crawl."""
     links = "".join(f'<a href="/{s}/{n}.html">{s} {n}</a> ' for s in ("docs", "blog", "legal") for n in ("a", "b"))
     prose = ("Stop the service, install the new version over the old one and start it again; the configuration "
              "file is kept, and the database is migrated on the first start, which takes a minute on a large one.")
@@ -98,7 +98,7 @@ def test_a_crawl_records_each_sampled_verdict_with_its_model_prompt_version_toke
     assert summary["status"] == "finished"
     decided = sample_decisions(deps, summary["run_id"])
     by_model = {p: d for p, d in decided.items() if d[1] == "llm"}
-    assert len(by_model) == 3  # one sample per section
+    assert len(by_model) == 4  # one sample per section: /, /docs, /blog, /legal
     for _path, (decision, _source, reason, confidence, meta, uri) in by_model.items():
         assert decision in ("include", "exclude", "needs_review") and reason and 0 <= confidence <= 1
         assert meta["model"] == ALIAS and meta["prompt_version"] == PROMPT_VERSION
@@ -116,7 +116,7 @@ def test_an_unchanged_recrawl_asks_the_model_nothing(make_deps, llm_server):  # 
     with small_site() as site:
         first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
-    assert usage(deps, first["run_id"]).calls == 3
+    assert usage(deps, first["run_id"]).calls == 4
     assert usage(deps, second["run_id"]).calls == 0
     again = sample_decisions(deps, second["run_id"])
     assert {p: d[:2] for p, d in again.items()} == {p: d[:2] for p, d in
