@@ -88,7 +88,7 @@ def start_server(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with log.open("wb") as out:
-        process = subprocess.Popen(["timeout", "7200", sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+        process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model),
                                     "--model_alias", "local", "--n_threads", "2", "--n_ctx", "2048",
                                     "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
                                    stdout=out, stderr=subprocess.STDOUT)
@@ -158,8 +158,8 @@ def main() -> None:
             finally:
                 deps.close()
         finally:
-            process.terminate()
-            process.wait(30)
+            process.kill()  # uvicorn's graceful stop would wait for an answer still generating
+            process.wait()
     report["model"] = model.name
     print_report(report)
     if args.json:
