@@ -89,6 +89,8 @@ def relock(lock: Path = LOCK) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source, out = Path(tmp) / "functions.in", Path(tmp) / "functions.lock"
         source.write_text("\n".join(requirements()) + "\n")
+        if lock.exists():  # pip-compile keeps the pins of its output file: a new requirement moves no other pin
+            shutil.copy(lock, out)
         subprocess.run([compile_, "-q", "--generate-hashes", "--allow-unsafe", "--strip-extras",
                         "--no-emit-index-url", "--no-emit-find-links", "--output-file", str(out), str(source)],
                        check=True)

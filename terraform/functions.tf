@@ -201,7 +201,7 @@ resource "google_cloudfunctions2_function" "event" {
     service_account_email            = google_service_account.fn[each.key].email
     # Pub/Sub push counts as internal traffic for Cloud Run ingress.
     ingress_settings = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), {
+    environment_variables = merge(local.common_env, contains(local.knows_scrape_url, each.key) ? local.tasks_env : {}, lookup(local.render_env, each.key, {}), lookup(local.llm_env, each.key, {}), {
       GLEANER_CLOUDSQL_USER = trimsuffix(google_service_account.fn[each.key].email, ".gserviceaccount.com")
     })
 
@@ -211,9 +211,20 @@ resource "google_cloudfunctions2_function" "event" {
       secret     = data.google_secret_manager_secret.erasure_key.secret_id
       version    = "latest"
     }
+
+    dynamic "secret_environment_variables" {
+      for_each = local.llm_with_key && contains(local.llm_callers, each.key) ? [1] : []
+      content {
+        key        = "GLEANER_LLM_API_KEY"
+        project_id = var.project_id
+        secret     = data.google_secret_manager_secret.llm_api_key[0].secret_id
+        version    = "latest"
+      }
+    }
   }
 
   depends_on = [google_project_service.enabled, google_secret_manager_secret_iam_member.erasure_key,
+    google_secret_manager_secret_iam_member.llm_api_key, google_project_iam_member.llm_vertex,
   google_project_iam_member.function_build, google_artifact_registry_repository_iam_member.function_build]
 }
 

@@ -177,3 +177,43 @@ variable "oldest_unacked_alert_seconds" {
   type        = number
   default     = 3600
 }
+
+variable "llm_provider" {
+  description = "The language-model page decider's provider: none (the rules decide), gemini (Vertex AI) or openai (an OpenAI-compatible endpoint). docs/llm.md."
+  type        = string
+  default     = "none"
+  validation {
+    condition     = contains(["none", "gemini", "openai"], var.llm_provider)
+    error_message = "llm_provider is none, gemini or openai."
+  }
+}
+
+variable "llm_model" {
+  description = "The model's name as the provider knows it (e.g. gemini-2.5-flash); required once llm_provider is set."
+  type        = string
+  default     = ""
+}
+
+variable "llm_base_url" {
+  description = "llm_provider = openai: the endpoint, ending in /v1 (empty: OpenAI's own)."
+  type        = string
+  default     = ""
+}
+
+variable "llm_api_key_secret_id" {
+  description = "llm_provider = openai: the Secret Manager secret holding the endpoint's key (created once by an operator); empty for none."
+  type        = string
+  default     = ""
+}
+
+variable "llm_run_max_calls" {
+  description = "A run's model calls at most; past them the rules decide (GLEANER_LLM_RUN_MAX_CALLS)."
+  type        = number
+  default     = 200
+}
+
+variable "llm_run_max_tokens" {
+  description = "A run's model tokens at most; past them the rules decide (GLEANER_LLM_RUN_MAX_TOKENS)."
+  type        = number
+  default     = 200000
+}

@@ -257,7 +257,11 @@ class Deps:
             return self.decider_override
         from gleaner.decide.rules import RuleDecider
 
-        return RuleDecider()
+        if self.settings.llm_provider == "none":
+            return RuleDecider()
+        from gleaner.decide.providers import llm_decider
+
+        return llm_decider(self.settings, self.engine, RuleDecider())  # the rules speak first and stand in
 
     @_built_once
     def extract_pool(self) -> ExtractPool:

@@ -187,9 +187,9 @@ def test_functions_are_built_from_the_archive_cloud_build_uploads(tf):
 
 
 def test_every_gleaner_setting_terraform_sets_is_one_the_code_reads(tf):
-    # The settings object and the readers of single values it calls (GLEANER_HOME's is there).
+    # The settings room: the settings object and the readers it calls (GLEANER_HOME's, the language model's).
     settings_dir = ROOT / "shared" / "gleaner" / "settings"
-    config = "\n".join((settings_dir / name).read_text() for name in ("config.py", "envvalues.py"))
+    config = "\n".join(path.read_text() for path in sorted(settings_dir.glob("*.py")))
     text = "\n".join(p.read_text() for p in TERRAFORM.glob("*.tf"))
     names = set(re.findall(r"\b(GLEANER_[A-Z_]+)\s*=", text))
     assert names, "terraform sets no GLEANER_* variables?"

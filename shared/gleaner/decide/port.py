@@ -1,14 +1,15 @@
 """The page decider port: include, exclude or needs_review for each sampled URL.
 
-The rule-based decider ships; an LLM decider implements the same protocol later
-(its ``source`` is "system" where the rule decider's is "rule").
+The rule-based decider ships; the language-model decider (``pagedecider.py``) implements the same
+protocol when a provider is configured (its ``source`` is "llm" where the rule decider's is "rule").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,10 @@ class PageFacts:
     fetch_outcome: str | None = None
     main_text_chars: int | None = None
     title: str | None = None
+    # The sample's extracted markdown (what a language model reads) and the run it was sampled for
+    # (whose model budget a call is counted against).
+    sample_markdown: str | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,8 @@ class PageDecision:
     source: str = "rule"
     content_kind: str = "page"
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    # More for the decision's metadata (a language model's name, prompt version, tokens, cost).
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Verdict(self.decision))

@@ -34,7 +34,7 @@ from gleaner.serving.web import (
     respond,
 )
 from gleaner.serving.webhook import WebhookRequest, handle
-from gleaner.settings.config import MIN_SECRET_CHARS, SECRET_RECIPE
+from gleaner.settings.secrets import MIN_SECRET_CHARS, SECRET_RECIPE
 
 log = logging.getLogger(__name__)
 

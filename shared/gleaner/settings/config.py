@@ -26,6 +26,8 @@ from gleaner.settings.envvalues import (
     env_int,
     parse_networks,
 )
+from gleaner.settings.llm import llm_settings_of
+from gleaner.settings.secrets import allowed_hosts_of, webhook_secret_of
 
 PROJECT_URL = "https://github.com/gleaner-crawler/gleaner"
 # Robots groups are matched on the bare product token, never the whole header (FACTS.md).
@@ -246,6 +248,33 @@ class Settings:
     # politeness beats every source but the command line. Unnamed: the default.
     politeness_sources: Mapping[str, str] = field(default_factory=dict)
 
+    # -- the language-model page decider (decide/, docs/llm.md) --
+    # GLEANER_LLM_PROVIDER: "none" (the rules decide alone), "openai" (any OpenAI-compatible endpoint:
+    # OpenAI, Ollama, vLLM, llama.cpp's server) or "gemini" (Vertex AI). Off by default: a model costs
+    # money or a few GB of memory, and the rules decide well enough to start.
+    llm_provider: str = "none"
+    # GLEANER_LLM_BASE_URL: the OpenAI-compatible endpoint (ending in /v1); None: OpenAI's own.
+    llm_base_url: str | None = None
+    # GLEANER_LLM_MODEL: the model's name as the provider knows it (required once a provider is set).
+    llm_model: str | None = None
+    # GLEANER_LLM_API_KEY: the provider's key (Secret Manager puts it here in the cloud); None for a local
+    # server, and for Vertex AI, which uses the function's service account.
+    llm_api_key: str | None = field(default=None, repr=False)
+    # GLEANER_LLM_JSON_MODE: how the answer's schema is asked for (decide/openai_compat.py); "auto" finds out.
+    llm_json_mode: str = "auto"
+    # Seconds for one answer: a small model on two cores takes seconds, a hosted one less; past this the
+    # page falls back to the rules rather than hold its run.
+    llm_timeout: float = 60.0
+    # A run's model budget: calls and tokens. A page sample's question is a few hundred tokens, so 200
+    # sections cost about 100,000; past the budget the rules decide (with the reason recorded).
+    llm_run_max_calls: int = 200
+    llm_run_max_tokens: int = 200_000
+    # Below this confidence the model's verdict goes to the review queue instead of deciding.
+    llm_min_confidence: float = 0.6
+    # Price per million prompt / completion tokens, for the cost each decision records (0: a local model).
+    llm_price_in: float = 0.0
+    llm_price_out: float = 0.0
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -336,7 +365,8 @@ class Settings:
             embed_model=env_embed_model(env, "GLEANER_EMBED_MODEL"),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
-            extra={k: v for k, v in env.items() if k.startswith("GLEANER_")},
+            **llm_settings_of(env, d),
+            extra={k: v for k, v in env.items() if k.startswith("GLEANER_") and k != "GLEANER_LLM_API_KEY"},
             politeness_sources={name: "environment" for name, var in POLITENESS_VARIABLES.items()
                                 if env.get(var, "").strip()},
         )
@@ -344,35 +374,3 @@ class Settings:
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
-
-
-# The operator's bearer opens every tenant; a short one falls to guessing (the login is throttled, the
-# webhook and the functions are not). 32 characters is 16 random bytes in hex, 24 in base64.
-MIN_SECRET_CHARS = 32
-
-
-def webhook_secret_of(env: Mapping[str, str]) -> str | None:
-    """``GLEANER_WEBHOOK_SECRET``, or None when unset; ConfigError, naming it, when it is too short."""
-    secret = env.get("GLEANER_WEBHOOK_SECRET") or None
-    if secret is not None and len(secret) < MIN_SECRET_CHARS:
-        raise ConfigError(
-            f"GLEANER_WEBHOOK_SECRET is {len(secret)} characters; it must be at least {MIN_SECRET_CHARS}"
-            f" (it opens every site and workspace). Make one with: {SECRET_RECIPE}")
-    return secret
-
-
-SECRET_RECIPE = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-
-
-def allowed_hosts_of(raw: str) -> tuple[str, ...]:
-    """``GLEANER_ALLOWED_HOSTS``: comma-separated host names or IPv4 addresses (no scheme, port or path)."""
-    names = []
-    for item in raw.split(","):
-        name = item.strip().lower().rstrip(".")
-        if not name:
-            continue
-        if not all(c.isascii() and (c.isalnum() or c in "-.") for c in name):
-            raise ConfigError(f"GLEANER_ALLOWED_HOSTS holds {item.strip()!r}: give host names only, "
-                              "comma-separated (e.g. gleaner.example.org), without scheme, port or path")
-        names.append(name)
-    return tuple(names)

@@ -30,7 +30,7 @@ from typing import Any
 
 from gleaner.app import Deps
 from gleaner.decide.port import PageDecision, PageFacts, Verdict
-from gleaner.errors import BlobConflict, GleanerError
+from gleaner.errors import BlobConflict
 from gleaner.extract.page import PDF, extract_body, extract_document
 from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
@@ -44,7 +44,7 @@ from gleaner.render.sampling import render_sample
 from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
-from gleaner.stages.samplekeep import keep_answer, keep_rendered
+from gleaner.stages.samplekeep import keep_answer, keep_rendered, store_sample
 from gleaner.stages.sectionproof import confirm_exclusion, section_verdict
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
@@ -204,7 +204,9 @@ def _enqueue(deps: Deps, message: CrawlMapped, batches: list[list[str]]) -> list
 
 def _decision(document_id: str, verdict: PageDecision, uri: str | None = None, error: str | None = None,
               sample: dict[str, Any] | None = None, *, render: str | None = None) -> Decision:
-    metadata: dict[str, Any] = {"content_kind": verdict.content_kind, "evidence": list(verdict.evidence)}
+    # The decider's own metadata (a language model's name, prompt version, tokens, cost) first.
+    metadata: dict[str, Any] = {**verdict.metadata, "content_kind": verdict.content_kind,
+                                "evidence": list(verdict.evidence)}
     if sample:
         metadata["sample"] = sample
     if render:
@@ -231,6 +233,10 @@ def _reusable_samples(deps: Deps, message: CrawlMapped, exclude: tuple[str, ...]
             and (prev.etag or prev.last_modified) and per_section[section_of(prev.path)] == 1}
 
 
+# Metadata keys this stage writes itself; the rest is the decider's and carries over with its verdict.
+_SAMPLE_KEYS = frozenset({"content_kind", "evidence", "sample", "render"})
+
+
 def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: PreviousSample,
                 result: FetchResult) -> SampleOutcome | None:
     """The previous verdict for a sample that answered 304, its blob linked into this run; None if that blob
@@ -244,7 +250,8 @@ def _carry_over(deps: Deps, message: CrawlMapped, sample: RunPage, prev: Previou
         pass  # a redelivery already stored this run's sample: the first one stands
     meta = prev.metadata
     verdict = PageDecision(prev.decision, prev.reason, prev.confidence, prev.source,
-                           str(meta.get("content_kind", "page")), tuple(meta.get("evidence", ())))
+                           str(meta.get("content_kind", "page")), tuple(meta.get("evidence", ())),
+                           {k: v for k, v in meta.items() if k not in _SAMPLE_KEYS})
     seen = {**meta["sample"], "etag": result.etag or prev.etag,
             "last_modified": result.last_modified or prev.last_modified,
             "decided_in_run": meta["sample"].get("decided_in_run") or prev.run_id}
@@ -371,17 +378,9 @@ def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members:
                 keep_rendered(deps, message, sample, rendered, answers)
         facts = PageFacts(url=sample.canonical_url, path=sample.path, sampled=True,
                           content_type=result.content_type, fetch_outcome=str(result.outcome),
-                          main_text_chars=main_text_chars, title=title)
-        key = sample_key(message.site_domain, message.run_id, sample.url_hash)
-        stored: str | None = key
-        try:
-            deps.blobs.put(key, content_md.encode("utf-8"))
-        except BlobConflict:
-            pass  # a redelivery may re-sample a page that changed meanwhile: the first sample stands
-        except GleanerError as exc:
-            # The verdict does not need the blob; the scrape stage meets the store's failure and ends the run.
-            errors.append(f"sample not stored: {exc}")
-            stored = None
+                          main_text_chars=main_text_chars, title=title, sample_markdown=content_md,
+                          run_id=message.run_id)
+        stored = store_sample(deps, message, sample, content_md, errors)
         # What a later run needs to reuse this verdict: the validators the page answered with, the decider.
         seen = {"etag": result.etag, "last_modified": result.last_modified, "decider": _decider_name(deps),
                 "decided_in_run": message.run_id}

@@ -1,14 +1,16 @@
-"""What sample's sample keeps for this run's scrape: its answer and its rendering (stages/fetchonce.py,
-render/kept.py), so scrape neither asks for the page again nor renders it again."""
+"""What sample's sample keeps: the sample's markdown at ``sample_uri`` (the ADR's samples/), and for this run's
+scrape its answer and its rendering (stages/fetchonce.py, render/kept.py), so scrape neither asks for the
+page again nor renders it again."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from gleaner.errors import GleanerError
+from gleaner.errors import BlobConflict, GleanerError
 from gleaner.render.kept import keep_rendering
 from gleaner.stages.fetchonce import kept
+from gleaner.store.backends.blobs import sample_key
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
@@ -45,3 +47,17 @@ def keep_rendered(deps: Deps, message: CrawlMapped, sample: RunPage, rendered: R
                                                      sample.url_hash, answer, rendered.rendering)
     except GleanerError as exc:
         log.warning("run %s: rendering of %s not kept for scrape: %s", message.run_id, sample.path, exc)
+
+
+def store_sample(deps: Deps, message: CrawlMapped, sample: RunPage, content_md: str, errors: list[str]) -> str | None:
+    """Keep the sample's markdown; its key, or None (the reason joins ``errors``) when the store refused it."""
+    key = sample_key(message.site_domain, message.run_id, sample.url_hash)
+    try:
+        deps.blobs.put(key, content_md.encode("utf-8"))
+    except BlobConflict:
+        pass  # a redelivery may re-sample a page that changed meanwhile: the first sample stands
+    except GleanerError as exc:
+        # The verdict does not need the blob; the scrape stage meets the store's failure and ends the run.
+        errors.append(f"sample not stored: {exc}")
+        return None
+    return key

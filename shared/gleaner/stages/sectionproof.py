@@ -73,12 +73,13 @@ def section_verdict(section: str, read: Sequence[tuple[str, PageDecision]]) -> P
     path, first = read[0]
     if len(read) == 1:
         return PageDecision(first.decision, f"section {section} sampled via {path}: {first.reason}",
-                            round(first.confidence * 0.9, 3), first.source, first.content_kind, first.evidence)
+                            round(first.confidence * 0.9, 3), first.source, first.content_kind, first.evidence,
+                            first.metadata)
     if all(v.decision == Verdict.EXCLUDE for _p, v in read):
         paths = ", ".join(p for p, _v in read)
         return PageDecision(Verdict.EXCLUDE, f"section {section}: all {len(read)} pages sampled were excluded"
                             f" ({paths}): {first.reason}", round(min(v.confidence for _p, v in read) * 0.9, 3),
-                            first.source, first.content_kind, first.evidence)
+                            first.source, first.content_kind, first.evidence, first.metadata)
     kept = next(p for p, v in read if v.decision != Verdict.EXCLUDE)
     return PageDecision(Verdict.INCLUDE, f"section {section}: its pages differ ({path} excluded: {first.reason};"
                         f" {kept} kept), so each page not sampled is read", 0.6, first.source, "mixed_section",

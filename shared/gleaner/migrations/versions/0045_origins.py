@@ -1,7 +1,7 @@
 """Uploads, feedback and the contradiction detector (DESIGN.md "Origins" and "Conflicts").
 
 Revision ID: 0045
-Revises: 0043
+Revises: 0044
 Create Date: 2026-12-05
 
 - ingest_jobs: one row per ``POST /v1/ingest`` / ``gleaner ingest``: what was sent (its format, path,
@@ -18,7 +18,7 @@ from alembic import op
 from gleaner.store.access.rls import tenant_isolation_sql
 
 revision = "0045"
-down_revision = "0043"
+down_revision = "0044"
 branch_labels = None
 depends_on = None
 

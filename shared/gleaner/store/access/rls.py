@@ -104,12 +104,15 @@ OWNER_READ_TABLES = frozenset({"knowledge.text_chunks"})
 # tenant's crawls share (a host, a slot number and a lease), the scrape batches a site may run at once
 # (a site key, a slot and a lease: the same politeness, one level up) and the batches waiting for them
 # (a task: run and document ids, no content, read only by scrape), and the back office's failed
-# logins per peer address (throttling happens before anyone is known, so before any tenant), and the
+# logins per peer address (throttling happens before anyone is known, so before any tenant), the
 # fresh vectors' sign bits by chunk key (no text: search's scan ranks them, then keeps only the keys the
 # caller's row-level security lets through, as with the candidate functions' answers; migration 0042).
+# The language model's answers are content-addressed (reached only by hashing the same sample, like
+# canonical texts) and its per-run usage is counters by run id (migration 0044).
 GLOBAL_TABLES = frozenset({"knowledge.alembic_version", "knowledge.host_slots", "knowledge.site_leases",
                            "knowledge.site_waiters", "knowledge.backoffice_login_failures",
-                           "knowledge.cache_generation", "knowledge.fresh_segments"})
+                           "knowledge.cache_generation", "knowledge.fresh_segments", "knowledge.llm_answers",
+                           "knowledge.llm_run_usage"})
 
 
 def parent_isolation_sql(table: str) -> str:

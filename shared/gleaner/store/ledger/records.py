@@ -123,7 +123,7 @@ class RunPage(_PageIdentity):
 class Decision:
     document_id: str
     decision: str  # a decide.port.Verdict: include | exclude | needs_review
-    source: str  # system | operator | rule
+    source: str  # system | operator | rule | llm
     reason: str
     confidence: float
     metadata: dict[str, Any]
