@@ -85,7 +85,9 @@ def test_the_client_reads_the_kept_copy_as_the_server_holds_it(served: Served):
         assert gleaner.openapi() == document()
         assert gleaner.quality() == {"entries": [], "total": 0, "limit": 100, "offset": 0}
         assert gleaner.subscriptions() == [] and gleaner.deliveries() == []
-        assert gleaner.review(SITE) == [] and gleaner.conflicts(SITE) == []
+        # The review queue lists pages waiting for a decision and the pages the decider excluded.
+        assert {item["decision"] for item in gleaner.review(SITE)} <= {"needs_review", "exclude"}
+        assert gleaner.conflicts(SITE) == []
 
 
 def test_the_export_iterator_yields_the_servers_records_as_they_stream(served: Served):
@@ -181,3 +183,25 @@ def test_an_export_cut_by_the_server_raises_export_cut_not_a_short_list(served: 
         for record in gleaner.export(cut):
             seen.append(record)
     assert [r["url"] for r in seen] == [i["url"] for i in items[:len(seen)]] and len(seen) < len(items)
+
+
+def test_the_client_uploads_text_follows_its_job_and_sends_feedback_about_it(served: Served):
+    site = "client-uploads.test"
+    with Gleaner(served.url, OPERATOR_SECRET) as gleaner:
+        accepted = gleaner.ingest(site, text="# Opening hours\n\nThe reading room opens at nine on weekdays.",
+                                  format="markdown", path="/hours.md")
+        job = gleaner.ingest_job(accepted["job_id"])
+        for _ in range(100):  # landed on a thread of the server: searchable when the job says so
+            if job["status"] in ("succeeded", "failed"):
+                break
+            time.sleep(0.1)
+            job = gleaner.ingest_job(accepted["job_id"])
+        assert job["status"] == "succeeded" and job["version"] == 1 and job["error"] is None
+        hits = gleaner.search("when does the reading room open", site=site, limit=3)
+        assert hits and hits[0]["document_id"] == job["document_id"]
+        given = gleaner.feedback(site, "The reading room opens at ten on weekdays, not nine.",
+                                 about=job["document_id"])
+        assert given["version"] == 1 and given["document_id"] != job["document_id"]
+        with pytest.raises(ApiError) as unknown:
+            gleaner.ingest_job("00000000-0000-4000-8000-000000000000")
+        assert unknown.value.status == 404

@@ -316,6 +316,28 @@ class Gleaner:
         """Ranked citable chunks, best first; each names the bytes ``text()`` returns verbatim."""
         return cast(list[SearchHit], self._send(at, at.path(), _query(q=query, site=site, limit=limit))["results"])
 
+    # -- uploads and feedback (docs/uploads.md) -----------------------------------------------------
+
+    @endpoint("POST", "/v1/ingest")
+    def ingest(self, at: Route, site: str, *, text: str | None = None, format: str | None = None,
+               url: str | None = None, path: str | None = None) -> JSON:
+        """Upload inline ``text`` (with its ``format``: markdown, html, text) or the document at ``url`` into
+        ``site``: ``{"job_id", …}`` (202); ``ingest_job`` says when it is searchable."""
+        body = {"site": site, "text": text, "format": format, "url": url, "path": path}
+        return dict(self._send(at, at.path(), body={k: v for k, v in body.items() if v is not None}))
+
+    @endpoint("GET", "/v1/ingest/{job}")
+    def ingest_job(self, at: Route, job_id: str) -> JSON:
+        """An upload's job: ``{"status", "document_id", "version", "error", "conflicts", …}``."""
+        return dict(self._send(at, at.path(job=job_id)))
+
+    @endpoint("POST", "/v1/feedback")
+    def feedback(self, at: Route, site: str, text: str, *, about: str | Mapping[str, Any] | None = None) -> JSON:
+        """Keep ``text`` as a dated feedback document of ``site`` (``about``: a document id, or a search hit's
+        ``{"text_hash", "start", "end"}``): ``{"document_id", "version", "conflicts"}`` (201)."""
+        body: dict[str, Any] = {"site": site, "text": text, **({"about": about} if about is not None else {})}
+        return dict(self._send(at, at.path(), body=body))
+
     @endpoint("GET", "/v1/texts/{text_hash}")
     def text(self, at: Route, text_hash: str, start: int | None = None, end: int | None = None) -> TextSlice:
         """Bytes [start, end) of a stored canonical text, verbatim (the whole text by default)."""

@@ -54,6 +54,7 @@ class RunSummary(TypedDict):
     beyond_limit: int
     limit: int | None
     replay_of: str | None  # a replay's source run: its "fetched" pages were read from the store
+    warnings: list[str]  # e.g. a run that excluded most of what it discovered (docs/operating.md)
     snapshots: SnapshotCounts
     target_url: str | None
     started_at: str | None
@@ -98,6 +99,7 @@ class SearchHit(TypedDict):
     start: int
     end: int
     score: float
+    page_rank: int  # 1 for the best page: each page answers once, with its best passage
     embedding_score: float | None
     fulltext_score: float | None
     preview: str
