@@ -37,7 +37,7 @@ def test_feedback_sent_from_a_document_page_is_kept_and_its_conflict_shows_both_
     assert 'class="side-by-side"' in inbox
     assert "“The Pro plan price is 22 euros per month, billed yearly.”" in inbox
     assert "“The price is 24, not 22.”" in inbox and "gleaner slice" in inbox
-    assert "factual_contradiction" in inbox
+    assert "<td>contradiction</td>" in inbox and "factual_contradiction" not in inbox  # in words
 
 
 def test_the_upload_page_offers_a_form_that_posts_the_file_to_the_ingest_api(deps):

@@ -31,7 +31,8 @@ _COMPOSITE_STATUS = {
 }
 _CONFLICT = {
     "open": "open", "acknowledged": "acknowledged", "resolved": "resolved", "false_positive": "not a conflict",
-    "duplicate": "duplicate", "contradiction": "contradiction",
+    "duplicate": "duplicate", "contradiction": "contradiction", "factual_contradiction": "contradiction",
+    "stale_info": "out of date", "policy_mismatch": "against policy",
 }
 _DECISION = {
     "unlabeled": "not decided yet", "include": "included", "exclude": "excluded", "needs_review": "waiting for review",
