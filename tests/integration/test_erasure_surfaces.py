@@ -81,8 +81,9 @@ def database_hits(engine: sa.Engine, needles: list[str]) -> list[str]:
         assert len(columns) > 50  # the scan really covers the schema
         hits = []
         for schema, table, column, kind in columns:
+            # bytea as escaped text: ASCII stays readable, any other byte (sign bits, digests) is \ooo.
             value = (f'"{column}"::text' if kind != "bytea"
-                     else f"convert_from(\"{column}\", 'SQL_ASCII')")
+                     else f"encode(\"{column}\", 'escape')")
             for needle in needles:
                 found = conn.execute(sa.text(
                     f'SELECT count(*) FROM "{schema}"."{table}" WHERE strpos(lower({value}), lower(:n)) > 0'),
