@@ -36,7 +36,9 @@ def test_a_site_added_with_a_skip_rule_is_crawled_by_tick_without_the_skipped_pa
         (rule["id"], "skip", "/blog/*", "noise")]
     shown = json.loads(ok(cli_env, "sites", "show", "demo.test", "--json").stdout)
     assert shown["last_run_id"] == ticked["started"][0]["run_id"] and len(shown["rules"]) == 1
-    assert json.loads(ok(cli_env, "review", "list", "demo.test", "--json").stdout) == []
+    # Nothing waits for a decision; the pages the decider excluded are listed with their reason.
+    review = json.loads(ok(cli_env, "review", "list", "demo.test", "--json").stdout)
+    assert review and {item["decision"] for item in review} == {"exclude"} and all(item["reason"] for item in review)
     assert [c["status"] for c in json.loads(ok(cli_env, "composite", "list", "demo.test", "--json").stdout)] == [
         "generated"]
     illegal = gleaner(cli_env, "composite", "move", composite["id"], "prod")

@@ -116,7 +116,7 @@ def test_refs_cli_searches_and_shows_what_landed(env, site):
     assert "Glaciologists attribute the loss" in shown.stdout
     assert "from workspace ws-cli" in shown.stderr
     missing = runner.invoke(main, ["refs", "show", "nope"], env=env)
-    assert missing.exit_code == 1 and "not a reference id" in missing.stderr
+    assert missing.exit_code == 1 and "no reference 'nope'" in missing.stderr
 
 
 def test_gleaner_serve_refuses_to_start_without_a_webhook_secret(env):

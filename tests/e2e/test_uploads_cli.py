@@ -33,7 +33,7 @@ def test_gleaner_ingest_keeps_a_pdf_and_a_docx_that_search_show_cite_and_erase_t
     cited = gleaner(cli_env, "cite", f"upload://{SITE}/reports/audit.pdf", "counts forty-two brass lanterns", "--json")
     assert cited.returncode == 0, cited.stderr
     assert json.loads(cited.stdout)["quote"] == "counts forty-two brass lanterns"
-    erased = gleaner(cli_env, "erase", f"upload://{SITE}/reports/audit.pdf", "--json")
+    erased = gleaner(cli_env, "erase", f"upload://{SITE}/reports/audit.pdf", "--yes", "--json")
     assert erased.returncode == 0 and json.loads(erased.stdout)["versions_removed"] == 1
     refused = gleaner(cli_env, "ingest", str(pdf), "--site-domain", SITE, "--path", "/elsewhere.pdf", "--json")
     assert refused.returncode == 1 and "erased" in json.loads(refused.stdout)["error"]

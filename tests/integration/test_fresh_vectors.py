@@ -166,7 +166,7 @@ def test_a_crawl_never_merges_and_search_finds_its_vectors_through_their_sign_bi
     assert _segments(deps)[1] == chunks  # every fresh vector's bits, for the scan
     monkeypatch.setattr("gleaner.retrieval.fresh_scan.EXACT_BELOW", 0)  # the scan even for a few vectors
     monkeypatch.setattr("gleaner.retrieval.fresh_scan.RESCORED", 4)  # the bits choose 4 of 23 to compare
-    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+    assert _hits(deps, MOON)[0][0] == site.url + "/tides"
 
 
 @pytest.mark.parametrize("rebuild", [False, True], ids=["moving", "rebuilding"])
@@ -194,22 +194,25 @@ def test_a_merge_racing_a_crawl_loses_and_doubles_no_vector(deps, monkeypatch, r
     assert both == 0 and fresh_left + indexed == len(TOPICS) + 1  # every vector once, in one of the two sets
     assert merge_fresh(deps.engine).merged == fresh_left
     assert _where(deps) == (0, len(TOPICS) + 1, 0) and _segments(deps) == (0, 0)
-    assert _hits(deps, TIDES)[0][0] == site.url + "/tides"
+    assert _hits(deps, MOON)[0][0] == site.url + "/tides"
 
 
 def test_while_the_graph_is_rebuilt_its_vectors_are_found_by_the_scan(topics):
     deps, site = topics
     merge_fresh(deps.engine)
-    before = _hits(deps, TIDES)
+    before = _hits(deps, MOON)
     assert _segments(deps) == (0, 0) and before[0][0] == site.url + "/tides"
     with deps.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:  # a rebuild, stopped midway
         fresh._graph_segments(conn)
         conn.execute(sa.text("DROP INDEX knowledge.text_chunks_embedding"))
         conn.commit()
-    assert _hits(deps, TIDES) == before  # no graph: the scan compares the same vectors
+    # No graph: the scan compares the same vectors, so the same pages answer (a page's best passage may
+    # differ: it is fused from the candidates each way brings).
+    pages = [h[0] for h in before]
+    assert [h[0] for h in _hits(deps, MOON)] == pages
     report = merge_fresh(deps.engine)  # no valid graph: built again, the graph's segments dropped
     assert report.way == MergeWay.REBUILD and _segments(deps) == (0, 0)
-    assert _hits(deps, TIDES) == before
+    assert [h[0] for h in _hits(deps, MOON)] == pages
 
 
 def test_gleaner_index_merges_what_ingest_left_fresh_and_says_so(topics, database_url, tmp_path):

@@ -98,7 +98,9 @@ def test_a_crawl_records_each_sampled_verdict_with_its_model_prompt_version_toke
     assert summary["status"] == "finished"
     decided = sample_decisions(deps, summary["run_id"])
     by_model = {p: d for p, d in decided.items() if d[1] == "llm"}
-    assert len(by_model) == 4  # one sample per section: /, /docs, /blog, /legal
+    # A sample per section (/, /docs, /blog, /legal), and more pages of a section whose first sample was
+    # excluded before that verdict stands for it (gleaner.stages.sectionproof).
+    assert len(by_model) >= 4
     for _path, (decision, _source, reason, confidence, meta, uri) in by_model.items():
         assert decision in ("include", "exclude", "needs_review") and reason and 0 <= confidence <= 1
         assert meta["model"] == ALIAS and meta["prompt_version"] == PROMPT_VERSION
@@ -116,7 +118,8 @@ def test_an_unchanged_recrawl_asks_the_model_nothing(make_deps, llm_server):  # 
     with small_site() as site:
         first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
-    assert usage(deps, first["run_id"]).calls == 4
+    asked = [d for d in sample_decisions(deps, first["run_id"]).values() if d[1] == "llm"]
+    assert usage(deps, first["run_id"]).calls == len(asked) >= 4
     assert usage(deps, second["run_id"]).calls == 0
     again = sample_decisions(deps, second["run_id"])
     assert {p: d[:2] for p, d in again.items()} == {p: d[:2] for p, d in

@@ -12,7 +12,7 @@ from gleaner.demosite.testsite import TestSite
 from gleaner.operator.sites import add_site
 from gleaner.retrieval import search
 from tests.integration.paraphrase_site import TOPICS, topic_pages
-from tests.integration.test_fresh_vectors import TIDES, _where
+from tests.integration.test_fresh_vectors import MOON, _where
 
 CHUNKS = len(TOPICS) + 1
 
@@ -41,7 +41,7 @@ def test_a_small_crawl_leaves_its_vectors_fresh_and_searchable_by_meaning(vector
         result = _crawl_cli(site, database_url, tmp_path)
     assert "fresh vectors into the vector index" not in result.output  # no rebuild at the crawl's end
     assert _where(vectors) == (CHUNKS, 0, 0)
-    hits = search(vectors, TIDES, site_domain="topics.test", limit=3)["results"]
+    hits = search(vectors, MOON, site_domain="topics.test", limit=3)["results"]
     assert hits[0]["url"] == site.url + "/tides" and hits[0]["embedding_score"] is not None
 
 
@@ -57,14 +57,14 @@ def test_gleaner_crawl_returns_with_its_vectors_unmerged_and_gleaner_index_merge
         result = _crawl_cli(site, database_url, tmp_path)
     assert "fresh vectors into the vector index" not in result.output
     assert _where(vectors) == (CHUNKS, 0, 0)  # the process ended with every vector fresh, none merged
-    hits = search(vectors, TIDES, site_domain="topics.test", limit=3)["results"]
+    hits = search(vectors, MOON, site_domain="topics.test", limit=3)["results"]
     assert hits[0]["url"] == site.url + "/tides" and hits[0]["embedding_score"] > 0.3
     env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home")}
     index = CliRunner().invoke(main, ["index"], env=env)
     assert index.exit_code == 0, index.output
     assert f"moved {CHUNKS} fresh vectors into the vector index (rebuild)" in index.output
     assert _where(vectors) == (0, CHUNKS, 0)
-    assert search(vectors, TIDES, site_domain="topics.test", limit=3)["results"] == hits
+    assert search(vectors, MOON, site_domain="topics.test", limit=3)["results"] == hits
 
 
 def test_watch_merges_in_an_idle_moment_not_while_a_run_is_active(vectors, monkeypatch):
@@ -124,4 +124,4 @@ def test_the_idle_merger_and_the_cloud_job_merge_only_when_no_run_is_active(vect
     finally:
         merger.stop()
     assert _where(vectors) == (0, CHUNKS, 0) and merger.reports[0].merged == CHUNKS
-    assert search(vectors, TIDES, site_domain="topics.test", limit=1)["results"][0]["url"] == site.url + "/tides"
+    assert search(vectors, MOON, site_domain="topics.test", limit=1)["results"][0]["url"] == site.url + "/tides"

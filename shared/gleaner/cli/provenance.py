@@ -189,13 +189,14 @@ def erase_cmd(url: str, site_domain: str | None, reason: str | None, assume_yes:
     """Delete every body of URL's document, blocklist its content, and keep a record of the erasure.
 
     It cannot be undone: on a terminal it asks first, naming what goes; elsewhere give --yes."""
+    from gleaner.origins.identity import is_origin_url
     from gleaner.store.documents.erasure import erase_document
     from gleaner.urls import canonicalize
 
     with open_deps(load_settings()) as deps:
         document = _document(deps, url, site_domain)
         if not assume_yes:
-            _confirm_erase(deps, document, canonicalize(url))
+            _confirm_erase(deps, document, url if is_origin_url(url) else canonicalize(url))
         report = erase_document(deps.provenance, deps.blobs, deps.blocklist, document["id"], reason,
                                 getpass.getuser())
         from gleaner.changes import outbox

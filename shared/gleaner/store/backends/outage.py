@@ -18,6 +18,9 @@ _SINCE: list[float | None] = [None]
 _LAST: list[str] = [""]
 # The longest wait of the engines built in this process (their GLEANER_DATABASE_WAIT_SECONDS).
 LIMIT: list[float] = [30.0]
+# The command is never stopped sooner: with no connect wait (GLEANER_DATABASE_WAIT_SECONDS=0) the
+# stores' own retries still ride out a restart of a few seconds, as they did before this clock.
+GIVE_UP_FLOOR = 30.0
 
 
 def unreachable(error: object) -> None:
@@ -48,7 +51,8 @@ def wait_left(wait_seconds: float) -> float:
 def raise_if_gone() -> None:
     """Raise DatabaseUnavailable in the main thread once the outage outlasted the wait: the command ends."""
     since = down_for()
-    if since is None or since < LIMIT[0] or threading.current_thread() is not threading.main_thread():
+    if since is None or since < max(LIMIT[0], GIVE_UP_FLOOR) \
+            or threading.current_thread() is not threading.main_thread():
         return
     from gleaner.store.backends.dberrors import DatabaseUnavailable
 
