@@ -69,7 +69,9 @@ run_tests() {
   fi
   # pytest in a process group of its own: Ctrl-C and SIGTERM go to the whole group, and whatever the run
   # started and left (an embedded PostgreSQL whose fixture never ran its teardown) is stopped with it.
-  setsid "$VENV/bin/python" -m pytest "$@" &
+  # A background job of a non-interactive shell ignores SIGINT, and every process it starts would inherit
+  # that (a `gleaner serve` a test stops with SIGINT would never stop): the subshell gives it back.
+  (trap - INT QUIT; exec setsid "$VENV/bin/python" -m pytest "$@") &
   local pid=$! code=0
   trap 'kill -INT -- "-$pid" 2>/dev/null' INT
   trap 'kill -TERM -- "-$pid" 2>/dev/null' TERM
