@@ -11,13 +11,16 @@ from __future__ import annotations
 import uuid
 from contextlib import contextmanager
 
+import httpx
+
 from gleaner.decide.language import LanguageModel
 from gleaner.decide.openai_compat import OpenAICompatible
 from gleaner.decide.port import PageFacts, Verdict
 from gleaner.decide.prompts import CONTENT_KINDS, PROMPT_VERSION
 from gleaner.demosite.testsite import Page, TestSite
 from gleaner.runtime.runner import crawl, new_request
-from gleaner.store.ledger.llmanswers import RunBudget
+from gleaner.serving.serve import WebhookServer
+from gleaner.store.ledger.llmanswers import RunBudget, model_usage
 
 from ..llm_server import ALIAS, SMOLLM2_SHA256, closed_port_url, llm_server, smollm2_sha256  # noqa: F401
 from .db_helpers import rows
@@ -114,7 +117,7 @@ def test_a_crawl_records_each_sampled_verdict_with_its_model_prompt_version_toke
 
 
 def test_an_unchanged_recrawl_asks_the_model_nothing(make_deps, llm_server):  # noqa: F811
-    deps = llm_deps(make_deps, llm_server)
+    deps = llm_deps(make_deps, llm_server, webhook_secret="operator-" + "x" * 32)  # the run page is served
     with small_site() as site:
         first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
         second = crawl(deps, new_request(site.url + "/", site_domain=SITE))
@@ -124,6 +127,15 @@ def test_an_unchanged_recrawl_asks_the_model_nothing(make_deps, llm_server):  # 
     again = sample_decisions(deps, second["run_id"])
     assert {p: d[:2] for p, d in again.items()} == {p: d[:2] for p, d in
                                                     sample_decisions(deps, first["run_id"]).items()}
+    # What the model did is on the run: the first run's pages asked, the recrawl's all from the cache.
+    (used,) = model_usage(deps.engine, first["run_id"])["models"]
+    assert (used["model"], used["samples"], used["cached"]) == (ALIAS, len(asked), 0) and used["tokens"] > 0
+    (again_used,) = model_usage(deps.engine, second["run_id"])["models"]
+    assert (again_used["samples"], again_used["cached"], again_used["tokens"]) == (len(asked), len(asked), 0)
+    with WebhookServer(deps, port=0) as server:
+        page = httpx.get(f"{server.url}/ui/runs/{second['run_id']}", timeout=30)
+    assert page.status_code == 200
+    assert f"{ALIAS}</strong> read {len(asked)} section samples: {len(asked)} from its cache or an earlier run; 0 tokens" in page.text
 
 
 def test_a_sample_asked_before_is_answered_from_the_cache_whatever_the_run(make_deps, llm_server):  # noqa: F811
@@ -153,6 +165,9 @@ def test_a_spent_budget_leaves_the_other_sections_to_the_rules_with_the_reason(m
     assert all("budget is spent" in d[2] and d[4]["llm_fallback"] for d in by_rules)
     spent = usage(deps, summary["run_id"])
     assert spent.calls == 1 and spent.refused == len(by_rules)
+    shown = model_usage(deps.engine, summary["run_id"])
+    assert shown["refused"] == len(by_rules) and shown["models"][0]["fell_back"] == len(by_rules)
+    assert "budget is spent" in shown["models"][0]["fallback_reason"]
 
 
 def test_a_provider_that_is_down_leaves_every_verdict_to_the_rules_and_the_run_finishes(make_deps):

@@ -25,6 +25,7 @@ from gleaner.backoffice.api import (
     valid_site_domain,
 )
 from gleaner.runtime import runcontrol
+from gleaner.store.ledger.llmanswers import model_usage
 from gleaner.store.ledger.runstate import RunStatus
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ def get_run(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:
     # A replay (stages/replay.py) names the run it replayed and the pages it left out, with why.
     replayed = {"replay_of": options["replay_of"], "left_out": options.get("left_out", [])} \
         if "replay_of" in options else None
-    return {**summary, "outcomes": deps.metadata.outcome_breakdown(summary["run_id"]), "replay": replayed}
+    return {**summary, "outcomes": deps.metadata.outcome_breakdown(summary["run_id"]), "replay": replayed,
+            "language_model": model_usage(deps.engine, summary["run_id"])}
 
 
 def get_run_urls(deps: Deps, req: ApiRequest, run_id: str) -> dict[str, Any]:

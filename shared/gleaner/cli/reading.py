@@ -23,7 +23,9 @@ from gleaner.cli.base import (
     tenant_key,
 )
 from gleaner.cli.statuses import statuses_for
+from gleaner.display.humanize import plural
 from gleaner.errors import InvalidInput
+from gleaner.store.ledger.llmanswers import model_usage
 
 
 @main.command("runs")
@@ -63,6 +65,7 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
                     click.echo(f"{r['status']:<16} {r['url']}{code}  {r['reason'] or ''}".rstrip())
                 return
             summary["outcomes"] = deps.metadata.outcome_breakdown(run_id)
+            summary["language_model"] = model_usage(deps.engine, run_id)
             if as_json:
                 click.echo(json.dumps(summary))
                 return
@@ -70,6 +73,10 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
             click.echo("  per-URL status:")
             for outcome, count in summary["outcomes"].items():
                 click.echo(f"    {outcome:<28} {count}")
+            for used in (summary["language_model"] or {}).get("models", ()):
+                fell_back = f", {used['fell_back']} left to the rules" if used["fell_back"] else ""
+                click.echo(f"  language model {used['model']}: read {plural(used['samples'], 'section sample')},"
+                           f" {used['cached']} from its cache or an earlier run{fell_back}, {plural(used['tokens'], 'token')}")
             return
         runs = deps.metadata.recent_runs(limit)
     if as_json:

@@ -84,3 +84,31 @@ class RunBudget:
             row = conn.execute(sa.text("SELECT calls, tokens, refused FROM knowledge.llm_run_usage WHERE run_id = :r"),
                                {"r": run_id}).first()
         return Usage(int(row[0]), int(row[1]), int(row[2])) if row else Usage(0, 0, 0)
+
+
+def model_usage(engine: Engine, run_id: str) -> dict[str, Any] | None:
+    """What the language model did for a run, from its recorded section samples: samples read per model, how
+    many were answered from the cache (or carried over from an earlier run) or fell back to the rules (with the commonest reason), tokens and cost.
+    None when no sample of the run went through the model."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT decision_metadata->>'model' AS model, count(*) AS asked,"
+            " count(*) FILTER (WHERE carried OR (decision_metadata->>'cached')::boolean) AS cached,"
+            " count(*) FILTER (WHERE decision_metadata ? 'llm_fallback') AS fell_back,"
+            " coalesce(sum((decision_metadata->>'tokens')::bigint) FILTER (WHERE NOT carried), 0) AS tokens,"
+            " coalesce(sum((decision_metadata->>'cost')::numeric) FILTER (WHERE NOT carried), 0) AS cost,"
+            " mode() WITHIN GROUP (ORDER BY decision_metadata->>'llm_fallback') AS why"
+            # A verdict carried over from an earlier run (its sample answered 304) cost this run nothing.
+            " FROM (SELECT decision_metadata, coalesce(decision_metadata #>> '{sample,decided_in_run}',"
+            "       CAST(run_id AS text)) <> CAST(run_id AS text) AS carried"
+            "       FROM knowledge.crawl_page_decisions WHERE run_id = :r AND sample_uri IS NOT NULL"
+            "       AND decision_metadata ? 'model' AND decision_metadata ? 'prompt_version') AS d"
+            " GROUP BY 1 ORDER BY 2 DESC"), {"r": run_id}).all()
+        usage = conn.execute(sa.text("SELECT calls, tokens, refused FROM knowledge.llm_run_usage WHERE run_id = :r"),
+                             {"r": run_id}).first()
+    if not rows:
+        return None
+    return {"models": [{"model": r.model, "samples": int(r.asked), "cached": int(r.cached),
+                        "fell_back": int(r.fell_back), "fallback_reason": r.why, "tokens": int(r.tokens),
+                        "cost": float(r.cost)} for r in rows],
+            "calls": int(usage[0]) if usage else 0, "refused": int(usage[2]) if usage else 0}
