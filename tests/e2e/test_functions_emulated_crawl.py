@@ -278,7 +278,7 @@ def test_render_auto_on_the_emulator_path_renders_the_spa_section_through_the_re
     logs = "\n".join(f"--- {log.name}\n" + log.read_text()[-3000:]
                      for log in sorted(cloud.stack.workdir.glob("fn-*.log"))
                      if "render" in log.name or "sample" in log.name)
-    # /app/linked-only-by-script: a link only the rendered sample's DOM holds (render/found.py).
+    # /app/linked-only-by-script: a link only the rendered sample's DOM holds (stages/foundlinks.py).
     assert modes == {"/app/one": "browser", "/app/two": "browser", "/app/linked-only-by-script": "browser",
                      "/docs/one": "plain_fetch", "/docs/two": "plain_fetch"}, logs
     assert "rendered " in (cloud.stack.workdir / "fn-render-on_http.log").read_text()  # the service did it

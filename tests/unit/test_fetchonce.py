@@ -1,8 +1,8 @@
 """An answer kept for scrape comes back as the same result, body and redirects included; a spent budget is not kept."""
 
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchResult
-from gleaner.stages.fetchonce import Prefetched, kept, replay_for
 from gleaner.store.backends.localblobs import LocalBlobStore
+from gleaner.store.ledger.fetchonce import Prefetched, kept, replay_for
 
 
 def test_a_kept_answer_replays_as_the_result_the_site_gave(tmp_path):

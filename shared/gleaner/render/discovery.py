@@ -6,7 +6,7 @@ was judged to need the browser (the verdict sample carries across runs). The lin
 join the plain ones, and the rendering is kept for sample and scrape (render/kept.py), so the page is
 rendered once in the run. Under ``auto`` a section with no such verdict yet is walked plainly: its
 sample is judged after discovery, and the links of what sample and scrape render then join the run
-(render/found.py).
+(stages/foundlinks.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gleaner.discover.links import PageLinks, extract_links
 from gleaner.fetch.types import ContentKind, FetchResult
 from gleaner.render.modes import RenderedBy, RenderMode, mode_for, parse_render_mode
-from gleaner.render.scraping import render_rules
+from gleaner.render.reader import render_rules
 from gleaner.urls import path_of, section_of
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 A page whose rendering is already known (its section's verdict is ``browser``, or its mode
 ``always``) may be read by the browser before scrape: by map's walk, for the links only its scripts
 write, and by sample, to judge its section. Each keeps the rendered DOM beside the answer it keeps
-for scrape (stages/fetchonce.py), under the run's bodies (discarded with them), with the rendering's
+for scrape (store/ledger/fetchonce.py), under the run's bodies (discarded with them), with the rendering's
 fetch facts; scrape then reads that DOM instead of rendering the page again, and a later stage of the
 same run reuses it the same way.
 """

@@ -24,8 +24,8 @@ from gleaner.fetch.fetcher import Fetcher
 from gleaner.fetch.robots import RobotsState
 from gleaner.fetch.types import ContentKind, FetchOutcome, FetchRequest, FetchResult
 from gleaner.render.discovery import ReadLinks, merged
-from gleaner.stages.fetchonce import PAGE_KINDS
 from gleaner.stages.walkkeep import MapFailed, WalkKeeper
+from gleaner.store.ledger.fetchonce import PAGE_KINDS
 from gleaner.store.ledger.prefetch import KnownLinks
 from gleaner.urls import canonicalize, host_of, origin_of, path_allowed, path_of
 

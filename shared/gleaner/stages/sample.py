@@ -15,7 +15,7 @@ documents.scrape_policy='skip'. Include pages are cut into batches of at most
 100 (fewer for a host whose delay or Crawl-delay is long: stages/batching.py) and
 enqueued as scrape tasks named run id + batch number. A sample read by the browser (render = auto |
 always) keeps its rendering for scrape (render/kept.py), and the links its rendered DOM holds join
-the run before the decisions are written (render/found.py): pages of a section already sampled take
+the run before the decisions are written (stages/foundlinks.py): pages of a section already sampled take
 its verdict, a new section is sampled in turn.
 """
 
@@ -37,18 +37,18 @@ from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import CrawlMapped, ScrapeBatch, SnapshotsWritten
 from gleaner.operator.lastmod import REASON as LASTMOD_REASON
 from gleaner.operator.rules import forced_in
-from gleaner.render.found import add_rendered_links
 from gleaner.render.kept import kept_rendering
 from gleaner.render.modes import RenderMode, mode_for, parse_render_mode
+from gleaner.render.reader import render_rules
 from gleaner.render.sampling import render_sample
-from gleaner.render.scraping import render_rules
 from gleaner.stages.batching import batch_size_for
-from gleaner.stages.fetchonce import PAGE_KINDS, replay_for
+from gleaner.stages.foundlinks import add_rendered_links
 from gleaner.stages.samplekeep import keep_answer, keep_rendered, store_sample
 from gleaner.stages.sectionproof import confirm_exclusion, section_verdict
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
 from gleaner.store.ledger.decisions import PreviousSample
+from gleaner.store.ledger.fetchonce import PAGE_KINDS, replay_for
 from gleaner.store.ledger.records import Decision, FetchRecord, RunPage, SamplePage
 from gleaner.urls import section_of
 
@@ -273,7 +273,7 @@ class SampleOutcome:
     error: str | None = None
     seen: dict[str, Any] | None = None
     render: str | None = None  # "browser" when the section is read rendered (render/sampling.py)
-    rendered: tuple[bytes, str] | None = None  # the sample's rendered DOM and its URL (render/found.py)
+    rendered: tuple[bytes, str] | None = None  # the sample's rendered DOM and its URL (stages/foundlinks.py)
 
 
 def _candidates(deps: Deps, fetcher: Fetcher, run_id: str, members: list[SamplePage],

@@ -1,5 +1,5 @@
 """What sample's sample keeps: the sample's markdown at ``sample_uri`` (the ADR's samples/), and for this run's
-scrape its answer and its rendering (stages/fetchonce.py, render/kept.py), so scrape neither asks for the
+scrape its answer and its rendering (store/ledger/fetchonce.py, render/kept.py), so scrape neither asks for the
 page again nor renders it again."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from gleaner.errors import BlobConflict, GleanerError
 from gleaner.render.kept import keep_rendering
-from gleaner.stages.fetchonce import kept
 from gleaner.store.backends.blobs import sample_key
+from gleaner.store.ledger.fetchonce import kept
 
 if TYPE_CHECKING:
     from gleaner.app import Deps

@@ -7,7 +7,7 @@ equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
 this run (a redelivered task) are skipped. Pages map's walk or sample's sample
 already asked for in this run are not asked again: their kept answers
-(stages/fetchonce.py) are settled as if this stage had fetched them. A batch of a run that is no longer
+(store/ledger/fetchonce.py) are settled as if this stage had fetched them. A batch of a run that is no longer
 scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
 
 A body the blob store will not take settles its page as ``store-failed`` and
@@ -28,14 +28,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from itertools import chain
 
 from gleaner.app import Deps
 from gleaner.changes import outbox
 from gleaner.decide.port import Verdict
 from gleaner.logs import Event
 from gleaner.messages import PagesFetched, ScrapeBatch
-from gleaner.render.found import add_rendered_links, decide_found
+from gleaner.stages.foundlinks import add_rendered_links, decide_found
 from gleaner.stages.scrapebatch import BatchScrape
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.ledger.runstate import RunStatus
@@ -55,12 +54,10 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
     included = [p for p in meta.run_pages(message.run_id, message.document_ids) if p.decision == Verdict.INCLUDE]
     batch = BatchScrape(deps, message, included)
     with deps.new_fetcher(run_id=message.run_id) as fetcher:
-        for result in chain(batch.replays(), fetcher.fetch_many(batch.requests, stop_at=stop_at),
-                            fetcher.fetch_many(batch.missing, stop_at=stop_at)):
-            batch.fetched_one(result, fetcher)
+        batch.read(fetcher, stop_at=stop_at)
         batch.extract()  # the last pages' extraction starts while the fetcher closes
     batch.settle(block=True)
-    batch.render.finish()
+    batch.record_render_facts()
     if batch.store_failures:
         ended = meta.end_run_unstored(
             message.run_id, f"blob store failed: {batch.store_failures[0]}; {len(batch.store_failures)} fetched pages "
@@ -89,12 +86,12 @@ def handle(message: ScrapeBatch, deps: Deps) -> PagesFetched:
 
 
 def _found_by_rendering(deps: Deps, message: ScrapeBatch, batch: BatchScrape) -> list[str]:
-    """Pages new to the run that this batch's rendered pages link to, decided and put in this batch (render/found.py).
+    """Pages new to the run that this batch's rendered pages link to, decided and put in this batch
+    (stages/foundlinks.py).
 
     Only handed pages' links: those pages wait for their snapshot, so the run cannot finish before the
     pages they found are in its ledger."""
-    handed = {page.document_id for page in batch.handed}
-    sources = [(batch.pages[doc], html, url) for doc, (html, url) in batch.render.html.items() if doc in handed]
+    sources = batch.rendered_doms()
     if not sources:
         return []
     urls = add_rendered_links(deps, message.run_id, message.site_domain, sources)

@@ -1,10 +1,12 @@
-"""One scrape batch's pages on their way in this process: fetched -> extracted -> settled -> written -> handed on.
+"""One scrape batch's pages on their way in this process: read -> extracted -> settled -> written -> handed on.
 
 Split from :mod:`gleaner.stages.scrape`, the stage's entry (which pages a batch asks for, its soft deadline,
-what is left for a new task, the run's end): :class:`BatchScrape` takes each answer, has it extracted in
-the extract pool, checks it against the erasure blocklist, leaves its run-scoped artefacts (content.md,
-raw.md, a document's original) for snapshot, records every page's outcome a few at a time and, on the
-in-process bus, hands recorded pages on to snapshot while the batch still fetches (:meth:`BatchScrape._stream`).
+what is left for a new task, the run's end): :class:`BatchScrape` asks its reader for the pages
+(:class:`~gleaner.render.reader.PageReader`: a kept answer, the plain fetch or the browser, decided there),
+takes each as read, has it extracted in the extract pool, checks it against the erasure blocklist, leaves
+its run-scoped artefacts (content.md, raw.md, a document's original) for snapshot, records every page's
+outcome a few at a time and, on the in-process bus, hands recorded pages on to snapshot while the batch
+still fetches (:meth:`BatchScrape._stream`).
 """
 
 from __future__ import annotations
@@ -13,24 +15,22 @@ import hashlib
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gleaner.app import Deps
-from gleaner.errors import BlobConflict, GleanerError, InvalidInput
+from gleaner.errors import BlobConflict, GleanerError
 from gleaner.extract.page import PDF, ExtractedPage
 from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
-from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
+from gleaner.fetch.types import FetchOutcome, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
-from gleaner.render.scraping import RenderPlan
+from gleaner.render.reader import PageRead, PageReader
 from gleaner.stages.cpugauge import GAUGE
-from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.backends.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.backends.dberrors import again_on_transient
 from gleaner.store.ledger.records import FetchRecord, RunPage
-from gleaner.urls import canonicalize
+from gleaner.store.ledger.rendering import record_render_facts
 
 if TYPE_CHECKING:
     from gleaner.fetch.fetcher import Fetcher
@@ -59,13 +59,13 @@ def sha1(data: bytes) -> str:
 
 
 class BatchScrape:
-    """One batch's pages on their way, each step a method: fetched -> extracted -> settled -> written.
+    """One batch's pages on their way, each step a method: read -> extracted -> settled -> written.
 
-    :meth:`fetched_one` takes each answer (a kept one from :meth:`replays`, or the fetcher's) and either
-    records its outcome or queues the page for extraction; :meth:`extract` hands queued pages to the
-    extraction pool a few at a time; :meth:`settle` takes extracted pages back, checks them against the
-    erasure blocklist and hands their artefacts to snapshot; :meth:`write` records settled outcomes a
-    few at a time, so a batch cut short keeps what it did.
+    :meth:`read` asks the batch's reader for its pages and :meth:`read_one` takes each as read (a kept
+    answer, the fetcher's, the browser's) and either records its outcome or queues the page for
+    extraction; :meth:`extract` hands queued pages to the extraction pool a few at a time; :meth:`settle`
+    takes extracted pages back, checks them against the erasure blocklist and hands their artefacts to
+    snapshot; :meth:`write` records settled outcomes a few at a time, so a batch cut short keeps what it did.
     """
 
     def __init__(self, deps: Deps, message: ScrapeBatch, batch: list[RunPage]) -> None:
@@ -76,14 +76,10 @@ class BatchScrape:
         self.handed: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
                                           if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
                                           and p.fetched_content_hash]
-        # Pages map's walk or sample's sample already asked for this run: their answers, not a second request.
-        self.kept = [p for p in self.pages.values() if replayable(p.prefetched, p.current_hash is not None)]
-        # Which pages the browser reads (render = auto|always): a kept answer is the plain document.
-        self.render = RenderPlan(deps, message.run_id, message.site_domain, self.pages.values())
-        self.kept = [p for p in self.kept if self.render.replayable(p)]
-        kept_ids = {p.document_id for p in self.kept}
-        self.requests = [self.render.request(_request(p)) for p in self.pages.values() if p.document_id not in kept_ids]
-        self.missing: list[FetchRequest] = []  # kept answers whose body artefact is gone: asked after all
+        # How each page is read (an answer kept this run, the plain fetch, the browser) is the reader's decision.
+        self.reader = PageReader(deps, message.run_id, message.site_domain, self.pages.values())
+        self.rendered: dict[str, PageRead] = {}  # pages read by the browser, by page (their DOMs feed discovery)
+        self.render_facts: dict[str, dict[str, Any]] = {}  # recorded on the ledger at the batch's end
         self.records: list[FetchRecord] = []  # settled, not yet written
         self.waiting: list[tuple[RunPage, FetchResult]] = []  # fetched, not yet handed to extraction
         self.extracting: list[tuple[list[tuple[RunPage, FetchResult]], Future[list[ExtractedPage]]]] = []
@@ -92,41 +88,34 @@ class BatchScrape:
         self.unhanded: dict[str, float] = {}  # fetched, not yet handed off: when (see _stream)
         self.published = 0  # how many of ``handed`` went to snapshot already
         # In-process only (see hand_on): on Pub/Sub each message is an invocation of its own, billed as such.
-        self.streams = deps.local_bus is not None and not self.render.browser_ids
+        self.streams = deps.local_bus is not None and not self.reader.renders
         self.counts: Counter[str] = Counter()
         self.store_failures: list[GleanerError] = []
 
-    def replays(self) -> Iterator[FetchResult]:
-        """Kept answers one at a time (bodies are read as they are needed, never a batch of them at once)."""
-        for p in self.kept:
-            try:
-                result = replay_for(self.deps.blobs, p.prefetched, p.fetch_url, p.document_id,
-                                    p.current_hash is not None)
-            except GleanerError as exc:
-                # The store cannot give the kept body back, so it will not take this page's version either:
-                # settled as not stored, like a body it refuses (the site is not asked again).
-                self.store_failures.append(exc)
-                self.answered.add(p.document_id)
-                self.records.append(FetchRecord(p.document_id, str(FetchOutcome.STORE_FAILED),
-                                                f"blob store: {exc}"[:500], None, 0, None, None, None))
-                continue
-            if result is None:
-                self.missing.append(_request(p))
-            else:
-                yield result
+    def read(self, fetcher: Fetcher, *, stop_at: float | None = None) -> None:
+        """Step 1: every page as the reader reads it, each taken in as it comes (its fetch is ``fetcher``'s;
+        a page that could not start by ``stop_at`` is not read)."""
+        for read in self.reader.read(fetcher, stop_at=stop_at):
+            self.read_one(read)
 
-    def fetched_one(self, result: FetchResult, fetcher: Fetcher | None = None) -> None:
-        """Step 1: one answer in; its outcome recorded, or its page queued for extraction (read by the
-        browser first when its page renders: its sub-requests go through ``fetcher``)."""
-        self.deps.observer.page_fetched(self.message.run_id)
-        page = self.pages[str(result.key)]
+    def read_one(self, read: PageRead) -> None:
+        """One page in as read: its outcome recorded, or the page queued for extraction."""
+        page, result = read.page, read.result
         self.answered.add(page.document_id)
-        moved_to = _moved_to_known(self.deps, self.message.site_domain, page, result)
-        if moved_to is not None:
-            self.records.append(_record(page, result, None, superseded_by=moved_to))
+        if read.store_failure is not None:
+            self.store_failures.append(read.store_failure)
+            self.records.append(_record(page, result, None))
+            return
+        self.deps.observer.page_fetched(self.message.run_id)
+        if read.render_facts is not None:
+            self.render_facts[page.document_id] = read.render_facts
+        if read.superseded_by is not None:
+            self.records.append(_record(page, result, None, superseded_by=read.superseded_by))
         elif result.outcome is FetchOutcome.FETCHED:
+            if read.rendered:
+                self.rendered[page.document_id] = read
             self.unhanded[page.document_id] = time.monotonic()
-            self.waiting.append((page, self.render.read(fetcher, result) if fetcher is not None else result))
+            self.waiting.append((page, result))
             if len(self.waiting) >= PAGES_PER_EXTRACTION:
                 self.extract()
         else:
@@ -183,9 +172,22 @@ class BatchScrape:
                 self.records.append(_record(page, result, extracted.title, outcome=FetchOutcome.STORE_FAILED,
                                             reason=f"blob store: {exc}"[:500]))
                 continue
-            handed = self.render.handed(handed)
+            if page.document_id in self.rendered:
+                handed = replace(handed, render_mode=self.rendered[page.document_id].render_mode)
             self.handed.append(handed)
             self.records.append(_record(page, result, extracted.title, handed))
+
+    def record_render_facts(self) -> None:
+        """At the batch's end: the fetch facts of each page the browser was asked to read, on its ledger row
+        (one statement)."""
+        record_render_facts(self.deps.engine, self.message.run_id, self.render_facts)
+        self.render_facts.clear()
+
+    def rendered_doms(self) -> list[tuple[RunPage, bytes, str]]:
+        """The handed pages' rendered DOMs and their URLs: the pages they link to may join the run."""
+        handed = {page.document_id for page in self.handed}
+        return [(read.page, read.result.body or b"", read.result.final_url or read.result.url)
+                for doc, read in self.rendered.items() if doc in handed]
 
     def write(self, block: bool) -> None:
         """Step 4: record settled pages when enough are in hand (all of them when ``block``)."""
@@ -259,12 +261,6 @@ class BatchScrape:
                               ordering_key=message.site_domain)
         return True
 
-def _request(page: RunPage) -> FetchRequest:
-    """Scrape's request for a page: conditional on the validators of its current snapshot."""
-    return FetchRequest(page.fetch_url, key=page.document_id, accept=PAGE_KINDS,
-                        etag=page.etag if page.current_hash else None,
-                        last_modified=page.last_modified if page.current_hash else None)
-
 
 def _write_due(records: list[FetchRecord]) -> bool:
     """Whether the settled pages in hand are enough for one write (304s wait for more of their kind)."""
@@ -294,26 +290,6 @@ def _record(page: RunPage, result: FetchResult, title: str | None, handed: Fetch
                        len(result.body) if result.body is not None else None, result.etag, result.last_modified,
                        title, handed.content_hash if handed else None, handed.raw_hash if handed else None,
                        handed.extractor if handed else None, superseded_by, result.refused_by_policy)
-
-
-PERMANENT_REDIRECTS = frozenset({301, 308})
-
-
-def _moved_to_known(deps: Deps, site: str, page: RunPage, result: FetchResult) -> str | None:
-    """The canonical URL of another known document of the site this page permanently redirected to.
-
-    Such a page is superseded (DESIGN.md): what the redirect served is the other document's content,
-    so it is not versioned as this one's.
-    """
-    if not result.ok or not result.redirects or not set(result.redirects) <= PERMANENT_REDIRECTS:
-        return None
-    try:
-        target = canonicalize(result.final_url or "")
-    except InvalidInput:
-        return None
-    if target == page.canonical_url or not deps.metadata.document_ids_by_url(site, [target]):
-        return None
-    return target
 
 
 def _announce_again(deps: Deps, message: ScrapeBatch, page: RunPage) -> FetchedPage:

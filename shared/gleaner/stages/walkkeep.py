@@ -1,4 +1,4 @@
-"""What map's walk remembers across runs and keeps for this run's later stages (stages/fetchonce.py)."""
+"""What map's walk remembers across runs and keeps for this run's later stages (store/ledger/fetchonce.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from gleaner.discover.links import PageLinks
 from gleaner.errors import BlobConflict, GleanerError, PermanentError
 from gleaner.fetch.types import FetchOutcome, FetchResult
 from gleaner.render.kept import keep_rendering
-from gleaner.stages.fetchonce import Prefetched, kept, replayed
 from gleaner.store.backends.blobs import run_answer_key
+from gleaner.store.ledger.fetchonce import Prefetched, kept, replayed
 from gleaner.store.ledger.prefetch import KnownLinks
 from gleaner.urls import url_hash
 
@@ -27,7 +27,7 @@ class MapFailed(PermanentError):
 
 
 class WalkKeeper:
-    """What the walk remembers across runs and keeps for this run's scrape (stages/fetchonce.py).
+    """What the walk remembers across runs and keeps for this run's scrape (store/ledger/fetchonce.py).
 
     ``known`` gives, for pages about to be walked, the links their body held when last read and the
     validators to ask with; ``keep`` stores each answer for scrape (``answers``, by canonical URL, which

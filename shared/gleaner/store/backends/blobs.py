@@ -76,7 +76,7 @@ def run_body_key(site: str, run_id: str, page_id: str) -> str:
 
 
 def run_answer_key(site: str, run_id: str, page_id: str) -> str:
-    """What the site answered map's walk for a page (stages/fetchonce.Prefetched as JSON), beside its body: a
+    """What the site answered map's walk for a page (store/ledger/fetchonce.Prefetched as JSON), beside its body: a
     walk redone after a crash (a resume re-maps) replays it instead of asking the site again."""
     return f"{run_prefix(site, run_id)}/answers/{page_id}.json"
 

@@ -1,9 +1,9 @@
-"""Links only a rendered DOM holds feed discovery, wherever a page is rendered.
+"""Pages only a rendered DOM links to join the run: sample's and scrape's rendered pages feed discovery.
 
 Map's walk merges a rendered page's links into the walk (render/discovery.py). Sample and scrape
-render after map has ended, so the links of the pages they render join the run here: same host,
-the run's include globs, its depth (a page at the run's ``max_depth`` is not followed, as in the
-walk) and its limit, never an erased URL. Each becomes a document and a ledger row of the run
+read pages with the browser after map has ended, so the links of the pages they render join the run
+here: same host, the run's include globs, its depth (a page at the run's ``max_depth`` is not
+followed, as in the walk) and its limit, never an erased URL. Each becomes a document and a ledger row of the run
 (``discovered_via = rendered``); the stage then decides it (sample: with the other pages, sampling a
 new section; scrape: its section's decision in this run) and fetches it in this run.
 """
