@@ -39,7 +39,6 @@ FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
 CANDIDATES = 50  # nearest chunks by meaning: enough to rank pages well, few enough to compare exactly
-WORD_CAP = 200  # composites' full-text matches ranked per query (gleaner.retrieval.composites)
 # The relevance floor: an answer needs a page holding this share of the query's word weight (IDF; a word
 # in no chunk weighs most), or a passage this close in meaning (cosine). Set on the tuning set's questions
 # and off-topic ones: the static table puts nonsense 0.2 to 0.41 from the nearest page, most real questions above 0.45.
