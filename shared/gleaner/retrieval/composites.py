@@ -16,7 +16,7 @@ to stale, a block rule, an erasure) takes the composite out in its own transacti
 A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
 ``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
 ``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
-Search (gleaner.retrieval.ranking) ranks composites with the documents: ``visible_composites`` lists
+Search (gleaner.retrieval.ranking) ranks composites with the documents: ``SEARCHABLE`` lists
 the caller's searchable ones, and their texts' candidates come from the same owner-read functions as
 the documents', narrowed to those texts.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -97,8 +97,7 @@ def index_unindexed_composites(deps: Deps) -> int:
     return len(items)
 
 
-def visible_composites(conn: Connection, site_domain: str | None) -> list[dict[str, Any]]:
-    """The caller's searchable composites (row-level security decides): id, title, site, text, snapshot."""
-    return [dict(r) for r in conn.execute(sa.text(
-        "SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
-        " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE), {"site": site_domain}).mappings()]
+# The caller's searchable composites (row-level security decides): id, title, site, text, snapshot.
+# Search reads them in its candidates' statement (gleaner.retrieval.hybrid).
+SEARCHABLE = ("SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
+              " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE)
