@@ -105,7 +105,8 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
         meta.update({"composite:" + c["composite_id"]: {**c, "url": URI.format(id=c["composite_id"]),
                                                         "document_id": None} for c in composites})
         ranked = fuse({key: m["text_hash"] for key, m in meta.items()}, list(pool.chunks.values()),
-                      {t: p.score for t, p in pool.pages.items()}, dense=vector is not None)
+                      {t: p.score for t, p in pool.pages.items()}, dense=vector is not None,
+                      coverage={t: p.coverage for t, p in pool.pages.items()})
         if not ranked or not _above_floor(ranked[0], pool):
             return {"query": query, "results": [], "note": NO_MATCH}
         top = ranked[:limit]
