@@ -206,7 +206,7 @@ def _fresh_chunks(owner: sa.Engine, chunks: int) -> None:
         vectors = rng.uniform(-0.5, 0.5, (len(keys), 384)).astype(np.float32)
         with owner.connect().execution_options(isolation_level="READ COMMITTED") as conn, conn.begin():
             conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
-            copy_vectors(conn, vector_rows(keys, vectors))
+            copy_vectors(conn, vector_rows(keys, vectors.tolist()))
             conn.execute(sa.text(_FRESH_CHUNKS_SQL), {"words": list(_WORDS), "nw": len(_WORDS), "model": model})
             write_segment(conn, model, keys, sign_bits(vectors))
 
