@@ -134,7 +134,8 @@ def _seed(server: Any, work: Path, chunks: int) -> dict[str, float]:
 
 
 # A fresh set beside the seeded (HNSW-indexed) chunks: documents and chunks of their own ("f" keys), the
-# vectors in fresh_embedding as ingest writes them, compared exactly by search (gleaner.retrieval.fresh).
+# vectors in fresh_embedding with a segment of sign bits per batch, as ingest writes them (the chunks:
+# _fresh_chunks), found by search's sign-bit scan (gleaner.retrieval.fresh_scan).
 _FRESH_SQL = [
     "INSERT INTO knowledge.documents (id, site_domain, path, canonical_url, url_hash, status, title)"
     " SELECT md5('fd' || i)::uuid, 'big.test', '/f' || i, 'https://big.test/f' || i, md5('fu' || i), 'active',"
@@ -151,15 +152,16 @@ _FRESH_SQL = [
     " SELECT 'big.test', md5('fd' || i)::uuid, 'rag' FROM generate_series(0, :docs - 1) i",
     "INSERT INTO knowledge.search_index (document_id, site_domain, snapshot_id, text_hash)"
     " SELECT md5('fd' || i)::uuid, 'big.test', md5('fs' || i)::uuid, 'fh' || i FROM generate_series(0, :docs - 1) i",
+]
+_FRESH_CHUNKS_SQL = (
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv, embedding_model,"
     " embedding_dim, fresh_embedding)"
-    " SELECT 'fh' || (i / 20), mod(i, 20), (mod(i, 20)) * 100, (mod(i, 20)) * 100 + 99, '',"
+    " SELECT v.h, v.o, v.o * 100, v.o * 100 + 99, '',"
     " to_tsvector('english', (SELECT string_agg((CAST(:words AS text[]))[1 + floor(random() * :nw)::int], ' ')"
-    "   FROM generate_series(1, 60) WHERE i >= 0)), :model, 384,"
-    " CAST((SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) WHERE i >= 0) AS public.vector)"
-    " FROM generate_series(0, :chunks - 1) i",
-]
+    "   FROM generate_series(1, 60) WHERE v.o >= 0)), :model, 384, v.v FROM pg_temp.gleaner_new_vectors v")
+FRESH_BATCH = 2000  # chunks a segment (an ingest batch of about a hundred pages)
 _UNFRESH_SQL = [
+    "DELETE FROM knowledge.fresh_segments",
     "DELETE FROM knowledge.text_chunks WHERE text_hash LIKE 'fh%'",
     "DELETE FROM knowledge.search_index WHERE text_hash LIKE 'fh%'",
     "DELETE FROM knowledge.document_routings WHERE document_id IN"
@@ -181,8 +183,32 @@ def _fresh_set(server: Any, chunks: int) -> None:
         for sql in _UNFRESH_SQL + (_FRESH_SQL if chunks else []):
             conn.execute(sa.text(sql), {"docs": chunks // 20, "chunks": chunks, "words": list(_WORDS),
                                         "nw": len(_WORDS), "model": default_embedder().model})
+    if chunks:
+        _fresh_chunks(owner, chunks)
+    with owner.connect() as conn:
         conn.execute(sa.text("VACUUM ANALYZE knowledge.text_chunks"))
     owner.dispose()
+
+
+def _fresh_chunks(owner: sa.Engine, chunks: int) -> None:
+    """The fresh set's chunks (random vectors, word soup), written as ingest writes them: vectors in
+    binary, one segment of sign bits per batch, in the batch's transaction."""
+    import numpy as np
+
+    from gleaner.retrieval.fresh_scan import sign_bits, write_segment
+    from gleaner.retrieval.prepare import vector_rows
+    from gleaner.retrieval.vectors import copy_vectors
+
+    model = default_embedder().model
+    rng = np.random.default_rng(7)
+    for start in range(0, chunks, FRESH_BATCH):
+        keys = [(f"fh{i // 20}", i % 20) for i in range(start, min(chunks, start + FRESH_BATCH))]
+        vectors = rng.uniform(-0.5, 0.5, (len(keys), 384)).astype(np.float32)
+        with owner.connect().execution_options(isolation_level="READ COMMITTED") as conn, conn.begin():
+            conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
+            copy_vectors(conn, vector_rows(keys, vectors.tolist()))
+            conn.execute(sa.text(_FRESH_CHUNKS_SQL), {"words": list(_WORDS), "nw": len(_WORDS), "model": model})
+            write_segment(conn, model, keys, sign_bits(vectors))
 
 
 def _hnsw_only_function(server: Any) -> None:

@@ -80,7 +80,7 @@ def test_paraphrased_questions_find_their_page_in_the_top_three(topics):
     figures = recall({q: [r["url"] for r in a["results"]] for q, a in answers.items()}, site.url)
     print(f"\nparaphrase recall over {figures['questions']} questions: "
           f"@1 {figures['recall@1']:.2f}, @3 {figures['recall@3']:.2f}")
-    assert figures["recall@3"] >= 0.9
+    assert figures["recall@3"] == 1.0  # pages sharing a stray word with a question no longer push its page out
     for answer in answers.values():
         for hit in answer["results"]:
             assert 0 <= hit["embedding_score"] <= 1 and 0 <= hit["fulltext_score"] <= 1 and 0 < hit["score"] <= 1
@@ -258,13 +258,14 @@ def test_a_small_tenant_finds_its_page_when_other_tenants_hold_every_nearest_chu
     with TestSite(pages, max_seconds=300) as small:
         _crawl(deps, small, site_domain="small.test")
     embed_pending(deps.search_index, deps.embedder)
-    # A question on the topic site's tide page: over every tenant's chunks its two nearest are the topic
-    # site's, invisible to small.test, whose nearest is then found among its own texts only.
-    monkeypatch.setattr(ranking, "CANDIDATES", 2)
+    # A question on the topic site's tide page: over every tenant's chunks its nearest is the topic
+    # site's, invisible to small.test, whose nearest is then found among its own texts only. (The
+    # lighthouse's chunk is the second nearest: one candidate by meaning, one answer.)
+    monkeypatch.setattr(ranking, "CANDIDATES", 1)
     question = "why does the sea at the shore rise and fall with the moon"
-    assert small.url + "/lighthouse" not in _urls(deps, question, site_domain=None, limit=2)
+    assert small.url + "/lighthouse" not in _urls(deps, question, site_domain=None, limit=1)
     with tenancy.scope("small.test"):
-        hits = search(deps, question, limit=2)["results"]
+        hits = search(deps, question, limit=1)["results"]
     assert [h["url"] for h in hits][:1] == [small.url + "/lighthouse"]
     assert {h["site_domain"] for h in hits} == {"small.test"}
 

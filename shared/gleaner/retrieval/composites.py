@@ -16,28 +16,24 @@ to stale, a block rule, an erasure) takes the composite out in its own transacti
 A hit has the document hit's keys (gleaner.retrieval.ranking) plus ``composite_id``: ``url`` is
 ``gleaner://composites/{id}``, ``document_id`` is null, ``version`` the composite's version, and
 ``(text_hash, start, end)`` a verbatim slice of the composite's canonical text, like any hit.
-Search (gleaner.retrieval.ranking) ranks composites with the documents: ``visible_composites`` lists
+Search (gleaner.retrieval.ranking) ranks composites with the documents: ``SEARCHABLE`` lists
 the caller's searchable ones, and their texts' candidates come from the same owner-read functions as
-the documents', narrowed to those texts. ``composite_hits`` (the blend of the search before rank
-fusion) is kept for infra/bench/composite_search.py only.
+the documents', narrowed to those texts.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-
-from gleaner.retrieval.ranking import CANDIDATES, EMBEDDING_WEIGHT, FULLTEXT_WEIGHT, WORD_CAP
 
 if TYPE_CHECKING:
     from gleaner.app import Deps
 
 URI = "gleaner://composites/{id}"
-PREVIEW_CHARS = 280
 
 # The batch's composite versions that qualify (current, routed, live, no blocked or erased source).
 _QUALIFIES = (
@@ -65,8 +61,6 @@ _LEAVE = sa.text(
     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND i.composite_document_id = s.composite_document_id"
     " AND i.composite_document_id <> ALL(CAST(:kept AS uuid[]))"
 )
-# The same any-word query as the documents' full-text score (gleaner.retrieval.ranking).
-_TSQUERY = "CAST(NULLIF(replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|'), '') AS tsquery)"
 _VISIBLE = (
     " FROM knowledge.composite_search_index i"
     " JOIN knowledge.composite_documents c ON c.id = i.composite_document_id AND c.current_snapshot_id = i.snapshot_id"
@@ -103,79 +97,7 @@ def index_unindexed_composites(deps: Deps) -> int:
     return len(items)
 
 
-def _statement(vectors: bool) -> sa.TextClause:
-    """The ``:limit`` best chunks of the texts ``:h`` (the caller's visible composites' texts), scored.
-
-    Candidates come from migration 0031's functions, narrowed to those texts: they read text_chunks as
-    its owner through its indexes (under the row policy every chunk would pay a four-table check) and
-    return keys only; the joins here, under the caller's row-level security, keep what it may see."""
-    ctes = [f"words AS (SELECT * FROM knowledge.chunk_word_candidates({_TSQUERY}, :k, :cap, CAST(:h AS text[])))"]
-    if vectors:
-        ctes.append("meaning AS (SELECT * FROM knowledge.chunk_vector_candidates(CAST(:v AS public.vector), :m, :k,"
-                    " CAST(:h AS text[])))")
-        # The chunk's vector, fresh or in the HNSW index (gleaner.retrieval.fresh): at most one is set.
-        embedding = ("CASE WHEN ch.embedding_model = :m THEN GREATEST(0, 1 - (COALESCE(ch.embedding,"
-                     " ch.fresh_embedding) OPERATOR(public.<=>)"
-                     " CAST(:v AS public.vector))) ELSE 0 END")
-        score = f"{EMBEDDING_WEIGHT} * LEAST(1, embedding_score) + {FULLTEXT_WEIGHT} * LEAST(1, fulltext_score)"
-        keys = "SELECT text_hash, ordinal FROM words UNION SELECT text_hash, ordinal FROM meaning"
-    else:
-        embedding, score = "CAST(NULL AS float8)", "LEAST(1, fulltext_score)"
-        keys = "SELECT text_hash, ordinal FROM words"
-    ctes.append(f"k AS ({keys})")
-    ctes.append(
-        "scored AS (SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, s.version,"
-        f" ch.text_hash, ch.chunk_start, ch.chunk_end, {embedding} AS embedding_score,"
-        f" COALESCE(ts_rank_cd(ch.tsv, {_TSQUERY}, 32), 0) AS fulltext_score"
-        " FROM k JOIN knowledge.text_chunks ch ON ch.text_hash = k.text_hash AND ch.ordinal = k.ordinal"
-        + _VISIBLE.replace(" FROM knowledge.composite_search_index i", " JOIN knowledge.composite_search_index i"
-                           " ON i.text_hash = ch.text_hash", 1)
-                  .replace(" WHERE ", " JOIN knowledge.document_snapshots s ON s.id = i.snapshot_id WHERE ", 1)
-        + ")")
-    return sa.text(
-        "WITH " + ", ".join(ctes) +
-        " SELECT top.*, convert_from(substring(convert_to(t.body, 'UTF8') FROM top.chunk_start + 1"
-        "   FOR top.chunk_end - top.chunk_start), 'UTF8') AS chunk"
-        f" FROM (SELECT *, {score} AS score FROM scored ORDER BY score DESC, composite_id, chunk_start"
-        "   LIMIT :limit) top"
-        " JOIN knowledge.canonical_texts t ON t.text_hash = top.text_hash")
-
-
-def _preview(chunk: str) -> str:
-    flat = " ".join(chunk.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1].rsplit(" ", 1)[0] + "…"
-
-
-def visible_composites(conn: Connection, site_domain: str | None) -> list[dict[str, Any]]:
-    """The caller's searchable composites (row-level security decides): id, title, site, text, snapshot."""
-    return [dict(r) for r in conn.execute(sa.text(
-        "SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
-        " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE), {"site": site_domain}).mappings()]
-
-
-def composite_hits(deps: Deps, query: str, vector: str | None, model: str, site_domain: str | None,
-                   limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` best chunks of the caller's searchable composites, scored as documents' chunks are.
-
-    ``vector`` is the query's embedding as pgvector text (None: full text only), ``model`` its model."""
-    params: dict[str, Any] = {"q": query, "v": vector, "m": model, "site": site_domain, "limit": limit,
-                              "k": max(CANDIDATES, limit), "cap": WORD_CAP}
-    with deps.engine.connect() as conn:
-        # The caller's searchable composites' texts first: most tenants have none, and then nothing more is read.
-        params["h"] = list(conn.execute(sa.text("SELECT DISTINCT i.text_hash" + _VISIBLE), params).scalars())
-        if not params["h"]:
-            return []
-        if vector is not None:  # the HNSW scan returns at most ef_search rows
-            conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {max(params['k'], 40)}"))
-        rows = conn.execute(_statement(vector is not None), params).mappings().all()
-    hits = []
-    for r in rows:
-        es = None if r["embedding_score"] is None else round(min(1.0, float(r["embedding_score"])), 6)
-        fs = round(min(1.0, float(r["fulltext_score"])), 6)
-        score = fs if es is None else EMBEDDING_WEIGHT * es + FULLTEXT_WEIGHT * fs
-        hits.append({"url": URI.format(id=r["composite_id"]), "title": r["title"], "site_domain": r["site_domain"],
-                     "document_id": None, "composite_id": r["composite_id"], "version": r["version"],
-                     "text_hash": r["text_hash"], "start": r["chunk_start"], "end": r["chunk_end"],
-                     "preview": _preview(r["chunk"]), "embedding_score": es, "fulltext_score": fs,
-                     "score": round(score, 6)})
-    return hits
+# The caller's searchable composites (row-level security decides): id, title, site, text, snapshot.
+# Search reads them in its candidates' statement (gleaner.retrieval.hybrid).
+SEARCHABLE = ("SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
+              " CAST(i.snapshot_id AS text) AS snapshot_id" + _VISIBLE)

@@ -8,9 +8,16 @@ rankings of the candidate pages (Cormack, Clarke and Büttcher's reciprocal rank
 - by its best chunk's BM25 (one passage that holds the question's words);
 - by its best chunk's cosine similarity to the query (meaning; absent without vectors).
 
-A page missing from a ranking gets nothing from it. The passage answered for a page is its chunk with
-the best fusion of the two chunk rankings. ``score`` is the fused score over the most a page can get
-(first in every ranking), so 0-1, comparable across queries only loosely: it is a rank score.
+A page missing from a ranking gets nothing from it. With the meaning side there, a page enters the
+two word rankings only if it holds ``MIN_COVERAGE`` of the query's word weight (IDF): ranks ignore
+how weak a match is, so a page sharing one stray word with the question ("turn", "machine") would
+otherwise rank first twice over and push the page that answers it by meaning out of the top three.
+Without vectors the words are all there is, and every matching page is ranked. A page left in no
+ranking still answers, last (by its page BM25), so a search still fills its ``limit``.
+
+The passage answered for a page is its chunk with the best fusion of the two chunk rankings. ``score``
+is the fused score over the most a page can get (first in every ranking), so 0-1, comparable across
+queries only loosely: it is a rank score.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from dataclasses import dataclass
 
 RRF_K = 60
 WEIGHTS = {"page_words": 1.0, "chunk_words": 1.0, "meaning": 1.0}
+MIN_COVERAGE = 0.15  # as the relevance floor's share (gleaner.retrieval.ranking.FLOOR_COVERAGE)
+STRAY_WEIGHT = 0.01  # a page in no ranking still answers, after all others, with a score near 0
 
 
 @dataclass
@@ -48,8 +57,9 @@ def _ranks(scored: Iterable[tuple[str, float]]) -> dict[str, int]:
 
 
 def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[str, float],
-         dense: bool) -> list[RankedPage]:
-    """Rank pages {page key: its text hash} from their texts' candidate chunks and page BM25, best first."""
+         dense: bool, coverage: dict[str, float] | None = None) -> list[RankedPage]:
+    """Rank pages {page key: its text hash} from their texts' candidate chunks and page BM25 (and the
+    share of the query's word weight each text holds), best first."""
     by_text: dict[str, list[Candidate]] = {}
     for c in chunks:
         by_text.setdefault(c.text_hash, []).append(c)
@@ -62,9 +72,11 @@ def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[st
         return sum(1 / (RRF_K + r[k]) for r in (chunk_word_rank, chunk_meaning_rank) if k in r)
 
     live = {key: text for key, text in pages.items() if text in by_text}
+    worded = {key: text for key, text in live.items()
+              if not dense or coverage is None or coverage.get(text, 0.0) >= MIN_COVERAGE}
     lists = {
-        "page_words": _ranks((key, page_words[text]) for key, text in live.items() if page_words.get(text)),
-        "chunk_words": _ranks((key, max(c.words or 0 for c in by_text[text])) for key, text in live.items()
+        "page_words": _ranks((key, page_words[text]) for key, text in worded.items() if page_words.get(text)),
+        "chunk_words": _ranks((key, max(c.words or 0 for c in by_text[text])) for key, text in worded.items()
                               if any(c.words for c in by_text[text])),
     }
     if dense:
@@ -72,10 +84,15 @@ def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[st
                                   for key, text in live.items()
                                   if any(c.meaning is not None for c in by_text[text]))
     best_possible = sum(WEIGHTS[name] / (RRF_K + 1) for name in lists) or 1.0
+    # Pages in no ranking (a stray word, nothing close in meaning) come last, by their page BM25.
+    stray = _ranks((key, page_words.get(text, 0.0)) for key, text in live.items()
+                   if not any(key in ranks for ranks in lists.values()))
     ranked = []
     for key, text in live.items():
         fused = sum(WEIGHTS[name] / (RRF_K + ranks[key]) for name, ranks in lists.items() if key in ranks)
+        if key in stray:
+            fused = STRAY_WEIGHT / (RRF_K + stray[key])
         best = max(by_text[text], key=lambda c: (passage_score(c), -c.start))
         ranked.append(RankedPage(key, text, best, fused / best_possible))
-    ranked.sort(key=lambda p: (-p.score, p.key))
+    ranked.sort(key=lambda p: (p.key in stray, -p.score, p.key))
     return ranked

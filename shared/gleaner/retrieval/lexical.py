@@ -1,4 +1,5 @@
-"""Search's lexical side: BM25 over chunks and over whole pages (migration 0041's function).
+"""Search's lexical side: BM25 over chunks and over whole pages (migration 0041's function, PL/pgSQL
+since 0049; gleaner.retrieval.hybrid calls it with these constants).
 
 As Lucene's BM25: Robertson's IDF with its ``1 +`` (no word weighs below zero), term frequency
 saturated by ``k1``, length normalised by ``b``. ``knowledge.search_chunk_words`` computes both where
@@ -15,9 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
 K1 = 1.2
 B = 0.75
 PER_TERM = 200  # candidate chunks a word brings (all of a rare word's; a common word's: a bounded subset)
@@ -25,31 +23,9 @@ DF_CAP = 1000  # a word in more chunks is common: its count comes from ANALYZE, 
 PER_TEXT = 3  # chunks returned per page: its passage is chosen among them (with the meaning side's)
 TOP = 100  # pages returned: the best by page score, and those holding one of the best chunks
 
-_WORDS = sa.text("SELECT * FROM knowledge.search_chunk_words(:q, :per_term, :df_cap, :k1, :b, :per_text, :top,"
-                 " CAST(:h AS text[]))")
-
-
-@dataclass
-class ChunkWords:
-    text_hash: str
-    ordinal: int
-    start: int
-    end: int
-    score: float  # chunk BM25
-
 
 @dataclass
 class PageWords:
     score: float  # page BM25
     coverage: float  # share of the query's IDF the page holds
 
-
-def words(conn: Connection, query: str, hashes: list[str] | None) -> tuple[list[ChunkWords], dict[str, PageWords],
-                                                                          float]:
-    """Candidate chunks and pages by the query's words (over every text, or only ``hashes``), and the
-    most a chunk's BM25 can reach for this query (0: no word of the query is in any chunk)."""
-    rows = conn.execute(_WORDS, {"q": query, "per_term": PER_TERM, "df_cap": DF_CAP, "k1": K1, "b": B,
-                                 "per_text": PER_TEXT, "top": TOP, "h": hashes}).all()
-    chunks = [ChunkWords(r[0], int(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in rows]
-    pages = {r[0]: PageWords(float(r[5]), float(r[6])) for r in rows}
-    return chunks, pages, float(rows[0][7]) if rows else 0.0

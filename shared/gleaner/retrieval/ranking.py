@@ -39,7 +39,6 @@ FULLTEXT_WEIGHT = 0.4
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 1000
 CANDIDATES = 50  # nearest chunks by meaning: enough to rank pages well, few enough to compare exactly
-WORD_CAP = 200  # composites' full-text matches ranked per query (gleaner.retrieval.composites)
 # The relevance floor: an answer needs a page holding this share of the query's word weight (IDF; a word
 # in no chunk weighs most), or a passage this close in meaning (cosine). Set on the tuning set's questions
 # and off-topic ones: the static table puts nonsense 0.2 to 0.41 from the nearest page, most real questions above 0.45.
@@ -69,9 +68,9 @@ def search(deps: Deps, query: str, *, site_domain: str | None = None, limit: int
 
 
 def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[str, Any]:
-    from gleaner.retrieval.composites import URI, visible_composites
+    from gleaner.retrieval.composites import URI
     from gleaner.retrieval.fusion import fuse
-    from gleaner.retrieval.hybrid import gather, passages, visible_documents, visible_texts
+    from gleaner.retrieval.hybrid import gather, passages
 
     index = deps.search_index
     vector: str | None = None
@@ -85,17 +84,19 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
     with deps.engine.begin() as conn:
         # The fresh vectors' nearest by sign bits (gleaner.retrieval.fresh_scan), compared exactly in SQL.
         fresh = index.fresh_signs.nearest(conn, model, floats) if vector is not None else (None, None)
-        # First over every tenant's chunks; when too few pages are the caller's (a small tenant among
-        # large ones), again over the texts the caller's scope sees.
-        for visible_only in (False, True):
-            pool = gather(conn, query, vector, model, k, visible_texts(conn, site_domain) if visible_only else None,
-                          fresh)
-            docs = visible_documents(conn, pool.texts(), site_domain)
-            if len({d["document_id"] for d in docs}) >= limit:
-                break
-        composites = visible_composites(conn, site_domain)  # most tenants have none: one small query
-        if composites:
-            more = gather(conn, query, vector, model, k, sorted({c["text_hash"] for c in composites}), fresh)
+        # Over every tenant's chunks, with the caller's documents and composites among them (one statement).
+        first = gather(conn, query, vector, model, k, site_domain, composites=True, fresh=fresh)
+        pool, docs, composites = first.pool, first.documents, first.composites
+        seen = {d["text_hash"] for d in docs} | {c["text_hash"] for c in composites}
+        if len({d["document_id"] for d in docs}) < limit and set(pool.texts()) - seen:
+            # Candidates the caller may not see took the places (a small tenant among large ones): again,
+            # over the texts the caller's scope sees. When every candidate was the caller's, this would
+            # find the same pool.
+            again = gather(conn, query, vector, model, k, site_domain, visible_only=True, fresh=fresh)
+            pool, docs = again.pool, again.documents
+        if composites:  # most tenants have none
+            texts = sorted({c["text_hash"] for c in composites})
+            more = gather(conn, query, vector, model, k, site_domain, texts=texts, fresh=fresh).pool
             for key, cand in more.chunks.items():
                 pool.chunks.setdefault(key, cand)
             for text, words in more.pages.items():
@@ -104,7 +105,8 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
         meta.update({"composite:" + c["composite_id"]: {**c, "url": URI.format(id=c["composite_id"]),
                                                         "document_id": None} for c in composites})
         ranked = fuse({key: m["text_hash"] for key, m in meta.items()}, list(pool.chunks.values()),
-                      {t: p.score for t, p in pool.pages.items()}, dense=vector is not None)
+                      {t: p.score for t, p in pool.pages.items()}, dense=vector is not None,
+                      coverage={t: p.coverage for t, p in pool.pages.items()})
         if not ranked or not _above_floor(ranked[0], pool):
             return {"query": query, "results": [], "note": NO_MATCH}
         top = ranked[:limit]

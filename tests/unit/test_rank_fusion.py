@@ -1,0 +1,39 @@
+"""Rank fusion of a search's word and meaning rankings (gleaner.retrieval.fusion): pure, no database."""
+
+from __future__ import annotations
+
+from gleaner.retrieval.fusion import Candidate, fuse
+
+# One chunk a page: (its BM25, its cosine to the question, the share of the question's word weight it holds).
+Scores = dict[str, tuple[float | None, float | None, float]]
+STRAY: Scores = {"plastics": (2.8, 0.30, 0.10), "solar": (1.7, 0.40, 0.14), "tides": (1.6, 0.20, 0.14)}
+ANSWER: Scores = {"photosynthesis": (None, 0.52, 0.0)}
+
+
+def _rank(pages: Scores, dense: bool = True) -> list[str]:
+    chunks = [Candidate(text_hash=p, ordinal=0, start=0, end=10, words=w, meaning=m if dense else None)
+              for p, (w, m, _c) in pages.items()]
+    page_words = {p: w for p, (w, _m, _c) in pages.items() if w}
+    coverage = {p: c for p, (_w, _m, c) in pages.items()}
+    return [r.key for r in fuse({p: p for p in pages}, chunks, page_words, dense=dense, coverage=coverage)]
+
+
+def test_pages_sharing_a_stray_word_with_the_question_do_not_push_its_answer_out_of_the_top_three():
+    assert _rank({**STRAY, **ANSWER})[0] == "photosynthesis"
+
+
+def test_a_page_with_a_stray_word_and_nothing_close_in_meaning_still_answers_last():
+    pages = {**STRAY, **ANSWER, "chess": (2.9, None, 0.05)}  # not among the nearest by meaning
+    chunks = [Candidate(text_hash=p, ordinal=0, start=0, end=10, words=w, meaning=m) for p, (w, m, _c) in pages.items()]
+    ranked = fuse({p: p for p in pages}, chunks, {p: w for p, (w, _m, _c) in pages.items() if w}, dense=True,
+                  coverage={p: c for p, (_w, _m, c) in pages.items()})
+    assert [r.key for r in ranked][-1] == "chess" and 0 < ranked[-1].score < min(r.score for r in ranked[:-1])
+
+
+def test_a_page_holding_much_of_the_question_s_words_still_ranks_by_them():
+    pages = {**STRAY, **ANSWER, "leaves": (3.5, 0.45, 0.60)}
+    assert _rank(pages)[0] == "leaves"
+
+
+def test_without_vectors_every_page_holding_a_word_of_the_question_is_ranked_by_its_words():
+    assert _rank({**STRAY, **ANSWER}, dense=False)[:3] == ["plastics", "solar", "tides"]
