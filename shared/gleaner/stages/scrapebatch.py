@@ -25,6 +25,7 @@ from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchRequest, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
 from gleaner.render.scraping import RenderPlan
+from gleaner.stages.answerkeep import KeptAnswers
 from gleaner.stages.cpugauge import GAUGE
 from gleaner.stages.fetchonce import PAGE_KINDS, replay_for, replayable
 from gleaner.store.backends.blobs import run_body_key, run_content_key, run_raw_key
@@ -72,6 +73,14 @@ class BatchScrape:
         self.deps = deps
         self.message = message
         self.pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
+        # Each answer is kept as it comes (stages/answerkeep.py): those an earlier delivery of this batch got
+        # but never recorded (a kill -9 before their write) stand for this delivery's fetches.
+        self.keeper = KeptAnswers(deps.blobs, message.site_domain, message.run_id, f"scrape-{message.batch_no}",
+                                  "scrape")
+        earlier = self.keeper.earlier() if self.pages else {}
+        self.pages = {doc: replace(p, prefetched=earlier[p.url_hash]) if p.url_hash in earlier else p
+                      for doc, p in self.pages.items()}
+        self.replayed: set[str] = set()  # answered from a kept answer: not kept again
         # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
         self.handed: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
                                           if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
@@ -113,6 +122,7 @@ class BatchScrape:
             if result is None:
                 self.missing.append(_request(p))
             else:
+                self.replayed.add(p.document_id)
                 yield result
 
     def fetched_one(self, result: FetchResult, fetcher: Fetcher | None = None) -> None:
@@ -120,6 +130,8 @@ class BatchScrape:
         browser first when its page renders: its sub-requests go through ``fetcher``)."""
         self.deps.observer.page_fetched(self.message.run_id)
         page = self.pages[str(result.key)]
+        if page.document_id not in self.replayed:
+            self.keeper.keep(page.url_hash, result)  # before anything else: a kill -9 now costs no request
         self.answered.add(page.document_id)
         moved_to = _moved_to_known(self.deps, self.message.site_domain, page, result)
         if moved_to is not None:
