@@ -6,7 +6,8 @@ anything else is done with it. Extraction and the ledger write that records the 
 pages at a time: a ``kill -9`` in between lost the answers, and a resume asked for those pages again.
 The stage redone lists its own folder of kept answers once (``bodies/answers-{stage}/``: absent, and one
 cheap listing, on a first delivery) and replays them as if it had just fetched them. They go with the
-run's bodies when the run settles (stages/upkeep.py) and with the page when it is erased.
+run's bodies when the run settles (stages/upkeep.py) and with the page when it is erased. Scrape keeps
+them on the in-process bus only (stages/scrapebatch.py says why).
 """
 
 from __future__ import annotations

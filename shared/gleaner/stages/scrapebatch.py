@@ -74,10 +74,11 @@ class BatchScrape:
         self.message = message
         self.pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
         # Each answer is kept as it comes (stages/answerkeep.py): those an earlier delivery of this batch got
-        # but never recorded (a kill -9 before their write) stand for this delivery's fetches.
+        # but never recorded (a kill -9 before their write) stand for this delivery's fetches. In-process only,
+        # where `runs resume` redoes a batch: in the cloud each would be two object writes on the batch's path.
         self.keeper = KeptAnswers(deps.blobs, message.site_domain, message.run_id, f"scrape-{message.batch_no}",
-                                  "scrape")
-        earlier = self.keeper.earlier() if self.pages else {}
+                                  "scrape") if deps.local_bus is not None else None
+        earlier = self.keeper.earlier() if self.keeper is not None and self.pages else {}
         self.pages = {doc: replace(p, prefetched=earlier[p.url_hash]) if p.url_hash in earlier else p
                       for doc, p in self.pages.items()}
         self.replayed: set[str] = set()  # answered from a kept answer: not kept again
@@ -130,7 +131,7 @@ class BatchScrape:
         browser first when its page renders: its sub-requests go through ``fetcher``)."""
         self.deps.observer.page_fetched(self.message.run_id)
         page = self.pages[str(result.key)]
-        if page.document_id not in self.replayed:
+        if self.keeper is not None and page.document_id not in self.replayed:
             self.keeper.keep(page.url_hash, result)  # before anything else: a kill -9 now costs no request
         self.answered.add(page.document_id)
         moved_to = _moved_to_known(self.deps, self.message.site_domain, page, result)
