@@ -74,3 +74,24 @@ def test_a_prestarted_forkserver_serves_the_pool_and_one_never_used_is_stopped_a
     unused.close()
     assert time.monotonic() - began < 2  # not kept waiting for the imports to finish
     assert forkserver._forkserver._forkserver_pid is None and not psutil.pid_exists(server)
+
+
+def test_a_pools_semaphores_leave_dev_shm_once_its_workers_run_and_it_still_extracts():
+    import os
+    import time
+
+    pool = ExtractPool(workers=2)
+    try:
+        assert pool.submit(items(0)).result(timeout=120)[0].title == "Pool 0"
+        executor = pool._executor
+        queues = (executor._call_queue, executor._result_queue)
+        files = [f"/dev/shm/sem.{lock._semlock.name.lstrip('/')}" for q in queues for lock in (q._rlock, q._wlock)]
+        deadline = time.monotonic() + 60
+        while any(os.path.exists(f) for f in files) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # A kill -9 of the command now leaves nothing in /dev/shm, and its resource tracker nothing to report.
+        assert not any(os.path.exists(f) for f in files)
+        assert [r[0].title for f in [pool.submit(items(n)) for n in range(1, 5)] for r in [f.result(timeout=120)]] \
+            == [f"Pool {n}" for n in range(1, 5)]
+    finally:
+        pool.close()

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from gleaner.extract.orphan import worker_started
 from gleaner.extract.page import ExtractedPage, extract_pages
+from gleaner.extract.semnames import forget_once_started
 
 Items = list[tuple[bytes, str | None, str, str | None]]
 # What the forkserver imports before it forks a worker: the extractors (trafilatura, lxml, pypdf are
@@ -90,9 +91,8 @@ class ExtractPool:
             self._warming.start()
 
     def _spawn(self, executor: ProcessPoolExecutor) -> None:
-        try:
-            for _ in range(self.workers):
-                executor.submit(os.getpid)
+        try:  # the semaphores' names go once every worker answered (extract/semnames.py)
+            forget_once_started(executor, self.workers)
         except RuntimeError:  # closed while starting: the queued pages are cancelled by close()
             pass
         finally:
@@ -142,6 +142,7 @@ class ExtractPool:
 
                 ctx = multiprocessing.get_context("forkserver")
                 self._aside = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=worker_started)
+                forget_once_started(self._aside, 1)
             aside = self._aside
         return aside.submit(fn, *args)
 

@@ -21,7 +21,7 @@ the redirect served is the other document's content (DESIGN.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -70,8 +70,10 @@ class PageRead:
 class PageReader:
     """One scrape batch's pages: which the browser reads is decided when it is built; :meth:`read` reads them."""
 
-    def __init__(self, deps: Deps, run_id: str, site_domain: str, pages: Iterable[RunPage]) -> None:
+    def __init__(self, deps: Deps, run_id: str, site_domain: str, pages: Iterable[RunPage], *,
+                 on_answer: Callable[[RunPage, FetchResult], None] | None = None) -> None:
         self._deps = deps
+        self._on_answer = on_answer  # told of each answer the site gives, before it is rendered or read
         self._run_id = run_id
         self._site = site_domain
         self._pages = {p.document_id: p for p in pages}
@@ -98,6 +100,8 @@ class PageReader:
         yield from self._replays(fetcher)
         for result in chain(fetcher.fetch_many(self._requests, stop_at=stop_at),
                             fetcher.fetch_many(self._missing, stop_at=stop_at)):
+            if self._on_answer is not None:
+                self._on_answer(self._pages[str(result.key)], result)
             yield self._read(fetcher, result)
 
     def _kept_stands(self, page: RunPage) -> bool:

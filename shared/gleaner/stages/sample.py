@@ -43,7 +43,7 @@ from gleaner.render.reader import render_rules
 from gleaner.render.sampling import render_sample
 from gleaner.stages.batching import batch_size_for
 from gleaner.stages.foundlinks import add_rendered_links
-from gleaner.stages.samplekeep import keep_answer, keep_rendered, store_sample
+from gleaner.stages.samplekeep import SampleAnswers, keep_answer, keep_rendered, store_sample, vouched_by_walk
 from gleaner.stages.sectionproof import confirm_exclusion, section_verdict
 from gleaner.stages.upkeep import finish_run
 from gleaner.store.backends.blobs import sample_key
@@ -108,7 +108,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     for page in pages:
         classify(page)
     reusable = _reusable_samples(deps, message, exclude) if sections else {}
-    answers: dict[str, dict[str, Any]] = {}  # what the samples fetched, kept for scrape (fetchonce.py)
+    answers = SampleAnswers(deps, message)  # what the samples fetched, kept for scrape and a redone sample
     by_section: dict[str, Decision] = {}  # the decision of a section's other members, document_id unset
     def join_rendered(outcome: SampleOutcome) -> None:
         if outcome.sample is not None and outcome.rendered is not None:
@@ -166,7 +166,7 @@ def handle(message: CrawlMapped, deps: Deps) -> list[ScrapeBatch]:
     # Each page's batch and the sample's kept answer go with its decision: one write of its ledger row.
     meta.record_decisions(run_id, (d if d.document_id else replace(d, document_id=p.document_id)
                                    for p in pages for d in (decision_of(p),)),
-                          {doc: i // size for i, doc in enumerate(include)}, answers)
+                          {doc: i // size for i, doc in enumerate(include)}, answers.by_document)
     meta.record_not_modified(run_id, [FetchRecord(d, "not-modified", LASTMOD_REASON, None, 0, None, None, None)
                                       for d in sorted(unchanged)])
     if not meta.start_scrape(run_id, batches):
@@ -287,7 +287,7 @@ def _candidates(deps: Deps, fetcher: Fetcher, run_id: str, members: list[SampleP
 
 
 def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: RunPage, prev: PreviousSample | None,
-                  answers: dict[str, dict[str, Any]]) -> tuple[FetchResult, bool]:
+                  answers: SampleAnswers) -> tuple[FetchResult, bool]:
     """The sample's answer, and whether a 304 in it vouches for ``prev``'s verdict.
 
     A page map's walk already asked for is not asked again: its kept answer is used (a 304 there
@@ -299,11 +299,14 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
     replay = replay_for(deps.blobs, sample.prefetched, sample.fetch_url, None, sample.current_hash is not None)
     if replay is not None:
         return replay, same
-    if prev is not None and _vouched_by_walk(sample.prefetched, prev):
+    if prev is not None and vouched_by_walk(sample.prefetched, prev):
         # A page with no snapshot (one this sample excluded before): the walk's 304 answered the validators
         # it was last read with, and those are prev's, so prev's verdict stands without asking again.
         return FetchResult(sample.fetch_url, FetchOutcome.NOT_MODIFIED, "304 not modified (map)", status=304,
                            etag=prev.etag, last_modified=prev.last_modified), True
+    earlier = answers.earlier(sample)  # this sample's answer, got before a crash (stages/answerkeep.py)
+    if earlier is not None:
+        return earlier, prev is not None
     result = fetcher.fetch(FetchRequest(sample.fetch_url, accept=PAGE_KINDS,
                                         etag=prev.etag if prev else None,
                                         last_modified=prev.last_modified if prev else None))
@@ -312,19 +315,9 @@ def _fetch_sample(deps: Deps, fetcher: Fetcher, message: CrawlMapped, sample: Ru
     return result, prev is not None
 
 
-def _vouched_by_walk(prefetched: dict[str, Any] | None, prev: PreviousSample) -> bool:
-    """Whether map's walk got a 304 for validators that name the same body as ``prev``'s."""
-    if not prefetched or prefetched.get("outcome") != FetchOutcome.NOT_MODIFIED:
-        return False
-    etag, last_modified = prefetched.get("etag"), prefetched.get("last_modified")
-    if etag and prev.etag:
-        return bool(etag == prev.etag)
-    return bool(last_modified and last_modified == prev.last_modified)
-
-
 def _sample_section(deps: Deps, fetcher: Fetcher, message: CrawlMapped, members: list[SamplePage],
                     exclude: tuple[str, ...], prev: PreviousSample | None,
-                    answers: dict[str, dict[str, Any]], render: RenderMode = RenderMode.NEVER) -> SampleOutcome:
+                    answers: SampleAnswers, render: RenderMode = RenderMode.NEVER) -> SampleOutcome:
     """Fetch the first robots-allowed, fetchable page of a section and decide on it (or reuse ``prev``)."""
     again = next((p for p in members if p.document_id == prev.document_id), None) if prev else None
     errors: list[str] = []

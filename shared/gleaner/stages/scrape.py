@@ -7,7 +7,8 @@ equals its current snapshot writes no blob at all; others leave content.md and
 raw.md as run-scoped artefacts for the snapshot stage. Pages already settled in
 this run (a redelivered task) are skipped. Pages map's walk or sample's sample
 already asked for in this run are not asked again: their kept answers
-(store/ledger/fetchonce.py) are settled as if this stage had fetched them. A batch of a run that is no longer
+(store/ledger/fetchonce.py) are settled as if this stage had fetched them, and so are the answers an earlier
+delivery of the batch got and kept before it died (stages/answerkeep.py). A batch of a run that is no longer
 scraping (cancelled, interrupted, ended by a storage failure) fetches nothing.
 
 A body the blob store will not take settles its page as ``store-failed`` and

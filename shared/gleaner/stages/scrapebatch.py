@@ -26,6 +26,7 @@ from gleaner.extract.pdf import EXTRACTION_METHOD as PDF_EXTRACTOR
 from gleaner.fetch.types import FetchOutcome, FetchResult
 from gleaner.messages import FetchedPage, PagesFetched, ScrapeBatch, SnapshotsWritten
 from gleaner.render.reader import PageRead, PageReader
+from gleaner.stages.answerkeep import KeptAnswers
 from gleaner.stages.cpugauge import GAUGE
 from gleaner.store.backends.blobs import run_body_key, run_content_key, run_raw_key
 from gleaner.store.backends.dberrors import again_on_transient
@@ -72,12 +73,21 @@ class BatchScrape:
         self.deps = deps
         self.message = message
         self.pages = {p.document_id: p for p in batch if p.fetch_outcome is None}
+        # Each answer is kept as it comes (stages/answerkeep.py): those an earlier delivery of this batch got
+        # but never recorded (a kill -9 before their write) stand for this delivery's fetches. In-process only,
+        # where `runs resume` redoes a batch: in the cloud each would be two object writes on the batch's path.
+        self.keeper = KeptAnswers(deps.blobs, message.site_domain, message.run_id, f"scrape-{message.batch_no}",
+                                  "scrape") if deps.local_bus is not None else None
+        earlier = self.keeper.earlier() if self.keeper is not None and self.pages else {}
+        self.pages = {doc: replace(p, prefetched=earlier[p.url_hash]) if p.url_hash in earlier else p
+                      for doc, p in self.pages.items()}
         # Fetched by an earlier delivery whose hand-off to snapshot was lost: announce again, don't refetch.
         self.handed: list[FetchedPage] = [_announce_again(deps, message, p) for p in batch
                                           if p.fetch_outcome == "fetched" and p.snapshot_outcome is None
                                           and p.fetched_content_hash]
         # How each page is read (an answer kept this run, the plain fetch, the browser) is the reader's decision.
-        self.reader = PageReader(deps, message.run_id, message.site_domain, self.pages.values())
+        self.reader = PageReader(deps, message.run_id, message.site_domain, self.pages.values(),
+                                 on_answer=self._keep if self.keeper is not None else None)
         self.rendered: dict[str, PageRead] = {}  # pages read by the browser, by page (their DOMs feed discovery)
         self.render_facts: dict[str, dict[str, Any]] = {}  # recorded on the ledger at the batch's end
         self.records: list[FetchRecord] = []  # settled, not yet written
@@ -97,6 +107,11 @@ class BatchScrape:
         a page that could not start by ``stop_at`` is not read)."""
         for read in self.reader.read(fetcher, stop_at=stop_at):
             self.read_one(read)
+
+    def _keep(self, page: RunPage, result: FetchResult) -> None:
+        """A fresh answer kept before anything else is done with it: a kill -9 now costs no request."""
+        if self.keeper is not None:
+            self.keeper.keep(page.url_hash, result)
 
     def read_one(self, read: PageRead) -> None:
         """One page in as read: its outcome recorded, or the page queued for extraction."""

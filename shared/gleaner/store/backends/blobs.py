@@ -81,6 +81,19 @@ def run_answer_key(site: str, run_id: str, page_id: str) -> str:
     return f"{run_prefix(site, run_id)}/answers/{page_id}.json"
 
 
+def run_kept_answer_key(site: str, run_id: str, stage: str, page_id: str) -> str:
+    """What the site answered sample or a scrape batch (``stage``: ``sample``, ``scrape-{batch_no}``), kept
+    beside the body (and discarded with it) the moment it came, before anything else is done with it: a
+    delivery redone after a crash (a resume) replays it instead of asking the site again."""
+    return f"{run_prefix(site, run_id)}/bodies/answers-{stage}/{page_id}.json"
+
+
+def kept_answer_keys(blobs: BlobStore, site: str, run_id: str, page_id: str) -> list[str]:
+    """Every answer sample or a scrape batch of the run kept for the page (erasure deletes them with its body)."""
+    return [key for key in blobs.list(f"{run_prefix(site, run_id)}/bodies/answers-")
+            if key.endswith(f"/{page_id}.json")]
+
+
 def run_rendered_key(site: str, run_id: str, page_id: str) -> str:
     """A page's rendered DOM, kept beside its fetched body (and discarded with it) so scrape does not render
     a page map's walk or sample's sample already rendered."""

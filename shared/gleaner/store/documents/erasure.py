@@ -43,6 +43,7 @@ from gleaner.retrieval.index import remove_documents
 from gleaner.store.backends import generation
 from gleaner.store.backends.blobs import (
     BlobStore,
+    kept_answer_keys,
     map_key,
     run_answer_key,
     run_body_key,
@@ -336,7 +337,7 @@ def erase_document(store: ErasureStore, blobs: BlobStore, blocklist: Blocklist, 
             page = plan["url_hash"]
             keys += [run_content_key(site, run_id, page), run_raw_key(site, run_id, page),
                      sample_key(site, run_id, page), run_body_key(site, run_id, page),
-                     run_answer_key(site, run_id, page)]
+                     run_answer_key(site, run_id, page), *kept_answer_keys(blobs, site, run_id, page)]
     unique = list(dict.fromkeys(digests))
     erasure_id = store.record_erasure(site, document_id, unique[0][0], reason, by, unique)
     report = ErasureReport(erasure_id, site, document_id, plan["url"], digests=len(unique))
