@@ -76,7 +76,8 @@ def runs_cmd(run_id: str | None, limit: int, urls: bool, status_filter: str | No
             for used in (summary["language_model"] or {}).get("models", ()):
                 fell_back = f", {used['fell_back']} left to the rules" if used["fell_back"] else ""
                 click.echo(f"  language model {used['model']}: read {plural(used['samples'], 'section sample')},"
-                           f" {used['cached']} from its cache or an earlier run{fell_back}, {plural(used['tokens'], 'token')}")
+                           f" {used['cached']} from its cache or an earlier run{fell_back},"
+                           f" {plural(used['tokens'], 'token')}")
             return
         runs = deps.metadata.recent_runs(limit)
     if as_json:

@@ -87,9 +87,9 @@ class RunBudget:
 
 
 def model_usage(engine: Engine, run_id: str) -> dict[str, Any] | None:
-    """What the language model did for a run, from its recorded section samples: samples read per model, how
-    many were answered from the cache (or carried over from an earlier run) or fell back to the rules (with the commonest reason), tokens and cost.
-    None when no sample of the run went through the model."""
+    """What the language model did for a run, from its recorded section samples: per model, the samples read,
+    how many came from the cache (or an earlier run's carried-over verdict), how many fell back to the rules
+    (with the commonest reason), tokens and cost. None when no sample of the run went through the model."""
     with engine.connect() as conn:
         rows = conn.execute(sa.text(
             "SELECT decision_metadata->>'model' AS model, count(*) AS asked,"
