@@ -114,7 +114,8 @@ def test_a_client_edit_is_the_composites_next_version_edited_until_validated_and
     validated = call(app, "POST", f"/v1/composites/{made.id}", token=mine, json_body={"status": "validated"})
     assert validated.status == 200 and validated.json()["composite"]["validated_by"] == f"site token for {SITE}"
     for status in ("staged", "prod"):
-        assert call(app, "POST", f"/v1/composites/{made.id}", token=OPERATOR, json_body={"status": status}).status == 200
+        moved = call(app, "POST", f"/v1/composites/{made.id}", token=OPERATOR, json_body={"status": status})
+        assert moved.status == 200
     # An edit of the composite in production is a new version to validate again: production's validation is gone.
     reedit = call(app, "POST", f"/v1/composites/{made.id}/edit", token=mine, json_body={"markdown": PRICING})
     assert reedit.status == 201 and reedit.json()["composite"]["status"] == "edited"
