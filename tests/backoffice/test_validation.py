@@ -121,6 +121,9 @@ def test_a_client_edit_is_the_composites_next_version_edited_until_validated_and
     assert reedit.status == 201 and reedit.json()["composite"]["status"] == "edited"
     assert reedit.json()["composite"]["validated_by"] is None
     assert call(app, "POST", f"/v1/composites/{made.id}/edit", token=mine, json_body={"markdown": ""}).status == 400
+    # Back to an earlier version's very text: refused, naming that version (a version is its content).
+    back = call(app, "POST", f"/v1/composites/{made.id}/edit", token=mine, json_body={"markdown": EDITED})
+    assert back.status == 409 and "version 2" in back.json()["error"]
 
 
 def test_the_composites_page_edits_the_text_as_a_new_version_and_lists_the_versions(deps):

@@ -15,6 +15,7 @@ from gleaner.operator.composites import (
     EDIT_GENERATOR,
     CompositeStatus,
     CompositeVersion,
+    IllegalMove,
     Transition,
     check_edit,
     check_move,
@@ -83,6 +84,12 @@ class CompositeStore(RoutingStore):
             check_edit(status)
             if current_hash == content_hash:
                 return None
+            earlier = conn.execute(
+                sa.text("SELECT version FROM knowledge.document_snapshots"
+                        " WHERE composite_document_id = CAST(:i AS uuid) AND content_hash = :h"),
+                {"i": composite_id, "h": content_hash}).scalar()
+            if earlier is not None:  # a version is its content (one row per composite and content hash)
+                raise IllegalMove(f"this text is the composite's version {earlier}: edit it to differ from it")
             version = int(last or 0) + 1
             snapshot_id = str(conn.execute(
                 sa.text("INSERT INTO knowledge.document_snapshots (composite_document_id, version, content_hash,"
