@@ -10,6 +10,7 @@ import sys
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
 import sqlalchemy as sa
 
 from gleaner import tenancy
@@ -177,3 +178,15 @@ def test_the_cli_comments_flags_lists_remarks_and_edits_a_composite_as_its_user(
     assert [(v["version"], v["generator"], v["by"]) for v in versions][1:] == [(2, "edit", "cli:carol")]
     history = gleaner(deps, database_url, "composite", "history", made.id).stdout
     assert "-> edited" in history and "by cli:carol  (version 2: clearer)" in history
+
+
+def test_erasing_a_document_deletes_its_comments_and_flags(deps):
+    from gleaner.origins.remarks import NoDocument, add_remark, remarks_of
+    from gleaner.store.documents.erasure import erase_document
+
+    page = _upload(deps, SITE, "/pricing.md", PRICING)
+    add_remark(deps, page, "flag", "Quotes the old price of 22 euros.", "operator")
+    erase_document(deps.provenance, deps.blobs, deps.blocklist, page, "request 9", "tester")
+    assert _rows(deps, "SELECT count(*) FROM knowledge.document_remarks")[0][0] == 0
+    with pytest.raises(NoDocument):  # the erased document is absent, its remarks with it
+        remarks_of(deps, page)
