@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from gleaner.bus.local import LocalBus
     from gleaner.bus.port import Bus
+    from gleaner.decide.language import LanguageModel
     from gleaner.decide.port import Decider
     from gleaner.extract.pool import ExtractPool
     from gleaner.fetch.fetcher import Fetcher
@@ -262,6 +263,22 @@ class Deps:
         from gleaner.decide.providers import llm_decider
 
         return llm_decider(self.settings, self.engine, RuleDecider())  # the rules speak first and stand in
+
+    @_built_once
+    def language_model(self) -> LanguageModel | None:
+        """The configured language model (the contradiction detector's judge), or None: none is configured,
+        or its provider cannot be built here (logged; the rules judge stands in, the ingest goes on)."""
+        if self.settings.llm_provider == "none":
+            return None
+        from gleaner.decide.language import LanguageModel
+        from gleaner.decide.providers import provider_of
+        from gleaner.errors import ConfigError
+
+        try:
+            return LanguageModel(provider_of(self.settings))
+        except ConfigError as exc:
+            log.warning("no language model for the contradiction judge: %s", exc)
+            return None
 
     @_built_once
     def extract_pool(self) -> ExtractPool:

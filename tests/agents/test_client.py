@@ -15,6 +15,7 @@ import pytest
 
 from gleaner import tenancy
 from gleaner.backoffice.openapi import document
+from gleaner.cli.operating import drain_local
 from gleaner.client import (
     NOT_COVERED,
     ApiError,
@@ -27,6 +28,7 @@ from gleaner.client import (
     ServerUnreachable,
     TextSlice,
 )
+from gleaner.operator.routing import create_composite
 from gleaner.runtime.runner import crawl, new_request
 from gleaner.store.access.tokens import TokenStore
 
@@ -205,3 +207,11 @@ def test_the_client_uploads_text_follows_its_job_and_sends_feedback_about_it(ser
         with pytest.raises(ApiError) as unknown:
             gleaner.ingest_job("00000000-0000-4000-8000-000000000000")
         assert unknown.value.status == 404
+        # A client's validation: a flag on the upload, kept as the operator's on its version.
+        flagged = gleaner.remark(job["document_id"], "Opening hours changed in May.", kind="flag")
+        assert (flagged["kind"], flagged["by"], flagged["version"]) == ("flag", "operator", 1)
+        assert [r["id"] for r in gleaner.remarks(job["document_id"])] == [flagged["id"]]
+        folded = create_composite(served.deps, site, "Hours", [f"upload://{site}/hours.md"])
+        drain_local(served.deps)
+        edited = gleaner.edit_composite(folded.id, "# Hours\n\nThe reading room opens at ten.", note="May")
+        assert edited["composite"]["status"] == "edited" and edited["versions"][-1]["by"] == "operator"

@@ -67,6 +67,8 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
     ("GET", "/v1/sites/{site}/composites", None),
     ("GET", "/v1/composites/{composite}", None),
     ("POST", "/v1/composites/{composite}", {"status": "in_validation"}),
+    # A client's edit of its composite: a new version, ``edited`` (tests/backoffice/test_validation.py).
+    ("POST", "/v1/composites/{composite}/edit", {"markdown": "# Install\n\nEdited by the tenancy test.\n"}),
     ("GET", "/v1/quality", None),
     ("GET", "/v1/openapi.json", None),
     # Search's tenancy (a site token ranks its own site's chunks only) is tests/integration/test_retrieval.py's;
@@ -77,6 +79,9 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
                             "path": "/note.md"}),
     ("GET", "/v1/ingest/{job}", None),
     ("POST", "/v1/feedback", {"site": "{site}", "text": "The install page is out of date."}),
+    # Comments and flags on a document, kept as the caller's (tests/backoffice/test_validation.py).
+    ("GET", "/v1/documents/{doc}/remarks", None),
+    ("POST", "/v1/documents/{doc}/remarks", {"kind": "flag", "text": "The install steps are wrong."}),
 ]
 # Routes that name no object (lists, and the API's own description): a site token gets 200, not 404.
 LISTS = {"/v1/sites", "/v1/runs", "/v1/changes", "/v1/notify/subscriptions", "/v1/notify/deliveries", "/v1/quality",
@@ -174,6 +179,8 @@ def test_a_site_token_gets_404_for_every_id_of_another_site_and_changes_nothing(
         answer = tenants.ask(method, path, intruder, body)
         assert answer.status == 404, (method, path, answer.body)
     assert tenants.ask("GET", f"/v1/sites/{SITE}/conflicts", OPERATOR).json() == before
+    assert tenants.ask("GET", f"/v1/documents/{demo.doc}/remarks", OPERATOR).json()["remarks"] == []
+    assert len(tenants.ask("GET", f"/v1/composites/{demo.composite}", OPERATOR).json()["versions"]) == 1
     assert [r["id"] for r in tenants.ask("GET", f"/v1/sites/{SITE}/rules", OPERATOR).json()["rules"]] == [demo.rule]
     assert tenants.ask("GET", f"/v1/runs/{demo.run}", OPERATOR).json()["status"] == "finished"
     # The same answer as for an id that does not exist: nothing tells the intruder the object is there.
@@ -193,7 +200,8 @@ def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
                 # Adding sites is the operator's; the site is not registered, so there is nothing to crawl.
                 ("POST", "/v1/sites"): 403, "/v1/sites/{site}/runs": 404, "/v1/search": 400,
                 "/v1/documents/{doc}/rescrape": 202, "/v1/runs/{run}/replay": 202,  # runs of its own pages
-                "/v1/ingest": 202, "/v1/feedback": 201}
+                "/v1/ingest": 202, "/v1/feedback": 201, ("POST", "/v1/documents/{doc}/remarks"): 201,
+                "/v1/composites/{composite}/edit": 201}
     for method, template, body in ENDPOINTS:
         method, path, filled = demo.request(method, template, body)
         answer = tenants.ask(method, path, demo.token, filled)
@@ -201,6 +209,10 @@ def test_a_site_token_reads_and_steers_its_own_site(tenants: Tenants):
             method, path, answer.body)
     assert tenants.ask("GET", f"/v1/sites/{SITE}/conflicts", OPERATOR).json()["conflicts"][0]["status"] == "resolved"
     assert tenants.ask("GET", f"/v1/sites/{SITE}/rules", OPERATOR).json()["rules"][-1]["glob"] == "/about"
+    remarks = tenants.ask("GET", f"/v1/documents/{demo.doc}/remarks", OPERATOR).json()["remarks"]
+    assert [(r["kind"], r["by"]) for r in remarks] == [("flag", f"site token for {SITE}")]
+    edited = tenants.ask("GET", f"/v1/composites/{demo.composite}", OPERATOR).json()
+    assert edited["composite"]["status"] == "edited" and edited["versions"][-1]["by"] == f"site token for {SITE}"
 
 
 def test_lists_under_a_site_token_show_only_that_sites_rows(tenants: Tenants):
@@ -248,6 +260,8 @@ BAD_INPUTS: list[tuple[str, str, Any, dict[str, str]]] = [
     ("POST", "/v1/sites/{site}/conflicts/{conflict}", {"status": "fixed"}, {}),
     ("GET", "/v1/quality", None, {"kind": "spam"}),
     ("POST", "/v1/composites/{composite}", {"status": "shipped"}, {}),
+    ("POST", "/v1/composites/{composite}/edit", {"markdown": " "}, {}),
+    ("POST", "/v1/documents/{doc}/remarks", {"kind": "praise", "text": "Nice."}, {}),
     ("POST", "/v1/notify/subscriptions/{subscription}", {"status": "paused"}, {}),
     ("GET", "/v1/quality", None, {"since": "last week"}),
 ]

@@ -111,3 +111,27 @@ def test_gleaner_feedback_prints_the_conflicts_it_opened_and_a_site_in_another_t
     assert human.returncode == 0 and "conflicts: 1" in human.stderr
     unknown = gleaner(deps, database_url, "feedback", OTHER, "Hello.", "--about", page)
     assert unknown.returncode != 0 and "no document" in unknown.stderr
+
+
+PLANS = ("# Plans\n\n## Price\n\nThe Pro plan price is 22 euros per month, billed yearly.\n\n"
+         "## Support\n\nSupport is included in every plan.\n")
+HANDBOOK = ("# Handbook\n\n## Price\n\nThe Pro plan price is 24 euros per month, billed yearly.\n\n"
+            "## Support\n\nSupport is not included in every plan.\n")
+
+
+def test_two_contradictions_between_the_same_two_documents_are_two_conflicts_and_a_reingest_adds_none(deps):
+    plans = _page(deps, SITE, "/plans.md", PLANS)
+    first = land(deps, DocumentIdentity(SITE, f"upload://{SITE}/handbook.md", "/handbook.md", "upload"), HANDBOOK,
+                 extractor="test")
+    assert len(first.conflicts) == 2
+    quotes = sorted((c["a"]["quote"], c["b"]["quote"]) if c["a"]["document_id"] == plans
+                    else (c["b"]["quote"], c["a"]["quote"]) for c in first.conflicts)
+    assert quotes == [("Support is included in every plan.", "Support is not included in every plan."),
+                      ("The Pro plan price is 22 euros per month, billed yearly.",
+                       "The Pro plan price is 24 euros per month, billed yearly.")]
+    # A new version of the handbook that still says both: the same two pairs of passages, nothing new.
+    changed = land(deps, DocumentIdentity(SITE, f"upload://{SITE}/handbook.md", "/handbook.md", "upload"),
+                   HANDBOOK + "\n## Office\n\nThe office is in the harbour building.\n", extractor="test")
+    assert changed.version == 2 and changed.conflicts == []
+    assert _rows(deps, "SELECT count(*) FROM knowledge.document_conflicts")[0][0] == 2
+    assert _rows(deps, "SELECT count(*) FROM knowledge.document_events WHERE type = 'conflict.opened'")[0][0] == 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gleaner.origins.judge import Relation, RulesJudge
+from gleaner.origins.judge import Relation, RulesJudge, worth_judging
 
 PAGE = ("# Pricing\n\nThe Pro plan price is 22 euros per month, billed yearly. Support is included in every plan.\n\n"
         "| limit | 1000 |\n\n    gleaner crawl https://example.com --limit 10\n")
@@ -43,3 +43,11 @@ def test_table_cells_commands_and_sentences_about_other_things_are_never_judged(
     assert _judge("| limit | 500 |")[0] is Relation.UNRELATED
     assert _judge("Our office opened in 1999 by the harbour.")[0] is Relation.UNRELATED
     assert _judge(PAGE)[0] is Relation.DUPLICATE
+
+
+def test_only_pairs_that_say_something_of_the_same_thing_in_other_words_are_worth_a_models_question():
+    assert worth_judging("The ferry leaves at 9:00 every day.", "The ferry leaves at 10:30 on weekdays.")
+    assert worth_judging("Support costs extra on the Pro plan.", PAGE)
+    # The same sentence repeated (a site's boilerplate), or sentences about other things: nothing to decide.
+    assert not worth_judging("Intro. The Pro plan price is 22 euros per month, billed yearly.", PAGE)
+    assert not worth_judging("The office opens in the harbour building soon.", PAGE)

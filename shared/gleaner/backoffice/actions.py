@@ -37,6 +37,11 @@ NOTICES: dict[str, str] = {
     "replay-started": "Replay started: a new run of the pages that run fetched, read from the store (nothing is "
                       "fetched); this page follows it until it ends.",
     "composite-moved": "Composite moved; its history below records who moved it and when.",
+    "composite-edited": "Composite edited: your text is its new version, to be validated; its history below says "
+                        "who edited it and when.",
+    "composite-unchanged": "Nothing to keep: the text sent is the composite's current version.",
+    "comment-kept": "Comment kept, with who wrote it and when (below).",
+    "flag-kept": "Flag kept, with who raised it and when (below).",
     "subscription-disabled": "Subscription disabled: its pending deliveries were cancelled and nothing is sent "
                              "to it until it is enabled.",
     "subscription-enabled": "Subscription enabled: the changes from now on are delivered to it.",
@@ -126,10 +131,27 @@ def rescrape(deps: Deps, req: PageRequest, document_id: str) -> Page:
 
 def composites_page(deps: Deps, req: PageRequest, site: str, *, refused: str | None = None) -> Page:
     listing = compositesapi.get_composites(deps, ApiRequest("GET", "", access=req.access), site)
-    history = {c["id"]: compositesapi.get_composite(deps, ApiRequest("GET", "", access=req.access), c["id"])["history"]
-               for c in listing["composites"]}
+    shown = {c["id"]: compositesapi.get_composite(deps, ApiRequest("GET", "", access=req.access), c["id"])
+             for c in listing["composites"]}
+    history = {i: c["history"] for i, c in shown.items()}
+    bodies = {i: _current_body(deps, listing["site_domain"], i, c["versions"]) for i, c in shown.items()}
     return render("composites.html", 409 if refused else 200, site=listing["site_domain"],
-                  composites=listing["composites"], history=history, refused=refused)
+                  composites=listing["composites"], history=history, versions={i: c["versions"] for i, c in
+                                                                               shown.items()},
+                  bodies=bodies, refused=refused)
+
+
+def _current_body(deps: Deps, site: str, composite_id: str, versions: list[dict[str, Any]]) -> str | None:
+    """The composite's current text, for its edit form (None: no version, or its body is gone)."""
+    from gleaner.store.backends.blobs import snapshot_content_key
+
+    current = next((v for v in versions if v["current"]), None)
+    if current is None:
+        return None
+    try:
+        return deps.blobs.get(snapshot_content_key(site, composite_id, current["content_hash"])).decode("utf-8")
+    except KeyError:
+        return None
 
 
 def move_composite(deps: Deps, req: PageRequest, composite_id: str) -> Page:

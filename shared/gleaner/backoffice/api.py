@@ -40,6 +40,9 @@ Routes (GET unless marked)::
     POST /v1/ingest                                202: an upload (multipart file, {"url"} or {"text", "format"})
     /v1/ingest/{job}                               the upload's job: status, document, version, error, conflicts
     POST /v1/feedback                              201: {"site", "text", "about"?} kept as a feedback document
+    /v1/documents/{doc}/remarks                    the document's comments and flags, with who and when
+    POST /v1/documents/{doc}/remarks               201: {"kind": "comment"|"flag", "text"}, kept as the caller's
+    POST /v1/composites/{id}/edit                  201: {"markdown", "note"?}: the caller's edit, a new version
 
 ``/v1/texts/{text_hash}`` (slices of canonical text) is the ingest webhook's
 route (``gleaner.serving.textsapi``), not this module's.
@@ -191,7 +194,13 @@ from gleaner.backoffice.notifyapi import (  # noqa: E402
     post_retry,
     post_subscription,
 )
-from gleaner.backoffice.originsapi import get_ingest, post_feedback, post_ingest  # noqa: E402
+from gleaner.backoffice.originsapi import (  # noqa: E402
+    get_ingest,
+    get_remarks,
+    post_feedback,
+    post_ingest,
+    post_remark,
+)
 from gleaner.backoffice.runsapi import (  # noqa: E402
     get_run,
     get_run_urls,
@@ -251,6 +260,8 @@ _API: dict[str, dict[str, Handler]] = {
     "/v1/ingest/?": {"POST": post_ingest},
     "/v1/ingest/{job}": {"GET": get_ingest},
     "/v1/feedback/?": {"POST": post_feedback},
+    "/v1/documents/{document}/remarks/?": {"GET": get_remarks, "POST": post_remark},
+    "/v1/composites/{composite}/edit": {"POST": compositesapi.post_edit},
 }
 ROUTES = compile_routes(_API)
 

@@ -23,7 +23,7 @@ _PARAM = re.compile(r"\{([a-z_]+)\}")
 _INTEGER_QUERY = frozenset({"limit", "offset", "from", "to", "start", "end"})
 # Handlers that answer 202: work accepted and going on in the background.
 _ACCEPTED = frozenset({"post_resume", "post_site_run", "post_rescrape", "post_replay", "post_ingest"})
-_CREATED = frozenset({"post_feedback"})
+_CREATED = frozenset({"post_feedback", "post_remark", "post_edit"})
 _ERRORS = {"400": "bad input", "401": "missing or wrong bearer token",
            "403": "an operator-only route asked with a site token",
            "404": "unknown object, or another tenant's (the same answer)", "409": "not possible in the current state"}

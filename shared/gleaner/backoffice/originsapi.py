@@ -6,11 +6,13 @@ Routes::
                             ``{"site", "url"}`` | ``{"site", "text", "format"}`` (``path``? both) → 202 {"job_id"}
     GET  /v1/ingest/{job}   {"status", "document_id", "version", "error", "conflicts", …}
     POST /v1/feedback       {"site", "text", "about"?} → 201 {"document_id", "version", "conflicts"}
+    GET  /v1/documents/{doc}/remarks   the document's comments and flags, oldest first, with who and when
+    POST /v1/documents/{doc}/remarks   {"kind": "comment"|"flag", "text"} → 201 {"remark"}, as the caller's
 
 A site token writes into its own site only (``site`` may be left out; another site is 404, as if
-absent). A file past a ceiling is 413 naming the limit; one its extractor cannot read is 422 with
-the reason; neither writes anything. An accepted upload is landed on a thread of this process and
-its job says when it is searchable.
+absent, and so is another site's document for a remark). A file past a ceiling is 413 naming the
+limit; one its extractor cannot read is 422 with the reason; neither writes anything. An accepted
+upload is landed on a thread of this process and its job says when it is searchable.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from gleaner.errors import InvalidInput
 from gleaner.origins.feedback import About, give_feedback
 from gleaner.origins.formats import MAX_UPLOAD_BYTES, TooLarge, UnreadableFile
 from gleaner.origins.landing import ErasedContent
+from gleaner.origins.remarks import NoDocument, add_remark, remarks_of
 from gleaner.origins.store import OriginStore
 from gleaner.origins.uploads import UploadRequest, accept, fetch_for_upload, job_answer, run_job
 
@@ -157,3 +160,24 @@ def post_feedback(deps: Deps, req: ApiRequest) -> Answer:
         message = str(exc)
         return (404 if message.startswith("no ") else 400), {"error": message}
     return 201, {"document_id": landed.document_id, "version": landed.version, "conflicts": landed.conflicts}
+
+
+def get_remarks(deps: Deps, req: ApiRequest, document: str) -> dict[str, Any]:
+    document_id = check_uuid(document, "document")
+    try:
+        found = remarks_of(deps, document_id)
+    except NoDocument as exc:
+        raise HttpError(404, str(exc)) from None
+    return {"document_id": document_id, "remarks": [r.to_dict() for r in found]}
+
+
+def post_remark(deps: Deps, req: ApiRequest, document: str) -> Answer:
+    document_id = check_uuid(document, "document")
+    body = json_body(req)
+    try:
+        kept = add_remark(deps, document_id, body.get("kind", "comment"), body.get("text"), req.access.actor)
+    except NoDocument as exc:
+        return 404, {"error": str(exc)}
+    except InvalidInput as exc:
+        return 400, {"error": str(exc)}
+    return 201, {"remark": kept.to_dict()}

@@ -149,8 +149,10 @@ def document_page(deps: Deps, req: PageRequest, document_id: str) -> Page:
     if found["versions"]:
         diff = api.document_diff(deps, doc, api.int_arg(req.query, "from", None, 1),
                                  api.int_arg(req.query, "to", None, 1))
+    from gleaner.origins.remarks import RemarkStore
+
     return render("document.html", doc=doc, versions=found["versions"], diff=diff, citations=found["citations"],
-                  erasure=found.get("erasure"))
+                  erasure=found.get("erasure"), remarks=RemarkStore(deps.engine).of_document(doc["id"]) or [])
 
 
 def version_page(deps: Deps, req: PageRequest, document_id: str, number: str) -> Page:
@@ -250,6 +252,8 @@ _PAGES: dict[str, dict[str, PageHandler]] = {
     **watchpage.ROUTES,
     "/ui/sites/{site}/upload": {"GET": originspages.upload_page},
     "/ui/documents/{document}/feedback": {"POST": originspages.send_feedback},
+    "/ui/documents/{document}/remarks": {"POST": originspages.send_remark},
+    "/ui/composites/{composite}/edit": {"POST": originspages.edit_composite},
 }
 PAGES = api.compile_routes(_PAGES)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from gleaner.backoffice.api import OPERATOR, Access, Stream
 from gleaner.backoffice.login import COOKIE, LOGIN_PATH, LOGOUT_PATH, Csrf, Login, cookie, refused_form
 from gleaner.cloud.callers import bearer_token, identity_claims, secret_matches
 from gleaner.errors import RetryableError
+from gleaner.operator.composites import MAX_EDIT_BYTES
 from gleaner.serving.hostgate import HostPolicy, client_address
 from gleaner.serving.textcheck import text_problem
 from gleaner.serving.web import query_of
@@ -51,6 +53,9 @@ from gleaner.store.backends.dberrors import DatabaseRefused, is_permanent
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024  # forms and JSON commands are a few hundred bytes
+# A composite's edit carries its whole text (JSON-escaped or form-encoded: up to three bytes a byte).
+_EDIT_BODY_BYTES = 3 * MAX_EDIT_BYTES + MAX_BODY_BYTES
+_EDIT_PATH = re.compile(r"/(?:v1|ui)/composites/[^/]+/edit/?")
 RETRY_AFTER = 5  # seconds a client waits while the database is unavailable (503)
 PREFIXES = ("/v1/", "/ui")
 
@@ -152,7 +157,8 @@ class BackofficeApp:
         # keeping bytes that are not as lone surrogates, so that they are refused below with NULs.
         path = path.encode("latin-1").decode("utf-8", "surrogateescape")
         query = query_of(str(environ.get("QUERY_STRING", "")).encode("latin-1"))
-        limit = _upload_limit(self.deps) if is_api and method == "POST" and _is_upload(path) else MAX_BODY_BYTES
+        limit = _upload_limit(self.deps) if is_api and method == "POST" and _is_upload(path) else \
+            _EDIT_BODY_BYTES if method == "POST" and _EDIT_PATH.fullmatch(path) else MAX_BODY_BYTES
         read = _read_body(environ, limit)
         if read is None:
             return _json(413, {"error": f"bodies are limited to {limit} bytes", "limit": limit})

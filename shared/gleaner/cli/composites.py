@@ -1,14 +1,17 @@
-"""Composite documents: ``gleaner composite create|list|move|history``.
+"""Composite documents: ``gleaner composite create|list|move|edit|history|versions``.
 
 ``move`` takes a composite through the ADR's lifecycle (generated -> in_validation -> validated ->
-staged -> prod; prod -> stale -> in_validation), only by a legal step, recorded as the command's
-caller (``cli:<os user>``) in the composite's history (:mod:`gleaner.operator.composites`).
+staged -> prod; prod -> stale -> in_validation; edited -> validated), only by a legal step, recorded
+as the command's caller (``cli:<os user>``) in the composite's history; ``edit`` writes its next
+version from a file, ``edited`` until validated (:mod:`gleaner.operator.composites`).
 """
 
 from __future__ import annotations
 
 import getpass
 import json
+import sys
+from pathlib import Path
 
 import click
 
@@ -86,6 +89,54 @@ def composite_move(composite_id: str, status: str, note: str | None, as_json: bo
             fail(str(exc), 3)
             return
     click.echo(json.dumps(moved.to_dict(), default=str) if as_json else f"{moved.id}: {moved.status}")
+
+
+@composite_group.command("edit")
+@click.argument("composite_id")
+@click.argument("file")
+@click.option("--note", help="What changed (kept in the composite's history).")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def composite_edit(composite_id: str, file: str, note: str | None, as_json: bool) -> None:
+    """Make FILE's markdown (- for standard input) the composite's next version, edited until validated."""
+    from gleaner.operator import composites
+
+    markdown = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8") \
+        if Path(file).is_file() else None
+    if markdown is None:
+        fail(f"no file {file}")
+        return
+    with open_deps(load_settings()) as deps:
+        composite_id = resolve_id(deps, "composite", composite_id)
+        try:
+            edited, written = composites.edit(deps, composite_id, markdown, cli_actor(), note)
+        except composites.IllegalMove as exc:
+            fail(str(exc), 3)
+            return
+        drain_local(deps)  # the new version is searchable when the command returns
+        version = next(v.version for v in composites.versions(deps, composite_id) if v.current)
+    if as_json:
+        click.echo(json.dumps({**edited.to_dict(), "version": version, "written": written}, default=str))
+    else:
+        click.echo(f"{edited.id}: {edited.status}, v{version}" + ("" if written else " (unchanged: nothing written)"))
+
+
+@composite_group.command("versions")
+@click.argument("composite_id")
+@click.option("--json", "as_json", is_flag=True)
+@guard
+def composite_versions(composite_id: str, as_json: bool) -> None:
+    """Every version of a composite, oldest first: who wrote it (generated or edited) and when."""
+    from gleaner.operator import composites
+
+    with open_deps(load_settings()) as deps:
+        composite_id = resolve_id(deps, "composite", composite_id)
+        if deps.metadata.composite(composite_id) is None:
+            fail(f"no composite {composite_id}")
+        found = composites.versions(deps, composite_id)
+    echo_listing(found, as_json, lambda v: f"v{v.version}{'*' if v.current else ' '} {v.at[:19]}  "
+                 f"{'edited' if v.generator == composites.EDIT_GENERATOR else 'generated'} by {v.by or 'gleaner'}"
+                 + (f"  ({v.note})" if v.note else ""))
 
 
 @composite_group.command("history")

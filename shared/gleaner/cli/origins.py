@@ -1,4 +1,5 @@
-"""``gleaner ingest`` (uploads) and ``gleaner feedback``: texts that did not come from a crawl (gleaner.origins)."""
+"""``gleaner ingest`` (uploads) and ``gleaner feedback``: texts that did not come from a crawl (gleaner.origins);
+``gleaner comment``, ``gleaner flag`` and ``gleaner remarks``: a client's remarks on a document, with who and when."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import click
 
-from gleaner.cli.base import fail, guard, load_settings, main, open_deps, tenant_key
+from gleaner.cli.base import echo_listing, fail, guard, load_settings, main, open_deps, resolve_id, tenant_key
 
 
 def _who() -> str:
@@ -129,3 +130,48 @@ def feedback_cmd(site: str, text: str, about: str | None, as_json: bool) -> None
     click.echo(f"feedback {landed.document_id} v{landed.version} kept in {site}")
     click.echo(f"conflicts: {len(landed.conflicts)}", err=True)
     _print_conflicts(landed.conflicts)
+
+
+def _remark(document: str, text: str, kind: str, as_json: bool) -> None:
+    from gleaner.origins.remarks import add_remark
+
+    with open_deps(load_settings()) as deps:
+        kept = add_remark(deps, resolve_id(deps, "document", document), kind, text, _who())
+    click.echo(json.dumps(kept.to_dict()) if as_json else
+               f"{kept.kind} {kept.id} kept on document {kept.document_id}"
+               + (f" v{kept.version}" if kept.version else "") + f" by {kept.by}")
+
+
+@main.command("comment")
+@click.argument("document")
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Print the remark as JSON.")
+@guard
+def comment_cmd(document: str, text: str, as_json: bool) -> None:
+    """Keep TEXT as a comment on DOCUMENT (an id or its start), with who and when (`gleaner remarks`)."""
+    _remark(document, text, "comment", as_json)
+
+
+@main.command("flag")
+@click.argument("document")
+@click.argument("reason")
+@click.option("--json", "as_json", is_flag=True, help="Print the remark as JSON.")
+@guard
+def flag_cmd(document: str, reason: str, as_json: bool) -> None:
+    """Flag DOCUMENT as wrong, saying why (REASON), with who and when (`gleaner remarks`)."""
+    _remark(document, reason, "flag", as_json)
+
+
+@main.command("remarks")
+@click.argument("document")
+@click.option("--json", "as_json", is_flag=True, help="Print the remarks as JSON.")
+@guard
+def remarks_cmd(document: str, as_json: bool) -> None:
+    """DOCUMENT's comments and flags, oldest first: when, which, who, on which version, the text."""
+    from gleaner.origins.remarks import remarks_of
+
+    with open_deps(load_settings()) as deps:
+        found = remarks_of(deps, resolve_id(deps, "document", document))
+    echo_listing(found, as_json, lambda r: f"{r.at[:19]}  {r.kind:<7} by {r.by}"
+                 + (f" on v{r.version}" if r.version else "") + f": {r.text}",
+                 f"no comments or flags on {document}: `gleaner comment` or `gleaner flag` adds one")

@@ -309,6 +309,13 @@ class Gleaner:
         body = {"status": status, **({"note": note} if note else {})}
         return dict(self._send(at, at.path(composite=composite_id), body=body))
 
+    @endpoint("POST", "/v1/composites/{composite}/edit")
+    def edit_composite(self, at: Route, composite_id: str, markdown: str, *, note: str | None = None) -> JSON:
+        """The caller's edit as the composite's next version, ``edited`` until validated:
+        ``{"composite", "history", "versions"}``."""
+        body = {"markdown": markdown, **({"note": note} if note else {})}
+        return dict(self._send(at, at.path(composite=composite_id), body=body))
+
     # -- reading the kept text --------------------------------------------------------------------
 
     @endpoint("GET", "/v1/search")
@@ -337,6 +344,16 @@ class Gleaner:
         ``{"text_hash", "start", "end"}``): ``{"document_id", "version", "conflicts"}`` (201)."""
         body: dict[str, Any] = {"site": site, "text": text, **({"about": about} if about is not None else {})}
         return dict(self._send(at, at.path(), body=body))
+
+    @endpoint("GET", "/v1/documents/{document}/remarks")
+    def remarks(self, at: Route, document_id: str) -> list[JSON]:
+        """The document's comments and flags, oldest first, each with ``by``, ``at`` and ``version``."""
+        return list(self._send(at, at.path(document=document_id))["remarks"])
+
+    @endpoint("POST", "/v1/documents/{document}/remarks")
+    def remark(self, at: Route, document_id: str, text: str, *, kind: str = "comment") -> JSON:
+        """Keep a ``comment`` or a ``flag`` on the document as the caller's (201): the remark."""
+        return dict(self._send(at, at.path(document=document_id), body={"kind": kind, "text": text})["remark"])
 
     @endpoint("GET", "/v1/texts/{text_hash}")
     def text(self, at: Route, text_hash: str, start: int | None = None, end: int | None = None) -> TextSlice:

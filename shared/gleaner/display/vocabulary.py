@@ -26,8 +26,8 @@ _CHANGE_SIGNAL = {
     "forced": "fetched again on request",
 }
 _COMPOSITE_STATUS = {
-    "generated": "generated", "in_validation": "in validation", "validated": "validated", "staged": "staged",
-    "prod": "in production",
+    "generated": "generated", "in_validation": "in validation", "edited": "edited", "validated": "validated",
+    "staged": "staged", "prod": "in production",
 }
 _CONFLICT = {
     "open": "open", "acknowledged": "acknowledged", "resolved": "resolved", "false_positive": "not a conflict",

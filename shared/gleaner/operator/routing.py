@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gleaner.app import Deps
 
 GENERATOR = "gleaner.concatenate/1"
+_ORIGIN_SCHEMES = ("upload://", "feedback://")
 
 
 class Destination(StrEnum):
@@ -75,7 +76,8 @@ def create_composite(deps: Deps, site: str, title: str, urls: Sequence[str], *, 
     title = title.strip()
     if not title:
         raise InvalidInput("a composite needs a title")
-    wanted = list(dict.fromkeys(canonicalize(u) for u in urls))
+    # An upload's or a feedback's key (gleaner.origins.identity, a floor above) is no http URL: taken as it is.
+    wanted = list(dict.fromkeys(u if u.startswith(_ORIGIN_SCHEMES) else canonicalize(u) for u in urls))
     if not wanted:
         raise InvalidInput("a composite needs at least one --from URL")
     found = deps.metadata.composite_candidates(site, wanted)

@@ -6,10 +6,12 @@ HNSW index's top ``CANDIDATES`` plus the few fresh vectors, so the cost of a pag
 with the tenant's size) are kept when they belong to another current, active document of the same
 tenant (row-level security and an explicit ``site_domain`` test: never another tenant's) and are
 at least ``MIN_SIMILARITY`` alike. Without pgvector, the chunk's words find the candidates
-(``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge):
-the rules judge, or a language model's behind the same :class:`PairJudge` seam. A contradiction
-is recorded once per pair of documents and detector version (store/documents/conflicts.py's key) with both
-byte ranges in canonical text, and opens one ``conflict.opened`` change event.
+(``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge): the
+configured language model's (gleaner.origins.modeljudge: ``detected_by = llm_judge``, the rules
+standing in for a pair it fails on), else the rules judge (``detected_by = rules``). A contradiction
+is recorded once per pair of passages and detector version (the table's key, migration 0047: the two
+documents and the two quoted passages, so the same pair found again by a re-ingest adds nothing) with
+both byte ranges in canonical text, and opens one ``conflict.opened`` change event.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import sqlalchemy as sa
 
 from gleaner.app import Deps
 from gleaner.changes.events import Change, EventType
-from gleaner.origins.judge import PairJudge, Relation, RulesJudge
+from gleaner.origins.judge import Judgement, PairJudge, Relation, RulesJudge
+from gleaner.origins.modeljudge import ModelJudge
 from gleaner.provenance.conflicts import ConflictType
 from gleaner.store.backends.sqlstore import json_rows, json_value
 from gleaner.store.notifications.events import record_changes
@@ -33,6 +36,9 @@ log = logging.getLogger(__name__)
 CANDIDATES = 8  # nearest chunks asked per chunk of the new text
 MIN_SIMILARITY = 0.35  # cosine below which two chunks are not about the same thing
 MAX_CHUNKS = 64  # chunks of one new text used as queries: a book-length upload is bounded too
+# Pairs of one new text a language model is asked about, the most similar first: each is a model call
+# (seconds on a local model), and the nearest candidates are the likeliest to state the same fact.
+MODEL_PAIRS = 8
 
 # The documents whose current version is one of the snapshots, with their text, and only if indexed.
 _SUBJECTS = sa.text(
@@ -71,11 +77,14 @@ _RECORD = sa.text(
     " ORDER BY r.a, r.b ON CONFLICT DO NOTHING RETURNING id, entity_a_id, entity_b_id")
 
 
-def default_judge(deps: Deps) -> PairJudge:
-    """The judge ingest uses: a language model's when one is configured and offers ``judge_pair``
-    (``deps.pair_judge``, the decide/ port), else the rules."""
-    judge = getattr(deps, "pair_judge", None)
-    return judge if judge is not None else RulesJudge()
+def default_judge(deps: Deps, texts: int = 1) -> PairJudge:
+    """The judge of one detector pass over ``texts`` new texts: the configured language model's
+    (``deps.language_model``; at most ``MODEL_PAIRS`` questions a text, the rules beyond them and
+    whenever the model fails), else the rules."""
+    model = deps.language_model
+    if model is None:
+        return RulesJudge()
+    return ModelJudge(model, budget=MODEL_PAIRS * max(1, texts))
 
 
 def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudge | None = None) -> list[str]:
@@ -83,11 +92,11 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
     the ids of the conflicts opened."""
     if not snapshot_ids:
         return []
-    judge = judge or default_judge(deps)
     vectors = deps.search_index.has_vectors()
     opened: list[str] = []
     with deps.engine.begin() as conn:
         subjects = conn.execute(_SUBJECTS, {"ids": list(snapshot_ids)}).all()
+        judge = judge or default_judge(deps, len(subjects))
         if vectors and subjects:
             # The graph walk's breadth: twice the candidates asked (search's 40 is for ranking a query's answer;
             # here a near miss costs a candidate, not a result), for this transaction only.
@@ -108,7 +117,8 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
 
 def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, document_id: str, snapshot_id: str,
             text_hash: str) -> list[dict[str, Any]]:
-    """The conflict rows for one subject: its best contradiction with each other document."""
+    """The conflict rows for one subject: each contradiction between a passage of it and a passage of another
+    document (one per pair of passages, most similar first)."""
     params = {"h": text_hash, "n": MAX_CHUNKS, "k": CANDIDATES, "site": site, "doc": document_id}
     near = conn.execute(_NEAR_BY_VECTOR if vectors else _NEAR_BY_WORDS, params).all()
     near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
@@ -121,30 +131,36 @@ def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, doc
     mine = bodies.get(text_hash)
     if mine is None:
         return []
-    best: dict[str, dict[str, Any]] = {}
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    verdicts: dict[tuple[int, str, int], Judgement] = {}  # a text several documents share is judged once
     for q_start, q_end, other_hash, o_start, o_end, other_doc, similarity in sorted(near, key=lambda r: -float(r[6])):
         other_doc = str(other_doc)
         theirs = bodies.get(other_hash)
-        if other_doc in best or theirs is None:
+        if theirs is None:
             continue
         a_text = mine[q_start:q_end].decode("utf-8", "replace")
         b_text = theirs[o_start:o_end].decode("utf-8", "replace")
-        verdict = judge.judge_pair(a_text, b_text)
+        pair = (q_start, other_hash, o_start)
+        verdict = verdicts.get(pair) or verdicts.setdefault(pair, judge.judge_pair(a_text, b_text))
         if verdict.relation is not Relation.CONTRADICTION:
             continue
+        judged_version = verdict.judge_version or judge.version
         a_range = _bytes(a_text, q_start, verdict.a_range, q_end)
         b_range = _bytes(b_text, o_start, verdict.b_range, o_end)
         sides = [(document_id, text_hash, a_range, mine), (other_doc, other_hash, b_range, theirs)]
-        sides.sort(key=lambda side: side[0])  # (a, b) in a fixed order: one conflict per pair of documents
+        sides.sort(key=lambda side: side[0])  # (a, b) in a fixed order: (x, y) and (y, x) are one conflict
         (a_doc, a_hash, (a_s, a_e), a_body), (b_doc, b_hash, (b_s, b_e), b_body) = sides
-        best[other_doc] = {
+        quote_a, quote_b = a_body[a_s:a_e].decode("utf-8", "replace"), b_body[b_s:b_e].decode("utf-8", "replace")
+        if (other_doc, quote_a, quote_b) in found:  # the same two sentences, met again through overlapping chunks
+            continue
+        found[(other_doc, quote_a, quote_b)] = {
             "a": a_doc, "b": b_doc, "t": str(ConflictType.FACTUAL_CONTRADICTION), "sev": str(verdict.severity),
-            "ea": a_body[a_s:a_e].decode("utf-8", "replace"), "eb": b_body[b_s:b_e].decode("utf-8", "replace"),
+            "ea": quote_a, "eb": quote_b,
             "det": json_value({"reason": verdict.reason, "subject": document_id, "snapshot_id": snapshot_id,
-                               "similarity": round(float(similarity), 4), "judge": judge.version}),
-            "by": str(judge.detected_by), "v": f"contradictions/1+{judge.version}",
+                               "similarity": round(float(similarity), 4), "judge": judged_version}),
+            "by": str(verdict.judged_by or judge.detected_by), "v": f"contradictions/1+{judged_version}",
             "ah": a_hash, "as_": a_s, "ae": a_e, "bh": b_hash, "bs": b_s, "be": b_e}
-    return list(best.values())
+    return list(found.values())
 
 
 def _bytes(passage: str, base: int, chars: tuple[int, int] | None, end: int) -> tuple[int, int]:

@@ -3,8 +3,8 @@
 :class:`PairJudge` is the seam: anything with ``version``, ``detected_by`` and
 ``judge_pair(passage_a, passage_b) -> Judgement`` judges the pairs the contradiction detector
 finds (gleaner.origins.contradictions). The language model of ``decide/`` plugs in there when one
-is configured (its answer carries no ranges: the whole passages are then the evidence); without
-one, :class:`RulesJudge` runs.
+is configured (gleaner.origins.modeljudge; its answer carries no ranges: the whole passages are
+then the evidence); without one, :class:`RulesJudge` runs.
 
 The rules judge compares the two passages sentence by sentence. Only prose is compared (no table
 row, code line, command or heading, and at least three words). Two sentences are about the same
@@ -47,6 +47,9 @@ class Judgement:
     # Character ranges [start, end) of the evidence in passage a and passage b; None: the whole passage.
     a_range: tuple[int, int] | None = None
     b_range: tuple[int, int] | None = None
+    # Which judge answered, when not the one asked (a model's judge that fell back to the rules says so).
+    judged_by: DetectedBy | None = None
+    judge_version: str | None = None
 
 
 class PairJudge(Protocol):
@@ -175,6 +178,18 @@ def _about_the_same(a: _Sentence, b: _Sentence, need: float) -> bool:
         return False
     shared = len(a.words & b.words)
     return shared >= 1 and shared / min(len(a.words), len(b.words)) >= need
+
+
+def worth_judging(passage_a: str, passage_b: str, need: float = 0.5) -> bool:
+    """Whether a prose sentence of one passage speaks of what one of the other says, in other words: a
+    pair with something to decide (same sentences agree; sentences about other things say nothing of
+    each other). The gate in front of a costly judge."""
+    for sa in sentences(passage_a):
+        said = " ".join(passage_a[sa.start:sa.end].split())
+        for sb in sentences(passage_b):
+            if _about_the_same(sa, sb, need) and said != " ".join(passage_b[sb.start:sb.end].split()):
+                return True
+    return False
 
 
 def _same_kind(a: str, b: str) -> bool:

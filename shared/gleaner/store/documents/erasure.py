@@ -230,6 +230,8 @@ class ErasureStore(SqlStore):
                 sa.text("DELETE FROM knowledge.document_conflicts WHERE entity_a_id = :d OR entity_b_id = :d"),
                 {"d": document_id},
             )
+            # A client's comments and flags may quote the page: they go with it.
+            conn.execute(sa.text("DELETE FROM knowledge.document_remarks WHERE document_id = :d"), {"d": document_id})
             ids = conn.execute(sa.text("SELECT id FROM knowledge.document_snapshots WHERE document_id = :d"),
                                {"d": document_id}).scalars().all()
             removed, kept = drop_snapshots(conn, [str(i) for i in ids] + unfold_erased(conn, document_id, erasure_id))
