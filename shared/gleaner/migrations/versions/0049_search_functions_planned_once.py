@@ -1,7 +1,7 @@
 """Search's two candidate functions in PL/pgSQL: planned once a session, each candidate's words read once.
 
 Revision ID: 0049
-Revises: 0046
+Revises: 0047
 Create Date: 2026-12-05
 
 Migration 0041's ``search_chunk_words`` and 0042's ``search_chunk_candidates`` were SQL functions
@@ -20,7 +20,7 @@ is in TOAST). Answers, signatures, privileges and ``search_path`` are unchanged.
 from alembic import op
 
 revision = "0049"
-down_revision = "0046"
+down_revision = "0047"
 branch_labels = None
 depends_on = None
 
