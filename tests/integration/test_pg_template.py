@@ -33,9 +33,10 @@ with tenancy.all_tenants(), engine.connect().execution_options(**{ADMIN_OPTION: 
     conn.execute(sa.text("CREATE TABLE IF NOT EXISTS public.mine (n int)"))
     conn.execute(sa.text("INSERT INTO public.mine VALUES (1)"))
     rows = conn.execute(sa.text("SELECT count(*) FROM public.mine")).scalar()
+    recycle = conn.execute(sa.text("SHOW wal_recycle")).scalar()
     conn.commit()
 engine.dispose()
-print(json.dumps({"system": str(system), "revision": revision, "rows": rows}))
+print(json.dumps({"system": str(system), "revision": revision, "rows": rows, "wal_recycle": recycle}))
 """
 
 
@@ -53,6 +54,8 @@ def test_new_data_dirs_are_copies_of_one_migrated_cluster_at_the_codes_head(tmp_
     first = open_data_dir(tmp_path / "one", templates)
     second = open_data_dir(tmp_path / "two", templates)
     assert first["revision"] == second["revision"] == head_revision()
+    # A spent WAL segment is unlinked, never renamed ahead with its bytes (what an erasure scrub relies on).
+    assert first["wal_recycle"] == second["wal_recycle"] == "off"
     # One cluster copied twice: the same system identifier (initdb draws a new one every time).
     assert first["system"] == second["system"]
     assert [p.name for p in templates.iterdir() if not p.name.startswith(".")] == [pgtemplate.template_key()]
@@ -65,6 +68,7 @@ def test_with_templates_off_every_data_dir_runs_initdb(tmp_path):
     first = open_data_dir(tmp_path / "one", "off")
     second = open_data_dir(tmp_path / "two", "off")
     assert first["revision"] == second["revision"] == head_revision()
+    assert first["wal_recycle"] == second["wal_recycle"] == "off"
     assert first["system"] != second["system"]
 
 

@@ -93,8 +93,24 @@ def _start(pgdata: Path) -> str:
     if pgdata not in _STOPPING:
         _STOPPING.add(pgdata)
         atexit.register(stop_if_last, server)  # after pgserver's own handler, so it runs before it
+    _unlink_spent_wal(pgdata, server)
     uri: str = server.get_uri()
     return uri
+
+
+def _unlink_spent_wal(pgdata: Path, server: Any) -> None:
+    """Set ``wal_recycle = off`` on the cluster once (kept in ``postgresql.auto.conf``): a WAL segment no
+    longer needed is then unlinked rather than renamed ahead for reuse with its old bytes, which no erasure
+    scrub (store/scrub.py) could reach. A cluster seeded from a template has it already."""
+    try:
+        if "wal_recycle" in (pgdata / "postgresql.auto.conf").read_text(encoding="utf-8"):
+            return
+    except OSError:
+        pass
+    try:
+        server.psql("ALTER SYSTEM SET wal_recycle = off;\nSELECT pg_reload_conf();\n")
+    except Exception:  # the scrub sets it too; a start never fails for it
+        log.warning("embedded PostgreSQL under %s: wal_recycle not turned off", pgdata, exc_info=True)
 
 
 # The embedded servers this process stops at exit when it is their last holder (see stop_if_last).

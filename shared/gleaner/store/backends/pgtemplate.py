@@ -110,6 +110,8 @@ def _build(pgdata: Path) -> None:
         engine = sa.create_engine(url, connect_args=connect_args, poolclass=sa.pool.NullPool)
         try:
             upgrade(engine)
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ALTER SYSTEM SET wal_recycle = off")  # see embedded._unlink_spent_wal
         finally:
             engine.dispose()
     finally:
