@@ -62,6 +62,8 @@ class RunSummary(TypedDict):
     error: str | None
     outcomes: NotRequired[dict[str, int]]
     replay: NotRequired[dict[str, Any] | None]  # GET /v1/runs/{run}: a replay's source run and left-out pages
+    # GET /v1/runs/{run}: per model, the section samples it read, from cache, left to the rules, tokens, cost
+    language_model: NotRequired[dict[str, Any] | None]
 
 
 class ChangeEvent(TypedDict):
