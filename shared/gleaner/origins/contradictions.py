@@ -2,8 +2,9 @@
 
 For every snapshot ingest just indexed (a page, an upload, a feedback: any origin), each chunk of
 its text is a query: its nearest chunks by embedding (``knowledge.chunk_vector_candidates``, the
-HNSW index's top ``CANDIDATES`` plus the few fresh vectors, so the cost of a page does not grow
-with the tenant's size) are kept when they belong to another current, active document of the same
+HNSW index's top ``CANDIDATES`` and the fresh vectors' nearest: once they are many, only the
+``PICKED`` the sign-bit scan chose are compared, as search does (gleaner.retrieval.fresh_scan), so
+the cost of a page does not grow with the tenant's size, nor with a first crawl's) are kept when they belong to another current, active document of the same
 tenant (row-level security and an explicit ``site_domain`` test: never another tenant's) and are
 at least ``MIN_SIMILARITY`` alike. Without pgvector, the chunk's words find the candidates
 (``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge):
@@ -25,12 +26,17 @@ from gleaner.app import Deps
 from gleaner.changes.events import Change, EventType
 from gleaner.origins.judge import PairJudge, Relation, RulesJudge
 from gleaner.provenance.conflicts import ConflictType
+from gleaner.retrieval.fresh_scan import FreshSigns
 from gleaner.store.backends.sqlstore import json_rows, json_value
 from gleaner.store.notifications.events import record_changes
 
 log = logging.getLogger(__name__)
 
 CANDIDATES = 8  # nearest chunks asked per chunk of the new text
+# Fresh vectors (not in the HNSW graph yet) the sign-bit scan picks per chunk, compared exactly for the
+# CANDIDATES nearest; below EXACT_BELOW fresh vectors every one is compared (as search: retrieval/fresh_scan.py).
+PICKED = 16 * CANDIDATES
+EXACT_BELOW = 1000
 MIN_SIMILARITY = 0.35  # cosine below which two chunks are not about the same thing
 MAX_CHUNKS = 64  # chunks of one new text used as queries: a book-length upload is bounded too
 
@@ -54,6 +60,21 @@ _NEAR_BY_VECTOR = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL) n WHERE q.v IS NOT NULL)"
     + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+# The same with the fresh vectors the sign-bit scan picked for each query chunk (:pq its ordinal, :ph and
+# :po the picked keys), compared exactly by migration 0050's overload, instead of every fresh vector.
+_NEAR_BY_PICKS = sa.text(
+    "WITH q AS MATERIALIZED (SELECT ordinal AS qo, chunk_start, chunk_end, COALESCE(embedding, fresh_embedding) AS v,"
+    " embedding_model AS m FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n),"
+    " picks AS (SELECT p.qo, array_agg(p.h) AS fh, array_agg(p.o) AS fo"
+    "   FROM unnest(CAST(:pq AS int[]), CAST(:ph AS text[]), CAST(:po AS int[])) AS p(qo, h, o) GROUP BY p.qo),"
+    " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
+    " FROM q JOIN picks ON picks.qo = q.qo"
+    " CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL, picks.fh, picks.fo) n)"
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+# The query chunks' vectors in pgvector's binary form (int16 dimension, int16 zero, float4s big-endian).
+_QUERY_VECTORS = sa.text(
+    "SELECT ordinal, public.vector_send(COALESCE(embedding, fresh_embedding)), embedding_model"
+    " FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n")
 _NEAR_BY_WORDS = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
@@ -93,7 +114,8 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
             # here a near miss costs a candidate, not a result), for this transaction only.
             conn.execute(sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(2 * CANDIDATES)})
         for site, document_id, snapshot_id, text_hash in subjects:
-            rows = _judged(conn, judge, vectors, site, str(document_id), str(snapshot_id), text_hash)
+            rows = _judged(conn, judge, vectors, deps.search_index.fresh_signs, site, str(document_id),
+                           str(snapshot_id), text_hash)
             if not rows:
                 continue
             found = conn.execute(_RECORD, {"site": site, "rows": json_rows(rows)}).all()
@@ -106,11 +128,11 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
     return opened
 
 
-def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, document_id: str, snapshot_id: str,
-            text_hash: str) -> list[dict[str, Any]]:
+def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, signs: FreshSigns, site: str, document_id: str,
+            snapshot_id: str, text_hash: str) -> list[dict[str, Any]]:
     """The conflict rows for one subject: its best contradiction with each other document."""
     params = {"h": text_hash, "n": MAX_CHUNKS, "k": CANDIDATES, "site": site, "doc": document_id}
-    near = conn.execute(_NEAR_BY_VECTOR if vectors else _NEAR_BY_WORDS, params).all()
+    near = _near_by_vector(conn, signs, params) if vectors else conn.execute(_NEAR_BY_WORDS, params).all()
     near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
     if not near:
         return []
@@ -145,6 +167,28 @@ def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, doc
             "by": str(judge.detected_by), "v": f"contradictions/1+{judge.version}",
             "ah": a_hash, "as_": a_s, "ae": a_e, "bh": b_hash, "bs": b_s, "be": b_e}
     return list(best.values())
+
+
+def _near_by_vector(conn: sa.Connection, signs: FreshSigns, params: dict[str, Any]) -> Sequence[Any]:
+    """The new text's chunks' nearest chunks: among the fresh vectors, the exact nearest of those the
+    sign-bit scan picked (every fresh vector compared while they are few, or without numpy)."""
+    rows = [r for r in conn.execute(_QUERY_VECTORS, params) if r[1] is not None]
+    if not rows:
+        return []
+    try:
+        import numpy as np
+    except ImportError:  # the Cloud Functions install no numpy: the exact scan in SQL
+        return conn.execute(_NEAR_BY_VECTOR, params).all()
+    models = {r[2] for r in rows}
+    picks = None
+    if len(models) == 1:
+        queries = np.stack([np.frombuffer(bytes(r[1]), dtype=">f4", offset=4) for r in rows])
+        picks = signs.nearest_each(conn, str(rows[0][2]), queries, PICKED, EXACT_BELOW)
+    if picks is None:
+        return conn.execute(_NEAR_BY_VECTOR, params).all()
+    pq = [int(r[0]) for r, (hashes, _o) in zip(rows, picks, strict=True) for _h in hashes]
+    return conn.execute(_NEAR_BY_PICKS, {**params, "pq": pq, "ph": [h for hs, _o in picks for h in hs],
+                                         "po": [o for _h, os_ in picks for o in os_]}).all()
 
 
 def _bytes(passage: str, base: int, chars: tuple[int, int] | None, end: int) -> tuple[int, int]:
