@@ -84,6 +84,8 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _MONTH_WORDS = frozenset(_MONTHS.split("|"))
+_MONTH_NUMBERS = {m: i + 1 for i, m in enumerate(_MONTHS.split("|")[:12])}
+_DIGIT = re.compile(r"\d")
 _CLAIM = re.compile(r"\d|\b(?:not|no|never|none|cannot|without)\b|n't\b", re.IGNORECASE)
 
 
@@ -110,7 +112,9 @@ def _values(sentence: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]], 
     """(values stated, values denied, the sentence with dates and numbers blanked)."""
     stated: set[tuple[str, str]] = set()
     denied: set[tuple[str, str]] = set()
-    months = {m: i + 1 for i, m in enumerate(_MONTHS.split("|")[:12])}
+    if not _DIGIT.search(sentence):  # dates and numbers all have a digit: most prose sentences end here
+        return stated, denied, sentence
+    months = _MONTH_NUMBERS
 
     def date_of(m: re.Match[str]) -> str:
         if m.group(1):
@@ -170,6 +174,11 @@ def sentences(passage: str) -> tuple[_Sentence, ...]:
 
 
 
+@functools.lru_cache(maxsize=4096)  # as sentences(): a passage meets several others
+def _normalised(passage: str) -> str:
+    return " ".join(passage.split())
+
+
 def _about_the_same(a: _Sentence, b: _Sentence, need: float) -> bool:
     if not a.words or not b.words:
         return False
@@ -213,7 +222,7 @@ class RulesJudge:
         self.same_claim = same_claim  # the same, for a negation (the words must be nearly the same)
 
     def judge_pair(self, passage_a: str, passage_b: str) -> Judgement:
-        if " ".join(passage_a.split()) == " ".join(passage_b.split()):
+        if _normalised(passage_a) == _normalised(passage_b):
             return Judgement(Relation.DUPLICATE, Severity.INFO, "the same text")
         # A value or a negation on one side at least, or no rule can find anything: most pairs end here.
         if not (_CLAIM.search(passage_a) or _CLAIM.search(passage_b)):
