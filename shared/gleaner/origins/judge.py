@@ -179,6 +179,11 @@ def _normalised(passage: str) -> str:
     return " ".join(passage.split())
 
 
+@functools.lru_cache(maxsize=4096)
+def _has_claim(passage: str) -> bool:
+    return _CLAIM.search(passage) is not None
+
+
 def _about_the_same(a: _Sentence, b: _Sentence, need: float) -> bool:
     if not a.words or not b.words:
         return False
@@ -225,10 +230,14 @@ class RulesJudge:
         if _normalised(passage_a) == _normalised(passage_b):
             return Judgement(Relation.DUPLICATE, Severity.INFO, "the same text")
         # A value or a negation on one side at least, or no rule can find anything: most pairs end here.
-        if not (_CLAIM.search(passage_a) or _CLAIM.search(passage_b)):
+        if not (_has_claim(passage_a) or _has_claim(passage_b)):
             return Judgement(Relation.UNRELATED, Severity.INFO, "no value or negation to compare")
         for sa in sentences(passage_a):
             for sb in sentences(passage_b):
+                # Two sentences stating no value and negating nothing cannot clash (see _clash and the
+                # negation rule): skipped before their words are compared, the order of the rest kept.
+                if not (sa.values or sa.denied or sa.negated or sb.values or sb.denied or sb.negated):
+                    continue
                 if not _about_the_same(sa, sb, self.same_topic):
                     continue
                 why = _clash(sa, sb)
