@@ -4,13 +4,14 @@ For every snapshot ingest just indexed (a page, an upload, a feedback: any origi
 its text is a query: its nearest chunks by embedding (``knowledge.chunk_vector_candidates``, the
 HNSW index's top ``CANDIDATES`` and the fresh vectors' nearest: once they are many, only the
 ``PICKED`` the sign-bit scan chose are compared, as search does (gleaner.retrieval.fresh_scan), so
-the cost of a page does not grow with the tenant's size, nor with a first crawl's) are kept when they belong to another current, active document of the same
-tenant (row-level security and an explicit ``site_domain`` test: never another tenant's) and are
-at least ``MIN_SIMILARITY`` alike. Without pgvector, the chunk's words find the candidates
-(``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge):
-the rules judge, or a language model's behind the same :class:`PairJudge` seam. A contradiction
-is recorded once per pair of documents and detector version (store/documents/conflicts.py's key) with both
-byte ranges in canonical text, and opens one ``conflict.opened`` change event.
+the cost of a page does not grow with the tenant's size, nor with a first crawl's) are kept when
+they belong to another current, active document of the same tenant (row-level security and an
+explicit ``site_domain`` test: never another tenant's) and are at least ``MIN_SIMILARITY`` alike.
+Without pgvector, the chunk's words find the candidates (``knowledge.chunk_word_candidates``). Each
+pair goes to the judge (gleaner.origins.judge): the rules judge, or a language model's behind the
+same :class:`PairJudge` seam. A contradiction is recorded once per pair of documents and detector
+version (store/documents/conflicts.py's key) with both byte ranges in canonical text, and opens one
+``conflict.opened`` change event.
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ _NEAR_BY_PICKS = sa.text(
 _QUERY_VECTORS = sa.text(
     "SELECT ordinal, public.vector_send(COALESCE(embedding, fresh_embedding)), embedding_model"
     " FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n")
+# Byte ranges of canonical texts (each text converted to UTF-8 once).
+_PASSAGES = sa.text(
+    "WITH b AS MATERIALIZED (SELECT text_hash, convert_to(body, 'UTF8') AS raw FROM knowledge.canonical_texts"
+    "   WHERE text_hash = ANY(CAST(:t AS text[])))"
+    " SELECT r.h, r.s, r.e, substring(b.raw FROM r.s + 1 FOR r.e - r.s)"
+    " FROM unnest(CAST(:h AS text[]), CAST(:s AS int[]), CAST(:e AS int[])) AS r(h, s, e) JOIN b ON b.text_hash = r.h")
 _NEAR_BY_WORDS = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
@@ -136,32 +143,32 @@ def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, signs: FreshSi
     near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
     if not near:
         return []
-    hashes = sorted({text_hash, *(r[2] for r in near)})
-    bodies = {h: b.encode("utf-8") for h, b in conn.execute(sa.text(
-        "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
-        {"h": hashes})}
-    mine = bodies.get(text_hash)
-    if mine is None:
-        return []
+    # Only the passages compared, not their whole texts: a page's ~160 pairs name ~100 chunks of ~50 texts.
+    ranges = sorted({(text_hash, int(r[0]), int(r[1])) for r in near} | {(r[2], int(r[3]), int(r[4])) for r in near})
+    raw: dict[tuple[str, int, int], bytes] = {(h, s, e): bytes(b) for h, s, e, b in conn.execute(_PASSAGES, {
+        "t": sorted({h for h, _s, _e in ranges}), "h": [h for h, _s, _e in ranges], "s": [s for _h, s, _e in ranges],
+        "e": [e for _h, _s, e in ranges]})}
+    passages = {key: b.decode("utf-8", "replace") for key, b in raw.items()}
     best: dict[str, dict[str, Any]] = {}
     for q_start, q_end, other_hash, o_start, o_end, other_doc, similarity in sorted(near, key=lambda r: -float(r[6])):
         other_doc = str(other_doc)
-        theirs = bodies.get(other_hash)
-        if other_doc in best or theirs is None:
+        mine, theirs = (text_hash, int(q_start), int(q_end)), (other_hash, int(o_start), int(o_end))
+        if other_doc in best or mine not in raw or theirs not in raw:
             continue
-        a_text = mine[q_start:q_end].decode("utf-8", "replace")
-        b_text = theirs[o_start:o_end].decode("utf-8", "replace")
+        a_text, b_text = passages[mine], passages[theirs]
         verdict = judge.judge_pair(a_text, b_text)
         if verdict.relation is not Relation.CONTRADICTION:
             continue
         a_range = _bytes(a_text, q_start, verdict.a_range, q_end)
         b_range = _bytes(b_text, o_start, verdict.b_range, o_end)
-        sides = [(document_id, text_hash, a_range, mine), (other_doc, other_hash, b_range, theirs)]
+        sides = [(document_id, text_hash, a_range, raw[mine], q_start), (other_doc, other_hash, b_range, raw[theirs],
+                                                                       o_start)]
         sides.sort(key=lambda side: side[0])  # (a, b) in a fixed order: one conflict per pair of documents
-        (a_doc, a_hash, (a_s, a_e), a_body), (b_doc, b_hash, (b_s, b_e), b_body) = sides
+        (a_doc, a_hash, (a_s, a_e), a_raw, a_at), (b_doc, b_hash, (b_s, b_e), b_raw, b_at) = sides
         best[other_doc] = {
             "a": a_doc, "b": b_doc, "t": str(ConflictType.FACTUAL_CONTRADICTION), "sev": str(verdict.severity),
-            "ea": a_body[a_s:a_e].decode("utf-8", "replace"), "eb": b_body[b_s:b_e].decode("utf-8", "replace"),
+            "ea": a_raw[a_s - a_at:a_e - a_at].decode("utf-8", "replace"),
+            "eb": b_raw[b_s - b_at:b_e - b_at].decode("utf-8", "replace"),
             "det": json_value({"reason": verdict.reason, "subject": document_id, "snapshot_id": snapshot_id,
                                "similarity": round(float(similarity), 4), "judge": judge.version}),
             "by": str(judge.detected_by), "v": f"contradictions/1+{judge.version}",
