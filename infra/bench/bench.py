@@ -47,6 +47,8 @@ import server  # noqa: E402
 CONCURRENCY = 16
 # The smoke test points Gleaner at its own PostgreSQL instead of starting an embedded one per crawl.
 DATABASE_URL: str | None = None
+# cpu_table.py --search: the crawls run with search on (every page chunked, embedded, searchable at the end).
+SEARCH = False
 
 
 def log(text: str) -> None:
@@ -249,7 +251,7 @@ def gleaner_env(data_dir: Path, shared: Path = REPO / "shared") -> dict[str, str
         "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8",
         # The crawl's own figures: embedding after the crawl is measured by retrieval.py (and Scrapy,
         # the baseline, does none).
-        "GLEANER_EMBED_AFTER_CRAWL": "false",
+        "GLEANER_EMBED_AFTER_CRAWL": "true" if SEARCH else "false",
         **({"GLEANER_DATABASE_URL": DATABASE_URL} if DATABASE_URL else {}),
         "PYTHONPATH": str(shared) + os.pathsep + env.get("PYTHONPATH", ""),
     })

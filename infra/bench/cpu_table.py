@@ -48,6 +48,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(pattern)) for name
     ("hashing (SHA1, BLAKE3)", r"bytes_hash|\(hashlib|blake3"),
     ("HTML parse + charset decode", r"decode_body|gleaner/fetch/charset\.py|lxml/html"),
     ("link extraction", r"gleaner/discover/links\.py"),
+    ("search index: chunking, embedding", r"gleaner/retrieval/(chunks|prepare|static|embedder|fresh_scan)\.py"),
     ("per-batch SQL (client side)", r"\(sqlalchemy/|\(pg8000/|gleaner/store/(?!.*blobs)"),
     ("blob writes", r"gleaner/store/(local|gcs)?blobs\.py"),
     ("pool IPC (pickling, pipes)", r"\(concurrent/futures/|\(multiprocessing/|\(pickle|\(copyreg"),
@@ -172,6 +173,7 @@ def main() -> None:
     parser.add_argument("--ref", help="also profile this commit, alternating with the working tree")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-recrawl", action="store_true")
+    parser.add_argument("--search", action="store_true", help="crawl with search on (GLEANER_EMBED_AFTER_CRAWL)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (py-spy files)")
     parser.add_argument("--workdir-in", type=Path, default=None,
                         help="make the work dir (corpus, data dir, database) under this directory, e.g. /dev/shm")
@@ -179,6 +181,7 @@ def main() -> None:
     args = parser.parse_args()
     if not Path(sys.executable).with_name("py-spy").exists():
         raise SystemExit("cpu_table: py-spy is not installed in this venv (pip install py-spy)")
+    bench.SEARCH = args.search
     work, variants, servers, base = compare.served_corpus("gleaner-cpu-", args.pages, args.profile, args.ref,
                                                           args.workdir_in)
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}

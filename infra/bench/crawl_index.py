@@ -1,6 +1,6 @@
 """First crawls with search on, as a user runs them, against Scrapy + trafilatura, in one command.
 
-    PYTHONPATH=shared python infra/bench/crawl_index.py [--pages 2000] [--rounds 2] [--ref main]
+    PYTHONPATH=shared python infra/bench/crawl_index.py [--pages 2000] [--rounds 2] [--ref main] [--new HEAD]
         [--large 20000] [--search-queries 200]
 
 One nginx-served synthetic corpus (corpus.py). Each round runs, in turn, Scrapy + trafilatura
@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ref", default=None, help="also crawl with this commit's shared/ (the before)")
+    parser.add_argument("--new", default=None, help="crawl this commit's shared/ instead of the working tree's")
     parser.add_argument("--large", type=int, default=0, help="then one first crawl of this many pages")
     parser.add_argument("--search-queries", type=int, default=0, help="search p50/p95 after the large crawl")
     parser.add_argument("--merge", action="store_true", help="and again after merging (a rebuild: long)")
@@ -135,7 +136,7 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="gleaner-crawl-index-"))
     work.chmod(0o755)
-    variants = {"new": bench.REPO / "shared"}
+    variants = {"new": export_shared(args.new, work / "new") if args.new else bench.REPO / "shared"}
     if args.ref:
         variants["ref"] = export_shared(args.ref, work / "ref")
     print(f"load average at start: {load()}", flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.origins.contradictions import EXACT_BELOW
 from gleaner.origins.feedback import About, give_feedback
 from gleaner.origins.landing import land
 from gleaner.origins.store import DocumentIdentity
@@ -87,6 +89,25 @@ def test_a_page_changed_to_contradict_an_upload_opens_a_conflict_when_it_is_inge
                    extractor="test")
     assert changed.document_id == other and changed.version == 2 and len(changed.conflicts) == 1
     assert "dates" in changed.conflicts[0]["reason"] and changed.conflicts[0]["severity"] == "error"
+
+
+def test_a_contradiction_is_found_among_more_fresh_vectors_than_the_detector_compares_each(deps):
+    # A first crawl leaves every vector fresh; past EXACT_BELOW the detector compares only those the
+    # sign-bit scan picks, and still finds the page that says otherwise.
+    rng = random.Random(5)
+    words = ["harbour", "lantern", "meadow", "quartz", "orbit", "saddle", "timber", "velvet", "walnut", "zephyr",
+             "copper", "dune", "ember", "fjord", "glacier", "hazel", "island", "jasper", "kernel", "lagoon"]
+    filler = "".join(f"# Part {i}\n\n{' '.join(rng.choice(words) for _ in range(14))}.\n\n"
+                     for i in range(EXACT_BELOW + 40))
+    _page(deps, SITE, "/almanac.md", filler)
+    fresh = _rows(deps, "SELECT count(*) FROM knowledge.text_chunks WHERE fresh_embedding IS NOT NULL")[0][0]
+    assert fresh > EXACT_BELOW
+    page = _page(deps, SITE, "/pricing", PRICING)
+    landed = land(deps, DocumentIdentity(SITE, f"upload://{SITE}/plans", "/plans", "upload", title="/plans"),
+                  PRICING.replace("22", "24"), extractor="test")
+    assert len(landed.conflicts) == 1
+    (conflict,) = landed.conflicts
+    assert {conflict["a"]["document_id"], conflict["b"]["document_id"]} == {page, landed.document_id}
 
 
 def gleaner(deps: Any, database_url: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,16 +2,18 @@
 
 For every snapshot ingest just indexed (a page, an upload, a feedback: any origin), each chunk of
 its text is a query: its nearest chunks by embedding (``knowledge.chunk_vector_candidates``, the
-HNSW index's top ``CANDIDATES`` plus the few fresh vectors, so the cost of a page does not grow
-with the tenant's size) are kept when they belong to another current, active document of the same
-tenant (row-level security and an explicit ``site_domain`` test: never another tenant's) and are
-at least ``MIN_SIMILARITY`` alike. Without pgvector, the chunk's words find the candidates
-(``knowledge.chunk_word_candidates``). Each pair goes to the judge (gleaner.origins.judge): the
-configured language model's (gleaner.origins.modeljudge: ``detected_by = llm_judge``, the rules
-standing in for a pair it fails on), else the rules judge (``detected_by = rules``). A contradiction
-is recorded once per pair of passages and detector version (the table's key, migration 0047: the two
-documents and the two quoted passages, so the same pair found again by a re-ingest adds nothing) with
-both byte ranges in canonical text, and opens one ``conflict.opened`` change event.
+HNSW index's top ``CANDIDATES`` and the fresh vectors' nearest: once they are many, only the
+``PICKED`` the sign-bit scan chose are compared, as search does (gleaner.retrieval.fresh_scan), so
+the cost of a page does not grow with the tenant's size, nor with a first crawl's) are kept when
+they belong to another current, active document of the same tenant (row-level security and an
+explicit ``site_domain`` test: never another tenant's) and are at least ``MIN_SIMILARITY`` alike.
+Without pgvector, the chunk's words find the candidates (``knowledge.chunk_word_candidates``). Each
+pair goes to the judge (gleaner.origins.judge): the configured language model's
+(gleaner.origins.modeljudge: ``detected_by = llm_judge``, the rules standing in for a pair it fails
+on), else the rules judge (``detected_by = rules``). A contradiction is recorded once per pair of
+passages and detector version (the table's key, migration 0047: the two documents and the two quoted
+passages, so the same pair found again by a re-ingest adds nothing) with both byte ranges in
+canonical text, and opens one ``conflict.opened`` change event.
 """
 
 from __future__ import annotations
@@ -28,12 +30,17 @@ from gleaner.changes.events import Change, EventType
 from gleaner.origins.judge import Judgement, PairJudge, Relation, RulesJudge
 from gleaner.origins.modeljudge import ModelJudge
 from gleaner.provenance.conflicts import ConflictType
+from gleaner.retrieval.fresh_scan import FreshSigns
 from gleaner.store.backends.sqlstore import json_rows, json_value
 from gleaner.store.notifications.events import record_changes
 
 log = logging.getLogger(__name__)
 
 CANDIDATES = 8  # nearest chunks asked per chunk of the new text
+# Fresh vectors (not in the HNSW graph yet) the sign-bit scan picks per chunk, compared exactly for the
+# CANDIDATES nearest; below EXACT_BELOW fresh vectors every one is compared (as search: retrieval/fresh_scan.py).
+PICKED = 16 * CANDIDATES
+EXACT_BELOW = 1000
 MIN_SIMILARITY = 0.35  # cosine below which two chunks are not about the same thing
 MAX_CHUNKS = 64  # chunks of one new text used as queries: a book-length upload is bounded too
 # Pairs of one new text a language model is asked about, the most similar first: each is a model call
@@ -60,6 +67,27 @@ _NEAR_BY_VECTOR = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL) n WHERE q.v IS NOT NULL)"
     + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+# The same with the fresh vectors the sign-bit scan picked for each query chunk (:pq its ordinal, :ph and
+# :po the picked keys), compared exactly by migration 0050's overload, instead of every fresh vector.
+_NEAR_BY_PICKS = sa.text(
+    "WITH q AS MATERIALIZED (SELECT ordinal AS qo, chunk_start, chunk_end, COALESCE(embedding, fresh_embedding) AS v,"
+    " embedding_model AS m FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n),"
+    " picks AS (SELECT p.qo, array_agg(p.h) AS fh, array_agg(p.o) AS fo"
+    "   FROM unnest(CAST(:pq AS int[]), CAST(:ph AS text[]), CAST(:po AS int[])) AS p(qo, h, o) GROUP BY p.qo),"
+    " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
+    " FROM q JOIN picks ON picks.qo = q.qo"
+    " CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL, picks.fh, picks.fo) n)"
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+# The query chunks' vectors in pgvector's binary form (int16 dimension, int16 zero, float4s big-endian).
+_QUERY_VECTORS = sa.text(
+    "SELECT ordinal, public.vector_send(COALESCE(embedding, fresh_embedding)), embedding_model"
+    " FROM knowledge.text_chunks WHERE text_hash = :h ORDER BY ordinal LIMIT :n")
+# Byte ranges of canonical texts (each text converted to UTF-8 once).
+_PASSAGES = sa.text(
+    "WITH b AS MATERIALIZED (SELECT text_hash, convert_to(body, 'UTF8') AS raw FROM knowledge.canonical_texts"
+    "   WHERE text_hash = ANY(CAST(:t AS text[])))"
+    " SELECT r.h, r.s, r.e, substring(b.raw FROM r.s + 1 FOR r.e - r.s)"
+    " FROM unnest(CAST(:h AS text[]), CAST(:s AS int[]), CAST(:e AS int[])) AS r(h, s, e) JOIN b ON b.text_hash = r.h")
 _NEAR_BY_WORDS = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
@@ -102,7 +130,8 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
             # here a near miss costs a candidate, not a result), for this transaction only.
             conn.execute(sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(2 * CANDIDATES)})
         for site, document_id, snapshot_id, text_hash in subjects:
-            rows = _judged(conn, judge, vectors, site, str(document_id), str(snapshot_id), text_hash)
+            rows = _judged(conn, judge, vectors, deps.search_index.fresh_signs, site, str(document_id),
+                           str(snapshot_id), text_hash)
             if not rows:
                 continue
             found = conn.execute(_RECORD, {"site": site, "rows": json_rows(rows)}).all()
@@ -115,42 +144,42 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
     return opened
 
 
-def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, document_id: str, snapshot_id: str,
-            text_hash: str) -> list[dict[str, Any]]:
+def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, signs: FreshSigns, site: str, document_id: str,
+            snapshot_id: str, text_hash: str) -> list[dict[str, Any]]:
     """The conflict rows for one subject: each contradiction between a passage of it and a passage of another
     document (one per pair of passages, most similar first)."""
     params = {"h": text_hash, "n": MAX_CHUNKS, "k": CANDIDATES, "site": site, "doc": document_id}
-    near = conn.execute(_NEAR_BY_VECTOR if vectors else _NEAR_BY_WORDS, params).all()
+    near = _near_by_vector(conn, signs, params) if vectors else conn.execute(_NEAR_BY_WORDS, params).all()
     near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
     if not near:
         return []
-    hashes = sorted({text_hash, *(r[2] for r in near)})
-    bodies = {h: b.encode("utf-8") for h, b in conn.execute(sa.text(
-        "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
-        {"h": hashes})}
-    mine = bodies.get(text_hash)
-    if mine is None:
-        return []
+    # Only the passages compared, not their whole texts: a page's ~160 pairs name ~100 chunks of ~50 texts.
+    ranges = sorted({(text_hash, int(r[0]), int(r[1])) for r in near} | {(r[2], int(r[3]), int(r[4])) for r in near})
+    raw: dict[tuple[str, int, int], bytes] = {(h, s, e): bytes(b) for h, s, e, b in conn.execute(_PASSAGES, {
+        "t": sorted({h for h, _s, _e in ranges}), "h": [h for h, _s, _e in ranges], "s": [s for _h, s, _e in ranges],
+        "e": [e for _h, _s, e in ranges]})}
+    passages = {key: b.decode("utf-8", "replace") for key, b in raw.items()}
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
     verdicts: dict[tuple[int, str, int], Judgement] = {}  # a text several documents share is judged once
     for q_start, q_end, other_hash, o_start, o_end, other_doc, similarity in sorted(near, key=lambda r: -float(r[6])):
         other_doc = str(other_doc)
-        theirs = bodies.get(other_hash)
-        if theirs is None:
+        mine, theirs = (text_hash, int(q_start), int(q_end)), (other_hash, int(o_start), int(o_end))
+        if mine not in raw or theirs not in raw:
             continue
-        a_text = mine[q_start:q_end].decode("utf-8", "replace")
-        b_text = theirs[o_start:o_end].decode("utf-8", "replace")
-        pair = (q_start, other_hash, o_start)
+        a_text, b_text = passages[mine], passages[theirs]
+        pair = (int(q_start), other_hash, int(o_start))
         verdict = verdicts.get(pair) or verdicts.setdefault(pair, judge.judge_pair(a_text, b_text))
         if verdict.relation is not Relation.CONTRADICTION:
             continue
         judged_version = verdict.judge_version or judge.version
         a_range = _bytes(a_text, q_start, verdict.a_range, q_end)
         b_range = _bytes(b_text, o_start, verdict.b_range, o_end)
-        sides = [(document_id, text_hash, a_range, mine), (other_doc, other_hash, b_range, theirs)]
+        sides = [(document_id, text_hash, a_range, raw[mine], int(q_start)),
+                 (other_doc, other_hash, b_range, raw[theirs], int(o_start))]
         sides.sort(key=lambda side: side[0])  # (a, b) in a fixed order: (x, y) and (y, x) are one conflict
-        (a_doc, a_hash, (a_s, a_e), a_body), (b_doc, b_hash, (b_s, b_e), b_body) = sides
-        quote_a, quote_b = a_body[a_s:a_e].decode("utf-8", "replace"), b_body[b_s:b_e].decode("utf-8", "replace")
+        (a_doc, a_hash, (a_s, a_e), a_raw, a_at), (b_doc, b_hash, (b_s, b_e), b_raw, b_at) = sides
+        quote_a = a_raw[a_s - a_at:a_e - a_at].decode("utf-8", "replace")
+        quote_b = b_raw[b_s - b_at:b_e - b_at].decode("utf-8", "replace")
         if (other_doc, quote_a, quote_b) in found:  # the same two sentences, met again through overlapping chunks
             continue
         found[(other_doc, quote_a, quote_b)] = {
@@ -161,6 +190,28 @@ def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, site: str, doc
             "by": str(verdict.judged_by or judge.detected_by), "v": f"contradictions/1+{judged_version}",
             "ah": a_hash, "as_": a_s, "ae": a_e, "bh": b_hash, "bs": b_s, "be": b_e}
     return list(found.values())
+
+
+def _near_by_vector(conn: sa.Connection, signs: FreshSigns, params: dict[str, Any]) -> Sequence[Any]:
+    """The new text's chunks' nearest chunks: among the fresh vectors, the exact nearest of those the
+    sign-bit scan picked (every fresh vector compared while they are few, or without numpy)."""
+    rows = [r for r in conn.execute(_QUERY_VECTORS, params) if r[1] is not None]
+    if not rows:
+        return []
+    try:
+        import numpy as np
+    except ImportError:  # the Cloud Functions install no numpy: the exact scan in SQL
+        return conn.execute(_NEAR_BY_VECTOR, params).all()
+    models = {r[2] for r in rows}
+    picks = None
+    if len(models) == 1:
+        queries = np.stack([np.frombuffer(bytes(r[1]), dtype=">f4", offset=4) for r in rows])
+        picks = signs.nearest_each(conn, str(rows[0][2]), queries, PICKED, EXACT_BELOW)
+    if picks is None:
+        return conn.execute(_NEAR_BY_VECTOR, params).all()
+    pq = [int(r[0]) for r, (hashes, _o) in zip(rows, picks, strict=True) for _h in hashes]
+    return conn.execute(_NEAR_BY_PICKS, {**params, "pq": pq, "ph": [h for hs, _o in picks for h in hs],
+                                         "po": [o for _h, os_ in picks for o in os_]}).all()
 
 
 def _bytes(passage: str, base: int, chars: tuple[int, int] | None, end: int) -> tuple[int, int]:

@@ -87,6 +87,8 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _MONTH_WORDS = frozenset(_MONTHS.split("|"))
+_MONTH_NUMBERS = {m: i + 1 for i, m in enumerate(_MONTHS.split("|")[:12])}
+_DIGIT = re.compile(r"\d")
 _CLAIM = re.compile(r"\d|\b(?:not|no|never|none|cannot|without)\b|n't\b", re.IGNORECASE)
 
 
@@ -113,7 +115,9 @@ def _values(sentence: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]], 
     """(values stated, values denied, the sentence with dates and numbers blanked)."""
     stated: set[tuple[str, str]] = set()
     denied: set[tuple[str, str]] = set()
-    months = {m: i + 1 for i, m in enumerate(_MONTHS.split("|")[:12])}
+    if not _DIGIT.search(sentence):  # dates and numbers all have a digit: most prose sentences end here
+        return stated, denied, sentence
+    months = _MONTH_NUMBERS
 
     def date_of(m: re.Match[str]) -> str:
         if m.group(1):
@@ -173,6 +177,16 @@ def sentences(passage: str) -> tuple[_Sentence, ...]:
 
 
 
+@functools.lru_cache(maxsize=4096)  # as sentences(): a passage meets several others
+def _normalised(passage: str) -> str:
+    return " ".join(passage.split())
+
+
+@functools.lru_cache(maxsize=4096)
+def _has_claim(passage: str) -> bool:
+    return _CLAIM.search(passage) is not None
+
+
 def _about_the_same(a: _Sentence, b: _Sentence, need: float) -> bool:
     if not a.words or not b.words:
         return False
@@ -228,13 +242,17 @@ class RulesJudge:
         self.same_claim = same_claim  # the same, for a negation (the words must be nearly the same)
 
     def judge_pair(self, passage_a: str, passage_b: str) -> Judgement:
-        if " ".join(passage_a.split()) == " ".join(passage_b.split()):
+        if _normalised(passage_a) == _normalised(passage_b):
             return Judgement(Relation.DUPLICATE, Severity.INFO, "the same text")
         # A value or a negation on one side at least, or no rule can find anything: most pairs end here.
-        if not (_CLAIM.search(passage_a) or _CLAIM.search(passage_b)):
+        if not (_has_claim(passage_a) or _has_claim(passage_b)):
             return Judgement(Relation.UNRELATED, Severity.INFO, "no value or negation to compare")
         for sa in sentences(passage_a):
             for sb in sentences(passage_b):
+                # Two sentences stating no value and negating nothing cannot clash (see _clash and the
+                # negation rule): skipped before their words are compared, the order of the rest kept.
+                if not (sa.values or sa.denied or sa.negated or sb.values or sb.denied or sb.negated):
+                    continue
                 if not _about_the_same(sa, sb, self.same_topic):
                     continue
                 why = _clash(sa, sb)

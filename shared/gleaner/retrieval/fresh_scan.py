@@ -103,16 +103,23 @@ class FreshSigns:
             segments = self._segments
         if words is None or words.shape[1] < EXACT_BELOW:  # (none at all: SQL's scan of nothing costs nothing)
             return None, None
-        picked = nearest_rows(words, np.asarray(query, dtype=np.float32), count)
-        where = np.searchsorted(ends, picked, side="right")
-        hashes: list[str] = []
-        ordinals: list[int] = []
-        for row, seg_at in zip(picked.tolist(), where.tolist(), strict=True):
-            segment = segments[order[seg_at]]
-            offset = row - (ends[seg_at - 1] if seg_at else 0)
-            hashes.append(segment.hashes[offset])
-            ordinals.append(segment.ordinals[offset])
-        return hashes, ordinals
+        return _keys(nearest_rows(words, np.asarray(query, dtype=np.float32), count), ends, order, segments)
+
+    def nearest_each(self, conn: Connection, model: str, queries: Any, count: int,
+                     exact_below: int) -> list[tuple[list[str], list[int]]] | None:
+        """:meth:`nearest` for each row of ``queries`` (vectors), the segments caught up once; None when
+        there are fewer than ``exact_below`` fresh vectors (then SQL compares them all)."""
+        import numpy as np
+
+        ids = [int(r[0]) for r in conn.execute(_IDS, {"m": model})]
+        with self._lock:
+            self._catch_up(conn, model, ids)
+            words, ends, order = self._words, self._ends, self._order
+            segments = self._segments
+        if words is None or words.shape[1] < exact_below:
+            return None
+        return [_keys(nearest_rows(words, q, count), ends, order, segments)
+                for q in np.asarray(queries, dtype=np.float32)]
 
     def _catch_up(self, conn: Connection, model: str, ids: list[int]) -> None:
         import numpy as np
@@ -142,3 +149,19 @@ class FreshSigns:
             parts = [self._segments[i].words for i in self._order]
         self._words = np.ascontiguousarray(np.concatenate(parts).T) if parts else None
         self._ends = np.cumsum([len(p) for p in parts]).tolist()
+
+
+def _keys(picked: np.ndarray[Any, Any], ends: list[int], order: list[int],
+          segments: dict[int, _Segment]) -> tuple[list[str], list[int]]:
+    """The (text hashes, ordinals) of rows of the concatenated segments."""
+    import numpy as np
+
+    where = np.searchsorted(ends, picked, side="right")
+    hashes: list[str] = []
+    ordinals: list[int] = []
+    for row, seg_at in zip(picked.tolist(), where.tolist(), strict=True):
+        segment = segments[order[seg_at]]
+        offset = row - (ends[seg_at - 1] if seg_at else 0)
+        hashes.append(segment.hashes[offset])
+        ordinals.append(segment.ordinals[offset])
+    return hashes, ordinals
