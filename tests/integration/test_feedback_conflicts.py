@@ -8,16 +8,19 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
 
 from gleaner import tenancy
+from gleaner.demosite.testsite import Page, TestSite
 from gleaner.origins.contradictions import EXACT_BELOW
 from gleaner.origins.feedback import About, give_feedback
 from gleaner.origins.landing import land
 from gleaner.origins.store import DocumentIdentity
 from gleaner.retrieval import search
+from gleaner.runtime.runner import crawl, new_request
 
 SITE = "acme.test"
 OTHER = "rival.test"
@@ -156,3 +159,33 @@ def test_two_contradictions_between_the_same_two_documents_are_two_conflicts_and
     assert changed.version == 2 and changed.conflicts == []
     assert _rows(deps, "SELECT count(*) FROM knowledge.document_conflicts")[0][0] == 2
     assert _rows(deps, "SELECT count(*) FROM knowledge.document_events WHERE type = 'conflict.opened'")[0][0] == 2
+
+
+def _html(title: str, *paragraphs: str, links: str = "") -> Page:
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return Page(f"<!doctype html><html><head><title>{title}</title></head><body><nav>{links}</nav><main>"
+                f"<article><h1>{title}</h1>{body}</article></main></body></html>")
+
+
+def test_a_crawled_page_is_compared_with_the_site_s_uploads_and_feedback_never_with_other_pages(deps):
+    links = '<a href="/plans.html">Plans</a> <a href="/handbook.html">Handbook</a>'
+    about = ("Every plan comes with the same dashboard, the same exports and the same single sign-on; the plans "
+             "differ in how many projects they hold and how long their history is kept.")
+    pages = {"/": _html("Home", "Welcome to the product's pages. " + about, links=links),
+             "/plans.html": _html("Plans", "The Pro plan price is 22 euros per month, billed yearly.", about),
+             "/handbook.html": _html("Handbook", "The Pro plan price is 24 euros per month, billed yearly.", about)}
+    with TestSite(pages, max_seconds=300) as site:
+        first = crawl(deps, new_request(site.url + "/", site_domain=SITE))
+        assert first["status"] == "finished"
+        # Two crawled pages that disagree are not compared with each other: a crawl never waits on that.
+        assert _rows(deps, "SELECT count(*) FROM knowledge.document_conflicts")[0][0] == 0
+        upload = land(deps, DocumentIdentity(SITE, f"upload://{SITE}/price.md", "/price.md", "upload"),
+                      "# Price\n\nThe Pro plan price is 22 euros per month, billed yearly.\n", extractor="test")
+        assert len(upload.conflicts) == 1  # an upload is compared with every page: the handbook's 24
+        pages["/plans.html"] = replace(_html("Plans", "The Pro plan price is 30 euros per month, billed yearly.",
+                                             about), modified=1_800_000_000.0)
+        crawl(deps, new_request(site.url + "/", site_domain=SITE))
+    plans = deps.metadata.document_by_url(site.url + "/plans.html")["id"]
+    opened = _rows(deps, "SELECT entity_a_id, entity_b_id FROM knowledge.document_conflicts ORDER BY created_at")
+    assert len(opened) == 2, opened  # the changed page against the upload, not against the handbook
+    assert {str(opened[1][0]), str(opened[1][1])} == {str(plans), upload.document_id}

@@ -1,7 +1,10 @@
 """The contradiction detector: each new or changed text against the tenant's other chunks.
 
-For every snapshot ingest just indexed (a page, an upload, a feedback: any origin), each chunk of
-its text is a query: its nearest chunks by embedding (``knowledge.chunk_vector_candidates``, the
+For every snapshot ingest just indexed, each chunk of its text is a query. An upload's or a feedback's
+is compared with every other document of its site; a crawled page's only with the site's uploads and
+feedback (their chunks scanned exactly: they are few), and not at all on a site that has none, so a
+crawl never waits for its pages to be compared with each other. The nearest chunks by embedding
+(``knowledge.chunk_vector_candidates``, the
 HNSW index's top ``CANDIDATES`` and the fresh vectors' nearest: once they are many, only the
 ``PICKED`` the sign-bit scan chose are compared, as search does (gleaner.retrieval.fresh_scan), so
 the cost of a page does not grow with the tenant's size, nor with a first crawl's) are kept when
@@ -49,7 +52,7 @@ MODEL_PAIRS = 8
 
 # The documents whose current version is one of the snapshots, with their text, and only if indexed.
 _SUBJECTS = sa.text(
-    "SELECT d.site_domain, d.id, s.id, i.text_hash FROM knowledge.document_snapshots s"
+    "SELECT d.site_domain, d.id, s.id, i.text_hash, d.origin <> 'scrape' FROM knowledge.document_snapshots s"
     " JOIN knowledge.documents d ON d.id = s.document_id AND d.current_snapshot_id = s.id"
     " JOIN knowledge.search_index i ON i.document_id = d.id AND i.snapshot_id = s.id"
     " WHERE s.id = ANY(CAST(:ids AS uuid[])) AND NOT d.is_deleted ORDER BY d.id")
@@ -62,11 +65,14 @@ _CANDIDATES = (
     " FROM near JOIN knowledge.text_chunks o ON o.text_hash = near.text_hash AND o.ordinal = near.ordinal"
     " JOIN knowledge.search_index i ON i.text_hash = near.text_hash"
     " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
-    " WHERE d.site_domain = :site AND d.id <> CAST(:doc AS uuid) AND d.status = 'active' AND NOT d.is_deleted")
+    " WHERE d.site_domain = :site AND d.id <> CAST(:doc AS uuid) AND d.status = 'active' AND NOT d.is_deleted"
+    "{only}")
+_ANY_ORIGIN, _NOT_SCRAPED = "", " AND d.origin <> 'scrape'"
 _NEAR_BY_VECTOR = sa.text(
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL) n WHERE q.v IS NOT NULL)"
-    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)",
+                        only=_ANY_ORIGIN))
 # The same with the fresh vectors the sign-bit scan picked for each query chunk (:pq its ordinal, :ph and
 # :po the picked keys), compared exactly by migration 0050's overload, instead of every fresh vector.
 _NEAR_BY_PICKS = sa.text(
@@ -77,7 +83,21 @@ _NEAR_BY_PICKS = sa.text(
     " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
     " FROM q JOIN picks ON picks.qo = q.qo"
     " CROSS JOIN LATERAL knowledge.chunk_vector_candidates(q.v, q.m, :k, NULL, picks.fh, picks.fo) n)"
-    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)"))
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)",
+                         only=_ANY_ORIGIN))
+# A crawled page's nearest among the site's uploads and feedback only, compared exactly (they are few).
+_NEAR_NOT_SCRAPED = sa.text(
+    _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, q.v, n.text_hash, n.ordinal"
+    " FROM q CROSS JOIN LATERAL (SELECT c.text_hash, c.ordinal FROM knowledge.text_chunks c"
+    "   JOIN knowledge.search_index si ON si.text_hash = c.text_hash"
+    "   JOIN knowledge.documents od ON od.id = si.document_id AND od.current_snapshot_id = si.snapshot_id"
+    "   WHERE od.site_domain = :site AND od.origin <> 'scrape' AND NOT od.is_deleted AND c.embedding_model = q.m"
+    "   ORDER BY COALESCE(c.embedding, c.fresh_embedding) OPERATOR(public.<=>) q.v LIMIT :k) n WHERE q.v IS NOT NULL)"
+    + _CANDIDATES.format(similarity="1 - (COALESCE(o.embedding, o.fresh_embedding) OPERATOR(public.<=>) near.v)",
+                         only=_NOT_SCRAPED))
+_HAS_NOT_SCRAPED = sa.text(
+    "SELECT EXISTS (SELECT 1 FROM knowledge.documents WHERE site_domain = :site AND origin <> 'scrape'"
+    " AND NOT is_deleted)")
 # The query chunks' vectors in pgvector's binary form (int16 dimension, int16 zero, float4s big-endian).
 _QUERY_VECTORS = sa.text(
     "SELECT ordinal, public.vector_send(COALESCE(embedding, fresh_embedding)), embedding_model"
@@ -88,11 +108,13 @@ _PASSAGES = sa.text(
     "   WHERE text_hash = ANY(CAST(:t AS text[])))"
     " SELECT r.h, r.s, r.e, substring(b.raw FROM r.s + 1 FOR r.e - r.s)"
     " FROM unnest(CAST(:h AS text[]), CAST(:s AS int[]), CAST(:e AS int[])) AS r(h, s, e) JOIN b ON b.text_hash = r.h")
-_NEAR_BY_WORDS = sa.text(
+_WORDS = (
     _QUERIES + " near AS MATERIALIZED (SELECT q.chunk_start AS qs, q.chunk_end AS qe, n.text_hash, n.ordinal"
     " FROM q CROSS JOIN LATERAL knowledge.chunk_word_candidates(CAST(NULLIF(replace(CAST(strip(q.tsv) AS text),"
     "   ' ', ' | '), '') AS tsquery), :k, 200, NULL) n)"
-    + _CANDIDATES.format(similarity="1.0"))
+    + _CANDIDATES.format(similarity="1.0", only="{only}"))
+_NEAR_BY_WORDS = sa.text(_WORDS.format(only=_ANY_ORIGIN))
+_NEAR_WORDS_NOT_SCRAPED = sa.text(_WORDS.format(only=_NOT_SCRAPED))
 _RECORD = sa.text(
     "INSERT INTO knowledge.document_conflicts (site_domain, entity_a_type, entity_a_id, entity_b_type,"
     " entity_b_id, conflict_type, severity, evidence_a, evidence_b, details, detected_by, detector_version,"
@@ -129,9 +151,18 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
             # The graph walk's breadth: twice the candidates asked (search's 40 is for ranking a query's answer;
             # here a near miss costs a candidate, not a result), for this transaction only.
             conn.execute(sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(2 * CANDIDATES)})
-        for site, document_id, snapshot_id, text_hash in subjects:
+        others: dict[str, bool] = {}  # site -> whether it holds uploads or feedback
+        for site, document_id, snapshot_id, text_hash, not_scraped in subjects:
+            if not not_scraped:
+                # A crawled page is compared with the site's uploads and feedback only: against every other page
+                # (a first crawl's thousands) the comparison held the crawl back (issue 41). An upload or a
+                # feedback, when it comes, is compared with every page.
+                if site not in others:
+                    others[site] = bool(conn.execute(_HAS_NOT_SCRAPED, {"site": site}).scalar())
+                if not others[site]:
+                    continue
             rows = _judged(conn, judge, vectors, deps.search_index.fresh_signs, site, str(document_id),
-                           str(snapshot_id), text_hash)
+                           str(snapshot_id), text_hash, crawled=not not_scraped)
             if not rows:
                 continue
             found = conn.execute(_RECORD, {"site": site, "rows": json_rows(rows)}).all()
@@ -145,11 +176,14 @@ def find_contradictions(deps: Deps, snapshot_ids: Sequence[str], judge: PairJudg
 
 
 def _judged(conn: sa.Connection, judge: PairJudge, vectors: bool, signs: FreshSigns, site: str, document_id: str,
-            snapshot_id: str, text_hash: str) -> list[dict[str, Any]]:
+            snapshot_id: str, text_hash: str, *, crawled: bool = False) -> list[dict[str, Any]]:
     """The conflict rows for one subject: each contradiction between a passage of it and a passage of another
     document (one per pair of passages, most similar first)."""
     params = {"h": text_hash, "n": MAX_CHUNKS, "k": CANDIDATES, "site": site, "doc": document_id}
-    near = _near_by_vector(conn, signs, params) if vectors else conn.execute(_NEAR_BY_WORDS, params).all()
+    if crawled:
+        near = conn.execute(_NEAR_NOT_SCRAPED if vectors else _NEAR_WORDS_NOT_SCRAPED, params).all()
+    else:
+        near = _near_by_vector(conn, signs, params) if vectors else conn.execute(_NEAR_BY_WORDS, params).all()
     near = [r for r in near if r[6] is not None and float(r[6]) >= MIN_SIMILARITY]
     if not near:
         return []
