@@ -42,6 +42,7 @@ from gleaner.settings.config import Settings  # noqa: E402
 from gleaner.store.ledger.llmanswers import RunBudget  # noqa: E402
 
 SAMPLES = Path(__file__).with_name("llm_samples") / "samples.tsv"
+PACKAGES = ("python3.11-doc", "rust-doc", "nodejs-doc", "nodejs", "valgrind", "libffi-dev")  # the samples' pages
 CACHE = Path.home() / ".cache" / "gleaner" / "models"
 QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 QWEN_PARTS = 22
@@ -113,6 +114,10 @@ def read_samples(limit: int | None) -> list[tuple[str, str, str]]:
     keep = [s for s in lines if s[0] == "include"]
     drop = [s for s in lines if s[0] != "include"]
     mixed = [s for pair in zip(keep, drop, strict=False) for s in pair] + keep[len(drop):] + drop[len(keep):]
+    missing = [s[2] for s in mixed[:limit] if not s[2].startswith("gleaner:") and not Path(s[2]).is_file()]
+    if missing:  # said before the model server starts, not as a traceback halfway through the run
+        raise SystemExit(f"{len(missing)} sample pages are not installed (first: {missing[0]}); "
+                         f"apt-get install {' '.join(PACKAGES)}")
     return mixed[:limit]
 
 

@@ -36,6 +36,12 @@ def test_an_unsure_include_goes_to_review_and_a_sure_one_is_kept():
     assert verdict_of(PageClass("include", 0.8, "article", "x"), 0.6) == (Verdict.INCLUDE, "")
 
 
+def test_an_unsure_exclude_drops_nothing_whatever_kind_it_names():
+    # Qwen2.5-Coder-1.5B's answer on valgrind's FAQ in the labelled benchmark: "legal", confidence 0.
+    verdict, why = verdict_of(PageClass("exclude", 0.0, "legal", "not about legal matters"), 0.6)
+    assert verdict == Verdict.NEEDS_REVIEW and "low confidence" in why
+
+
 @pytest.mark.parametrize("answer, complaint", [
     ([], "not a JSON object"),
     ({"decision": "include", "content_kind": "article", "confidence": 0.5}, "lacks 'reason'"),

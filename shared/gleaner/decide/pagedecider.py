@@ -5,10 +5,11 @@ page or could not be fetched stand as the rules say (the model would only be ask
 page with text is asked of the model: its answer is looked up by (input hash, model, prompt version)
 before any call, a call is reserved against the run's budget, and the answer becomes the verdict:
 
+- below the confidence floor: review, whatever the kind or decision (Qwen2.5-Coder-1.5B called a
+  FAQ "legal" with confidence 0: an unsure answer must not drop a page of prose);
 - ``content_kind`` legal, login, listing, navigation or other means exclude, whatever the model's
   decision (small models mark a cookie policy "legal" and "include");
-- a model that excludes a page it calls content contradicts itself: review, not exclude;
-- below the confidence floor: review.
+- a model that excludes a page it calls content contradicts itself: review, not exclude.
 
 The model never fails a run: an unreachable provider, an answer that breaks the schema or a spent
 budget leaves the rules' verdict, with why in its reason and metadata.
@@ -92,12 +93,12 @@ class LLMDecider:
 
 def verdict_of(answer: PageClass, min_confidence: float) -> tuple[Verdict, str]:
     """The verdict a model's answer makes, and a word on why when it is not the model's own decision."""
+    if answer.confidence < min_confidence:  # first: an unsure answer excludes nothing, whatever its kind
+        return Verdict.NEEDS_REVIEW, f"low confidence ({answer.confidence:.2f})"
     if answer.content_kind in EXCLUDE_KINDS:
         return Verdict.EXCLUDE, "" if answer.decision == "exclude" else f"{answer.content_kind} is never kept"
     if answer.decision == "exclude":
         return Verdict.NEEDS_REVIEW, f"model excluded a page it calls {answer.content_kind}"
-    if answer.confidence < min_confidence:
-        return Verdict.NEEDS_REVIEW, f"low confidence ({answer.confidence:.2f})"
     return Verdict.INCLUDE, ""
 
 
