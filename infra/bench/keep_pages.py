@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import http.server
 import os
 import random
@@ -90,14 +91,17 @@ def _build_mdbook05(work: Path) -> Path | None:
     (book / "src" / "intro.md").write_text("# Introduction\n\nThe Node.js API documentation installed on this"
                                            " machine, one chapter a module, as an mdBook book.\n")
     summary = ["# Summary", "", "[Introduction](intro.md)", "", "# Modules", ""]
-    for md in sorted(source.glob("*.md")):
-        if md.name in ("all.md", "index.md", "README.md"):
+    # Debian compresses the larger files under /usr/share/doc: read each module's .md or .md.gz.
+    for md in sorted([*source.glob("*.md"), *source.glob("*.md.gz")]):
+        name = md.name.removesuffix(".gz")
+        if name in ("all.md", "index.md", "README.md"):
             continue
-        text = re.sub(r"<!--.*?-->", "", md.read_text(encoding="utf-8"), flags=re.S)
+        raw = gzip.decompress(md.read_bytes()) if md.suffix == ".gz" else md.read_bytes()
+        text = re.sub(r"<!--.*?-->", "", raw.decode("utf-8"), flags=re.S)
         heading = re.search(r"^#\s+(.+)$", text, re.M)
-        title = (heading.group(1).strip() if heading else md.stem).replace("[", "").replace("]", "")
-        (book / "src" / "modules" / md.name).write_text(text, encoding="utf-8")
-        summary.append(f"- [{title}](modules/{md.name})")
+        title = (heading.group(1).strip() if heading else Path(name).stem).replace("[", "").replace("]", "")
+        (book / "src" / "modules" / name).write_text(text, encoding="utf-8")
+        summary.append(f"- [{title}](modules/{name})")
     (book / "src" / "SUMMARY.md").write_text("\n".join(summary) + "\n")
     (book / "book.toml").write_text('[book]\ntitle = "Node.js API, as a book"\n\n[output.html]\n')
     subprocess.run([mdbook, "build"], cwd=book, check=True, capture_output=True)
