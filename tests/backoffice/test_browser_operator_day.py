@@ -115,7 +115,8 @@ def test_the_watch_view_says_what_changed_since_the_last_visit_word_by_word(kept
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.since-visit")) == 2
     shot(browser, tmp_path, "watch")
     Select(browser.find_element(By.NAME, "type")).select_by_visible_text("changed")
-    browser.find_element(By.CSS_SELECTOR, "form.watch-filters button").click()
+    # The filtered page replaces this one, which holds the same table: wait for it, not the old one.
+    click_and_wait(browser, "form.watch-filters button", "type=")
     rows = wait_for(browser, "table.watch-events").find_elements(By.CSS_SELECTOR, "tr.event")
     assert {r.find_element(By.CSS_SELECTOR, "span.badge").text for r in rows} == {"changed"}
     assert any(kept.site.url + "/about" in r.text for r in rows)
