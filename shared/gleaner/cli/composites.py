@@ -11,7 +11,9 @@ from __future__ import annotations
 import getpass
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -121,6 +123,15 @@ def composite_edit(composite_id: str, file: str, note: str | None, as_json: bool
         click.echo(f"{edited.id}: {edited.status}, v{version}" + ("" if written else " (unchanged: nothing written)"))
 
 
+def _of_composite(composite_id: str, read: Callable[[Any, str], list[Any]]) -> list[Any]:
+    """``read(deps, id)`` for the composite a listing names (an id or its start); exits when there is none."""
+    with open_deps(load_settings()) as deps:
+        composite_id = resolve_id(deps, "composite", composite_id)
+        if deps.metadata.composite(composite_id) is None:
+            fail(f"no composite {composite_id}")
+        return read(deps, composite_id)
+
+
 @composite_group.command("versions")
 @click.argument("composite_id")
 @click.option("--json", "as_json", is_flag=True)
@@ -129,12 +140,8 @@ def composite_versions(composite_id: str, as_json: bool) -> None:
     """Every version of a composite, oldest first: who wrote it (generated or edited) and when."""
     from gleaner.operator import composites
 
-    with open_deps(load_settings()) as deps:
-        composite_id = resolve_id(deps, "composite", composite_id)
-        if deps.metadata.composite(composite_id) is None:
-            fail(f"no composite {composite_id}")
-        found = composites.versions(deps, composite_id)
-    echo_listing(found, as_json, lambda v: f"v{v.version}{'*' if v.current else ' '} {v.at[:19]}  "
+    echo_listing(_of_composite(composite_id, composites.versions), as_json,
+                 lambda v: f"v{v.version}{'*' if v.current else ' '} {v.at[:19]}  "
                  f"{'edited' if v.generator == composites.EDIT_GENERATOR else 'generated'} by {v.by or 'gleaner'}"
                  + (f"  ({v.note})" if v.note else ""))
 
@@ -147,10 +154,6 @@ def composite_history(composite_id: str, as_json: bool) -> None:
     """Every move of a composite, oldest first: from, to, who and when."""
     from gleaner.operator import composites
 
-    with open_deps(load_settings()) as deps:
-        composite_id = resolve_id(deps, "composite", composite_id)
-        if deps.metadata.composite(composite_id) is None:
-            fail(f"no composite {composite_id}")
-        moves = composites.history(deps, composite_id)
-    echo_listing(moves, as_json, lambda t: f"{t.at[:19]}  {t.from_status or '-':<13} -> {t.to_status:<13} "
-                                           f"by {t.actor}" + (f"  ({t.note})" if t.note else ""))
+    echo_listing(_of_composite(composite_id, composites.history), as_json,
+                 lambda t: f"{t.at[:19]}  {t.from_status or '-':<13} -> {t.to_status:<13} "
+                 f"by {t.actor}" + (f"  ({t.note})" if t.note else ""))
