@@ -1,7 +1,7 @@
 """Which statements cost PostgreSQL its CPU during a first crawl: per-statement figures per page.
 
     PYTHONPATH=shared .venv/bin/python infra/bench/pg_statements.py [--pages 2000] [--profile cheap]
-        [--ref COMMIT] [--workdir-in /dev/shm] [--out FILE]
+        [--ref COMMIT] [--workdir-in /dev/shm] [--search] [--out FILE]
 
 It needs nginx and Debian's PostgreSQL 15 (``/usr/lib/postgresql/15``, whose contrib has
 ``pg_stat_statements``). For each variant (the working tree, and ``--ref``'s ``shared/``) it makes
@@ -192,7 +192,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--workdir-in", type=Path, default=None)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--search", action="store_true", help="crawl with search on (GLEANER_EMBED_AFTER_CRAWL)")
     args = parser.parse_args()
+    bench.SEARCH = args.search
     if not (PG_BIN / "postgres").exists():
         raise SystemExit(f"pg_statements: PostgreSQL 15 is not installed under {PG_BIN}")
     work, variants, servers, base = compare.served_corpus("gleaner-pgs-", args.pages, args.profile, args.ref,
@@ -207,7 +209,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     if args.out:
         args.out.write_text(json.dumps({"pages": args.pages, "profile": args.profile, "ref": args.ref,
-                                        "commit": bench.git_commit(), "results": results}, indent=1))
+                                        "search": args.search, "commit": bench.git_commit(),
+                                        "results": results}, indent=1))
 
 
 if __name__ == "__main__":

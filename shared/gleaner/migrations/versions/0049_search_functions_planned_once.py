@@ -120,6 +120,11 @@ GRANT EXECUTE ON FUNCTION {WORDS_SIGNATURE} TO gleaner_app;
 """
 
 _VECTOR = "COALESCE(c.embedding, c.fresh_embedding)"
+# Whether the candidate function exists, asked only once pgvector's type is known: PostgreSQL 15's
+# to_regprocedure raises, rather than answering NULL, when a type of the signature does not exist (a
+# server without pgvector), so the type is looked up first, in an IF of its own.
+_HAS_VECTOR = "pg_catalog.to_regtype('public.vector') IS NOT NULL"
+_HAS_CANDIDATES = f"pg_catalog.to_regprocedure('{CANDIDATES_SIGNATURE}') IS NOT NULL"
 _GRAPH_READY = ("COALESCE((SELECT i.indisvalid FROM pg_catalog.pg_index i"
                 " WHERE i.indexrelid = pg_catalog.to_regclass('knowledge.text_chunks_embedding')), false)")
 
@@ -179,10 +184,12 @@ UPGRADE = f"""
 {WORDS}
 DO $$
 BEGIN
-    IF pg_catalog.to_regprocedure('{CANDIDATES_SIGNATURE}') IS NOT NULL THEN
-        EXECUTE $sql${CANDIDATES}$sql$;
-        EXECUTE 'REVOKE ALL ON FUNCTION {CANDIDATES_SIGNATURE} FROM PUBLIC';
-        EXECUTE 'GRANT EXECUTE ON FUNCTION {CANDIDATES_SIGNATURE} TO gleaner_app';
+    IF {_HAS_VECTOR} THEN
+        IF {_HAS_CANDIDATES} THEN
+            EXECUTE $sql${CANDIDATES}$sql$;
+            EXECUTE 'REVOKE ALL ON FUNCTION {CANDIDATES_SIGNATURE} FROM PUBLIC';
+            EXECUTE 'GRANT EXECUTE ON FUNCTION {CANDIDATES_SIGNATURE} TO gleaner_app';
+        END IF;
     END IF;
 END
 $$;
@@ -210,10 +217,12 @@ def downgrade() -> None:
     op.execute(f"""
 DO $$
 BEGIN
-    IF pg_catalog.to_regprocedure('{CANDIDATES_SIGNATURE}') IS NOT NULL THEN
-        EXECUTE $sql${candidates.CANDIDATES}$sql$;
-        EXECUTE 'REVOKE ALL ON FUNCTION {CANDIDATES_SIGNATURE} FROM PUBLIC';
-        EXECUTE 'GRANT EXECUTE ON FUNCTION {CANDIDATES_SIGNATURE} TO gleaner_app';
+    IF {_HAS_VECTOR} THEN
+        IF {_HAS_CANDIDATES} THEN
+            EXECUTE $sql${candidates.CANDIDATES}$sql$;
+            EXECUTE 'REVOKE ALL ON FUNCTION {CANDIDATES_SIGNATURE} FROM PUBLIC';
+            EXECUTE 'GRANT EXECUTE ON FUNCTION {CANDIDATES_SIGNATURE} TO gleaner_app';
+        END IF;
     END IF;
 END
 $$;
