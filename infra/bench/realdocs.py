@@ -1,22 +1,25 @@
 """Search quality on real documentation, against BM25: one command.
 
-    python infra/bench/realdocs.py [--sets nodejs,valgrind,paraphrase] [--model static|minilm]
+    python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,paraphrase] [--model static|minilm]
                                    [--keep DIR] [--label NAME]
 
 For each set: its pages are served on loopback (the documentation Debian installs under
-/usr/share/doc, or the tests' paraphrase site), crawled with ``gleaner crawl`` as a user would (own
-GLEANER_HOME, GLEANER_ALLOW_NETWORKS=127.0.0.0/8, --delay 0), and the set's hand-written questions
-(infra/bench/realdocs/*.json: each names the page or pages that answer it) are asked through
-``gleaner.retrieval.search``. The same pages, fetched from the same server, go through trafilatura
-into SQLite FTS5 (porter tokenizer, one row per page) and are ranked by its ``bm25()`` for an
-any-word query: the baseline. Metrics are page level: recall@1/3/10 (a listed page among the first
-k distinct pages), MRR and nDCG@10 (binary relevance, every listed page relevant).
+/usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc``; or the tests' paraphrase site),
+crawled with ``gleaner crawl`` as a user would (own GLEANER_HOME, GLEANER_ALLOW_NETWORKS=127.0.0.0/8,
+--delay 0), and the set's hand-written questions (infra/bench/realdocs/*.json: each names the page or
+pages that answer it) are asked through ``gleaner.retrieval.search``. The same pages, fetched from the
+same server, go through trafilatura into SQLite FTS5 (porter tokenizer, one row per page) and are
+ranked by its ``bm25()`` for an any-word query: the baseline. Metrics are page level: recall@1/3/10
+(a listed page among the first k distinct pages), MRR and nDCG@10 (binary relevance, every listed
+page relevant).
 
 The Node.js reference's ``all.html`` (the whole manual on one page) is left out of the crawl with
 ``--exclude``: aggregate pages are another issue's; BM25 indexes the same pages Gleaner stored.
 
 ``--keep DIR`` keeps each set's GLEANER_HOME under DIR and reuses it next time (no second crawl):
 for trying ranking changes on the same stored pages. valgrind is the check set: tune on nodejs.
+sphinx (Sphinx 5.3's manual from Debian's sphinx-doc: 133 pages with its 890 kB changelog and the
+viewcode source pages) is a second check set, never tuned on: questions worded as users ask them.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "shared"))
 
-SETS = {"nodejs": HERE / "realdocs" / "nodejs.json", "valgrind": HERE / "realdocs" / "valgrind.json"}
-SITE = {"nodejs": "nodejs.docs.test", "valgrind": "valgrind.docs.test", "paraphrase": "topics.test"}
+SETS = {name: HERE / "realdocs" / f"{name}.json" for name in ("nodejs", "valgrind", "sphinx")}
+SITE = {"nodejs": "nodejs.docs.test", "valgrind": "valgrind.docs.test", "sphinx": "sphinx.docs.test",
+        "paraphrase": "topics.test"}
+PACKAGE = {"nodejs": "nodejs-doc", "valgrind": "valgrind", "sphinx": "sphinx-doc"}  # Debian's, for the source
 DEPTH = 10
 PAGES_ASKED = 10  # distinct pages the metrics look at
 
@@ -181,6 +186,8 @@ def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
         start, exclude = base + "/", []
     else:
         spec = json.loads(SETS[name].read_text())
+        if not Path(spec["source"]).is_dir():
+            raise SystemExit(f"realdocs: {spec['source']} is missing; apt-get install {PACKAGE[name]}")
         server, base = serve_directory(Path(spec["source"]))
         questions = [item["q"] for item in spec["questions"]]
         relevant = [item["pages"] for item in spec["questions"]]
@@ -211,7 +218,7 @@ def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="nodejs,valgrind,paraphrase")
+    parser.add_argument("--sets", default="nodejs,valgrind,sphinx,paraphrase")
     parser.add_argument("--model", default="static", choices=["static", "minilm"])
     parser.add_argument("--keep", type=Path, help="keep (and reuse) each set's GLEANER_HOME under this directory")
     parser.add_argument("--label", default="")
