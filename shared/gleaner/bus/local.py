@@ -16,9 +16,10 @@ while batch N is extracted. Handlers are idempotent and safe to run concurrently
 cloud runs them so), so this changes timing only.
 
 Queued PagesFetched and SnapshotsWritten messages of one run are handed to their stage as one
-(:mod:`gleaner.bus.coalesce`, ``merges``), and a run has one of each in flight at a time: when
-snapshot and ingest fall behind (many sites on few cores), a run's next messages wait for the one
-in flight and then cost their transactions once, however often scrape hands pages on.
+(:mod:`gleaner.bus.coalesce`, ``merges``), and a run has one of each in flight at a time (the local
+runner lets two of its run's ingests go at once): when snapshot and ingest fall behind (many sites on
+few cores), a run's next messages wait for the one in flight and then cost their transactions once,
+however often scrape hands pages on.
 
 ``max_runs`` bounds the runs in progress: a message of a run not yet under way waits while
 that many runs have messages queued or in flight (the others finish first). ``isolate``

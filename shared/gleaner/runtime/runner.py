@@ -20,7 +20,7 @@ from gleaner import tenancy
 from gleaner.app import Deps
 from gleaner.bus.local import LocalBus
 from gleaner.errors import ConfigError, GleanerError, PermanentError, RetryableError
-from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch
+from gleaner.messages import CrawlMapped, CrawlRequested, Message, ScrapeBatch, SnapshotsWritten
 from gleaner.runtime.drivenruns import driving, wait_released
 from gleaner.stages import acting_for, dispatch, tenant_of
 from gleaner.stages.upkeep import settle_bodies
@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 # Scrape batches in flight at once in a local run: batch N+1 fetches while batch N's pages are
 # extracted and handed off, so the extraction processes never wait for a batch to start.
 SCRAPE_BATCHES_IN_FLIGHT = 2
+# Ingest messages in flight at once in a local run. Ingest (canonical text, chunks, vectors, the
+# database's word index) costs about as much CPU as extraction; one at a time, it fell behind while
+# pages were fetched and extracted, and ended a first crawl with seconds of one busy core after the
+# last page was scraped. Two keep both cores busy to the end; ingest is safe to run concurrently
+# (the cloud runs it so), and its queued messages still go as one (gleaner.bus.coalesce).
+INGESTS_IN_FLIGHT = 2
 
 Progress = Callable[[str, Message], None] | None
 
@@ -180,21 +186,24 @@ def notify(deps: Deps) -> None:
 
 @contextmanager
 def _driving(deps: Deps, bus: LocalBus, run_id: str) -> Iterator[None]:
-    """Let scrape batches overlap while this process drives the run, and settle the run if it is cut off.
+    """Let scrape batches, and ingests, overlap while this process drives the run; settle it if cut off.
 
     Every fetcher of the process shares one per-host table (``Deps.host_table``) and the run's
     robots.txt decisions, so overlapping batches neither double a host's politeness nor read
     robots.txt again.
     """
-    limits = dict(bus.topic_limits)
+    limits, concurrency = dict(bus.topic_limits), bus.concurrency
     bus.topic_limits[ScrapeBatch.topic] = SCRAPE_BATCHES_IN_FLIGHT
+    bus.topic_limits[SnapshotsWritten.topic] = INGESTS_IN_FLIGHT
+    # Both scrape batches, a snapshot message and both ingests at once.
+    bus.concurrency = max(concurrency, SCRAPE_BATCHES_IN_FLIGHT + 1 + INGESTS_IN_FLIGHT)
     try:
         yield
     except KeyboardInterrupt:
         settle(deps, run_id, RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)")
         raise
     finally:
-        bus.topic_limits = limits
+        bus.topic_limits, bus.concurrency = limits, concurrency
 
 
 def settle(deps: Deps, run_id: str, status: RunStatus, reason: str) -> bool:
