@@ -37,3 +37,19 @@ def test_a_page_holding_much_of_the_question_s_words_still_ranks_by_them():
 
 def test_without_vectors_every_page_holding_a_word_of_the_question_is_ranked_by_its_words():
     assert _rank({**STRAY, **ANSWER}, dense=False)[:3] == ["plastics", "solar", "tides"]
+
+
+def test_a_long_page_s_best_chunk_must_be_closer_than_a_short_page_s_to_rank_above_it():
+    # A changelog of 900 kB holds some chunk a little closer to the question than the 3 kB page that
+    # answers it, by the chance of its many chunks; neither holds the question's words.
+    pages: Scores = {"changelog": (None, 0.47, 0.0), "answer": (None, 0.44, 0.0)}
+    chunks = [Candidate(text_hash=p, ordinal=0, start=0, end=10, meaning=m) for p, (_w, m, _c) in pages.items()]
+    lengths = {"changelog": 900_000, "answer": 3_000}
+
+    def ranked(lengths: dict[str, int] | None) -> list[str]:
+        return [r.key for r in fuse({p: p for p in pages}, chunks, {}, dense=True, coverage={}, lengths=lengths)]
+
+    assert ranked(None) == ["changelog", "answer"]  # no lengths known (as before): the closer chunk wins
+    assert ranked(lengths) == ["answer", "changelog"]
+    # Pages of one length rank by their cosine alone.
+    assert ranked({"changelog": 3_000, "answer": 3_000}) == ["changelog", "answer"]

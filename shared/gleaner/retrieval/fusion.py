@@ -6,7 +6,14 @@ rankings of the candidate pages (Cormack, Clarke and Büttcher's reciprocal rank
 
 - by the page's BM25 (the page's words as a whole: gleaner.retrieval.lexical);
 - by its best chunk's BM25 (one passage that holds the question's words);
-- by its best chunk's cosine similarity to the query (meaning; absent without vectors).
+- by its best chunk's cosine similarity to the query, less a length allowance (meaning; absent
+  without vectors).
+
+A long page's best chunk is the best of many draws: a changelog or a whole manual on one page holds
+some chunk close to almost any question, and ranked by its best chunk alone it stood in the top three
+of most questions on real documentation (Sphinx's 890 kB changelog in 30 of 68). Its cosine is
+lowered by ``MEANING_LENGTH * ln(1 + bytes / LENGTH_UNIT)``, as BM25 normalises a page's length;
+set on the tuning sets, checked on the held-out one (infra/bench/realdocs.py, docs/retrieval.md).
 
 A page missing from a ranking gets nothing from it. With the meaning side there, a page enters the
 two word rankings only if it holds ``MIN_COVERAGE`` of the query's word weight (IDF): ranks ignore
@@ -22,6 +29,7 @@ queries only loosely: it is a rank score.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +37,8 @@ RRF_K = 60
 WEIGHTS = {"page_words": 1.0, "chunk_words": 1.0, "meaning": 1.0}
 MIN_COVERAGE = 0.15  # as the relevance floor's share (gleaner.retrieval.ranking.FLOOR_COVERAGE)
 STRAY_WEIGHT = 0.01  # a page in no ranking still answers, after all others, with a score near 0
+MEANING_LENGTH = 0.08  # cosine taken off per natural log of a page's length in LENGTH_UNITs (+1)
+LENGTH_UNIT = 2000  # bytes: about a chunk
 
 
 @dataclass
@@ -57,9 +67,10 @@ def _ranks(scored: Iterable[tuple[str, float]]) -> dict[str, int]:
 
 
 def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[str, float],
-         dense: bool, coverage: dict[str, float] | None = None) -> list[RankedPage]:
+         dense: bool, coverage: dict[str, float] | None = None,
+         lengths: dict[str, int] | None = None) -> list[RankedPage]:
     """Rank pages {page key: its text hash} from their texts' candidate chunks and page BM25 (and the
-    share of the query's word weight each text holds), best first."""
+    share of the query's word weight each text holds, and each text's length in bytes), best first."""
     by_text: dict[str, list[Candidate]] = {}
     for c in chunks:
         by_text.setdefault(c.text_hash, []).append(c)
@@ -74,13 +85,15 @@ def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[st
     live = {key: text for key, text in pages.items() if text in by_text}
     worded = {key: text for key, text in live.items()
               if not dense or coverage is None or coverage.get(text, 0.0) >= MIN_COVERAGE}
+    allowance = {text: MEANING_LENGTH * math.log1p((lengths or {}).get(text, 0) / LENGTH_UNIT) for text in by_text}
     lists = {
         "page_words": _ranks((key, page_words[text]) for key, text in worded.items() if page_words.get(text)),
         "chunk_words": _ranks((key, max(c.words or 0 for c in by_text[text])) for key, text in worded.items()
                               if any(c.words for c in by_text[text])),
     }
     if dense:
-        lists["meaning"] = _ranks((key, max(c.meaning for c in by_text[text] if c.meaning is not None))
+        lists["meaning"] = _ranks((key, max(c.meaning for c in by_text[text] if c.meaning is not None)
+                                   - allowance[text])
                                   for key, text in live.items()
                                   if any(c.meaning is not None for c in by_text[text]))
     best_possible = sum(WEIGHTS[name] / (RRF_K + 1) for name in lists) or 1.0

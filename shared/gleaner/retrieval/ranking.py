@@ -106,7 +106,8 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
                                                         "document_id": None} for c in composites})
         ranked = fuse({key: m["text_hash"] for key, m in meta.items()}, list(pool.chunks.values()),
                       {t: p.score for t, p in pool.pages.items()}, dense=vector is not None,
-                      coverage={t: p.coverage for t, p in pool.pages.items()})
+                      coverage={t: p.coverage for t, p in pool.pages.items()},
+                      lengths={m["text_hash"]: int(m["byte_length"]) for m in meta.values() if m.get("byte_length")})
         if not ranked or not _above_floor(ranked[0], pool):
             return {"query": query, "results": [], "note": NO_MATCH}
         top = ranked[:limit]
