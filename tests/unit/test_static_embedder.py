@@ -45,7 +45,12 @@ def test_a_text_cut_word_by_word_gets_the_pieces_and_the_vector_of_the_whole_tex
     # the tokenizer gives the whole text, so vectors do not depend on what the process read before.
     texts = ["Spring tides come when sun and moon line up; neap tides (at right angles) don't.",
              "e.g. U.S.A.\tcosts $5.00 -- see #tag @me a_b x=y\r\nNEW line", "x" * 150,
-             "Café naïve résumé", "日本語のテキスト and words", "form\x0bfeed\x1cjoins", "", "   "]
+             "Café naïve résumé", "日本語のテキスト and words", "form\x0bfeed\x1cjoins", "", "   ",
+             # What real documentation holds past ASCII: a pilcrow, curly quotes, dashes, a no-break
+             # space; Greek capitals (final sigma), a ligature, combining accents, an emoji, the
+             # replacement character; and characters the tokenizer drops or reads as a space.
+             "Install¶ “pip install” — it’s 5\u00a0MB … ok", "ΣΟΦΟΣ σοφος ΑΣ İstanbul ﬁle ß",
+             "e\u0301 \u0301a 😀 \ufffd", "zero\u200bwidth", "line\u2028separator", "soft\u00adhyphen", "next\x85line"]
     for text in texts:
         assert model._pieces(text) == model._tokenizer.encode(text, add_special_tokens=False).ids
     some = [texts[0], texts[1], texts[3]]  # ("x" * 150 is one unknown piece: the fixed unit vector)

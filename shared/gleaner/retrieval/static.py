@@ -34,6 +34,7 @@ import fcntl
 import logging
 import os
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +57,28 @@ _NOT_TEXT = re.compile(r"\[(unused\d+|PAD|UNK|CLS|SEP|MASK)\]")
 # Printable ASCII and tab, newline, carriage return: there the tokenizer's normaliser changes nothing
 # but case and its whitespace is exactly str.split()'s, so a text's pieces are its words' pieces.
 _PLAIN = re.compile(r"[\t\n\r\x20-\x7e]*")
+# Beyond those, a text whose other characters the tokenizer keeps inside a word (letters, marks,
+# numbers, punctuation and symbols past ASCII) or reads as a space (Unicode space separators, which
+# str.split() cuts at too), and no control, format, line or paragraph separator character, is cut
+# into words just as the tokenizer cuts it, and each word's pieces are the same alone as in the text
+# (accents, case and CJK are per-character there). Real documentation is rarely plain ASCII (a
+# pilcrow, a curly quote, a dash), and cutting such a chunk whole was most of embedding it.
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
+_IN_WORD: dict[str, bool] = {}  # character -> whether the tokenizer keeps it inside a word
 WORD_CACHE = 200_000  # words whose pieces a process keeps (then the cache starts again)
+
+
+def _cut_at_ascii_whitespace(text: str) -> bool:
+    """Whether every character of ``text`` outside ``_PLAIN`` is one the tokenizer keeps inside a word."""
+    for char in set(_NOT_PLAIN.findall(text)):
+        inside = _IN_WORD.get(char)
+        if inside is None:
+            kind = unicodedata.category(char)
+            # A space separator (a no-break space) the normaliser makes a space, and str.split() cuts at.
+            inside = _IN_WORD[char] = char > "\x7f" and (kind == "Zs" or kind[0] not in "ZC")
+        if not inside:
+            return False
+    return True
 
 
 def default_cache_dir() -> Path:
@@ -92,11 +114,13 @@ class StaticEmbedder:
         """The text's word-piece ids, as the tokenizer gives them.
 
         Cutting a text into pieces was most of embedding's time, and a crawl repeats its words: for a
-        plain ASCII text the pieces are those of each of its whitespace-separated words in turn (the
+        text cut at ASCII whitespace alone (plain ASCII, or other characters only inside words: see
+        ``_NOT_PLAIN``) the pieces are those of each of its whitespace-separated words in turn (the
         pre-tokenizer cuts at whitespace first), each word's cut once per process. Any other text
-        goes through the tokenizer whole (control characters, accents, CJK: its normaliser's rules).
+        goes through the tokenizer whole (Unicode spaces, control and format characters: its
+        normaliser's rules).
         One text a call, never encode_batch: its thread pool spins on a busy 2-core machine."""
-        if not _PLAIN.fullmatch(text):
+        if not _PLAIN.fullmatch(text) and not _cut_at_ascii_whitespace(text):
             return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
         ids: list[int] = []
         words = self._words
