@@ -66,6 +66,16 @@ def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
         expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
+def click_and_wait(driver: Any, css: str, url_part: str, timeout: float = 30) -> None:
+    """Click, then wait until the browser is on the page the click leads to (an element found before
+    that may be the page being replaced, stale by the time it is read)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.find_element(By.CSS_SELECTOR, css).click()
+    WebDriverWait(driver, timeout).until(lambda b: url_part in b.current_url)
+
+
 def wait_for_run_status(driver: Any, status: str, timeout: float) -> None:
     """Until the live run page shows ``status``. The page swaps its counters out while it updates, so an
     element found a moment ago may be gone when read: that read is retried, not a failure."""
@@ -264,7 +274,7 @@ def test_the_quality_log_filters_by_kind(kept: Kept, browser: Any, tmp_path: Pat
     assert len(rows) == 2
     shot(browser, tmp_path, "quality")
     Select(browser.find_element(By.NAME, "kind")).select_by_value("ssrf_rejected")
-    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    click_and_wait(browser, "form.filters button", "kind=ssrf_rejected")
     rows = wait_for(browser, "table.quality").find_elements(By.CSS_SELECTOR, "tr[data-id]")
     assert [r.find_elements(By.CSS_SELECTOR, "td")[3].text for r in rows] == ["http://10.0.0.5/internal"]
     shot(browser, tmp_path, "quality-ssrf")

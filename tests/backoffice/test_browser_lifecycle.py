@@ -21,17 +21,8 @@ from gleaner.operator.routing import create_composite
 from gleaner.operator.rules import add_rule
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
-from tests.backoffice.test_browser import shot, wait_for, wait_for_run_status
+from tests.backoffice.test_browser import click_and_wait, shot, wait_for, wait_for_run_status
 from tests.backoffice.test_browser_operating import REPR, visible_text
-
-
-def click_and_wait(driver: Any, css: str, url_part: str, timeout: float = 30) -> None:
-    """Click, then wait until the browser is on the page the click leads to."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    driver.find_element(By.CSS_SELECTOR, css).click()
-    WebDriverWait(driver, timeout).until(lambda b: url_part in b.current_url)
 
 
 def test_a_page_is_rescraped_from_its_page_as_a_run_of_that_one_url(kept: Kept, browser: Any, tmp_path: Path):

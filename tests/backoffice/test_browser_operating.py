@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.backoffice.conftest import SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
-from tests.backoffice.test_browser import shot, wait_for, wait_for_run_status
+from tests.backoffice.test_browser import click_and_wait, shot, wait_for, wait_for_run_status
 
 # What a Python value looks like when it leaks onto a page.
 REPR = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\(\)|\d{2}:\d{2}:\d{2}\.\d{6}")
@@ -103,7 +103,7 @@ def test_the_runs_index_lists_runs_newest_first_and_filters_them(kept: Kept, bro
     shot(browser, tmp_path, "runs-index")
     Select(browser.find_element(By.NAME, "site")).select_by_visible_text(SITE)
     Select(browser.find_element(By.NAME, "status")).select_by_visible_text("failed")
-    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    click_and_wait(browser, "form.filters button", "status=failed")
     assert "No run matches these filters" in wait_for(browser, "table.runs").text
     shot(browser, tmp_path, "runs-index-filtered-empty")
     browser.get(kept.url + "/ui/search?q=install")

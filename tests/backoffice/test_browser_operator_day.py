@@ -11,8 +11,7 @@ from typing import Any
 
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
-from tests.backoffice.test_browser import shot, wait_for
-from tests.backoffice.test_browser_lifecycle import click_and_wait
+from tests.backoffice.test_browser import click_and_wait, shot, wait_for
 from tests.backoffice.test_browser_operating import REPR, visible_text
 
 
