@@ -76,6 +76,18 @@ def click_and_wait(driver: Any, css: str, url_part: str, timeout: float = 30) ->
     WebDriverWait(driver, timeout).until(lambda b: url_part in b.current_url)
 
 
+def click_to_new_page(driver: Any, element: Any, timeout: float = 30) -> None:
+    """Click a link or a form's button that loads another page, then wait until the page it was on is
+    gone (both pages may hold the element a test reads next)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, timeout).until(expected_conditions.staleness_of(page))
+
+
 def wait_for_run_status(driver: Any, status: str, timeout: float) -> None:
     """Until the live run page shows ``status``. The page swaps its counters out while it updates, so an
     element found a moment ago may be gone when read: that read is retried, not a failure."""
@@ -146,7 +158,7 @@ def test_the_run_page_lists_each_url_with_its_status_and_filters_by_outcome(kept
     assert "finished" in browser.find_element(By.ID, "run-status").text
     assert kept.site.url + "/private/roadmap" in browser.find_element(By.CSS_SELECTOR, "table.urls").text
     shot(browser, tmp_path, "run")
-    browser.find_element(By.PARTIAL_LINK_TEXT, "refused by robots.txt").click()
+    click_to_new_page(browser, browser.find_element(By.PARTIAL_LINK_TEXT, "refused by robots.txt"))
     rows = wait_for(browser, "table.urls").find_elements(By.CSS_SELECTOR, "tr")[1:]
     assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [kept.site.url + "/private/roadmap"]
 
@@ -252,12 +264,12 @@ def test_a_conflict_is_resolved_from_its_inbox(kept: Kept, browser: Any, tmp_pat
     row = wait_for(browser, "table.conflicts tr[data-id]")
     assert "open" in row.text and kept.site.url + "/pricing" in row.text and kept.site.url + "/about" in row.text
     shot(browser, tmp_path, "conflicts-open")
-    row.find_element(By.CSS_SELECTOR, "button.resolved").click()
+    click_to_new_page(browser, row.find_element(By.CSS_SELECTOR, "button.resolved"))
     row = wait_for(browser, "table.conflicts tr[data-id]")
     assert row.find_element(By.CSS_SELECTOR, "span.badge").text == "resolved"
     assert row.find_elements(By.CSS_SELECTOR, "button.resolved") == []
     shot(browser, tmp_path, "conflicts-resolved")
-    browser.find_element(By.LINK_TEXT, "open").click()
+    click_to_new_page(browser, browser.find_element(By.LINK_TEXT, "open"))
     assert "No conflicts" in wait_for(browser, "table.conflicts").text
 
 

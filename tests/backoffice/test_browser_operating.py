@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.backoffice.conftest import SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
-from tests.backoffice.test_browser import click_and_wait, shot, wait_for, wait_for_run_status
+from tests.backoffice.test_browser import click_and_wait, click_to_new_page, shot, wait_for, wait_for_run_status
 
 # What a Python value looks like when it leaks onto a page.
 REPR = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\(\)|\d{2}:\d{2}:\d{2}\.\d{6}")
@@ -43,7 +43,7 @@ def test_an_operator_adds_a_site_and_crawls_it_from_the_back_office(kept: Kept, 
     assert browser.find_element(By.CSS_SELECTOR, 'meta[name="viewport"]')
     shot(browser, tmp_path, "add-site-empty")
     fill(browser, url=kept.site.url + "/", site_domain="ui.test", every="1d", exclude="/private/*", delay="0")
-    browser.find_element(By.CSS_SELECTOR, "form.site button").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "form.site button"))
     notice = wait_for(browser, "p.notice")
     assert "Site added" in notice.text and browser.current_url.endswith("/ui/sites/ui.test?done=site-added")
     assert "every 1d" in visible_text(browser)
@@ -67,7 +67,7 @@ def test_an_operator_adds_a_site_and_crawls_it_from_the_back_office(kept: Kept, 
     browser.get(kept.url + "/ui/sites/ui.test/edit")
     assert browser.find_element(By.NAME, "exclude").get_attribute("value") == "/private/*"
     fill(browser, every="6h")
-    browser.find_element(By.CSS_SELECTOR, "form.site button").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "form.site button"))
     assert "Site saved" in wait_for(browser, "p.notice").text and "every 6h" in visible_text(browser)
 
 
@@ -76,7 +76,7 @@ def test_a_bad_glob_stays_in_the_form_with_its_error_beside_it(kept: Kept, brows
 
     browser.get(kept.url + "/ui/add-site")
     fill(browser, url=kept.site.url + "/", include="blog/*", limit="ten", every="5")
-    browser.find_element(By.CSS_SELECTOR, "form.site button").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "form.site button"))
     wait_for(browser, "p.refused")
     shot(browser, tmp_path, "bad-glob")
     assert "Nothing was saved: 3 fields to correct" in visible_text(browser)

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.backoffice.conftest import CHANGED, SITE, Kept
 from tests.backoffice.test_browser import browser as browser  # the fixture
-from tests.backoffice.test_browser import click_and_wait, shot, wait_for
+from tests.backoffice.test_browser import click_and_wait, click_to_new_page, shot, wait_for
 from tests.backoffice.test_browser_operating import REPR, visible_text
 
 
@@ -20,7 +20,7 @@ def test_a_subscription_is_added_refused_tested_and_deleted(kept: Kept, browser:
 
     browser.get(kept.url + "/ui/changes")
     browser.find_element(By.NAME, "url").send_keys("http://169.254.169.254/hook")
-    browser.find_element(By.CSS_SELECTOR, "button.subscribe").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "button.subscribe"))
     refused = wait_for(browser, "p.refused").text
     assert refused.startswith("Not added: refused webhook target") and "169.254.169.254" in refused
     assert browser.find_element(By.NAME, "url").get_attribute("value") == "http://169.254.169.254/hook"
@@ -29,12 +29,12 @@ def test_a_subscription_is_added_refused_tested_and_deleted(kept: Kept, browser:
     url.clear()
     url.send_keys("http://127.0.0.1:9/hook")
     browser.find_element(By.NAME, "site").send_keys(SITE)
-    browser.find_element(By.CSS_SELECTOR, "button.subscribe").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "button.subscribe"))
     assert wait_for(browser, "code.secret").text.startswith("whsec_")
     shot(browser, tmp_path, "subscription-added")
     sub = kept.deps.metadata.listed_subscriptions()[0]
     assert (sub.url, sub.site_domain) == ("http://127.0.0.1:9/hook", SITE)
-    browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{sub.id}'] button.test").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, f"tr[data-id='{sub.id}'] button.test"))
     said = wait_for(browser, "p.refused").text
     assert said.startswith("Test message not delivered: the host refused the connection"), said
     shot(browser, tmp_path, "subscription-tested")
@@ -66,7 +66,7 @@ def test_a_composite_is_made_of_ticked_pages_and_a_page_is_erased_after_confirmi
     assert kept.site.url + "/about" in what and "1 stored version" in what
     shot(browser, tmp_path, "erase-confirm")
     browser.find_element(By.NAME, "reason").send_keys("takedown request")
-    browser.find_element(By.CSS_SELECTOR, "button.erase-confirm").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "button.erase-confirm"))
     assert "Type the page's address exactly" in wait_for(browser, "p.refused").text  # not confirmed: kept
     browser.find_element(By.NAME, "confirm").send_keys(kept.site.url + "/about")
     click_and_wait(browser, "button.erase-confirm", "done=erased")
@@ -85,7 +85,7 @@ def test_a_site_token_is_shown_once_and_revoked(kept: Kept, browser: Any, tmp_pa
     click_and_wait(browser, "header a[href='/ui/tokens']", "/ui/tokens")
     browser.find_element(By.NAME, "name").send_keys(SITE)
     browser.find_element(By.NAME, "label").send_keys("docs team")
-    browser.find_element(By.CSS_SELECTOR, "button.create-token").click()
+    click_to_new_page(browser, browser.find_element(By.CSS_SELECTOR, "button.create-token"))
     token = wait_for(browser, "code.token").text
     assert len(token) > 20 and "docs team" in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
     shot(browser, tmp_path, "token-created")
