@@ -66,26 +66,30 @@ def wait_for(driver: Any, css: str, timeout: float = 10) -> Any:
         expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
-def click_and_wait(driver: Any, css: str, url_part: str, timeout: float = 30) -> None:
-    """Click, then wait until the browser is on the page the click leads to (an element found before
-    that may be the page being replaced, stale by the time it is read)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    driver.find_element(By.CSS_SELECTOR, css).click()
-    WebDriverWait(driver, timeout).until(lambda b: url_part in b.current_url)
-
-
 def click_to_new_page(driver: Any, element: Any, timeout: float = 30) -> None:
     """Click a link or a form's button that loads another page, then wait until the page it was on is
-    gone (both pages may hold the element a test reads next)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
+    gone and the new one loaded (both pages may hold the element a test reads next).
+
+    The old page is marked in its window object rather than watched for staleness: while a page
+    unloads, chromedriver may answer a question about one of its elements with an inspector error
+    ("Node with given id does not belong to the document") instead of "stale"; a script's question
+    is asked again until the new page answers it."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.gleanerLeftPage = true")
     element.click()
-    WebDriverWait(driver, timeout).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(lambda d: d.execute_script(
+        "return window.gleanerLeftPage === undefined && document.readyState === 'complete'"))
+
+
+def click_and_wait(driver: Any, css: str, url_part: str, timeout: float = 30) -> None:
+    """Click the element ``css`` names, then wait until the browser is on the page the click leads to."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    click_to_new_page(driver, driver.find_element(By.CSS_SELECTOR, css), timeout)
+    WebDriverWait(driver, timeout).until(lambda b: url_part in b.current_url)
 
 
 def wait_for_run_status(driver: Any, status: str, timeout: float) -> None:
