@@ -17,9 +17,9 @@ The Node.js reference's ``all.html`` (the whole manual on one page) is left out 
 ``--exclude``: aggregate pages are another issue's; BM25 indexes the same pages Gleaner stored.
 
 ``--keep DIR`` keeps each set's GLEANER_HOME under DIR and reuses it next time (no second crawl):
-for trying ranking changes on the same stored pages. valgrind is the check set: tune on nodejs.
-sphinx (Sphinx 5.3's manual from Debian's sphinx-doc: 133 pages with its 890 kB changelog and the
-viewcode source pages) is a second check set, never tuned on: questions worded as users ask them.
+for trying ranking changes on the same stored pages. nodejs and sphinx (Sphinx 5.3's manual from
+Debian's sphinx-doc: 133 pages with its 890 kB changelog and the viewcode source pages) are the
+tuning sets; valgrind is the check set, never tuned on.
 """
 
 from __future__ import annotations

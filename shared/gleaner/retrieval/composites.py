@@ -99,7 +99,7 @@ def index_unindexed_composites(deps: Deps) -> int:
 
 # The caller's searchable composites (row-level security decides): id, title, site, text, snapshot.
 # Search reads them in its candidates' statement (gleaner.retrieval.hybrid).
+# An index row's text length in bytes, a column of a hit (fusion weighs a long page's best chunk by it).
+TEXT_BYTES = "(SELECT t.byte_length FROM knowledge.canonical_texts t WHERE t.text_hash = i.text_hash) AS byte_length"
 SEARCHABLE = ("SELECT CAST(c.id AS text) AS composite_id, c.title, c.site_domain, i.text_hash,"
-              " CAST(i.snapshot_id AS text) AS snapshot_id,"
-              " (SELECT t.byte_length FROM knowledge.canonical_texts t WHERE t.text_hash = i.text_hash) AS byte_length"
-              + _VISIBLE)
+              " CAST(i.snapshot_id AS text) AS snapshot_id, " + TEXT_BYTES + _VISIBLE)

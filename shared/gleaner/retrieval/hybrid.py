@@ -22,15 +22,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gleaner.retrieval import lexical
-from gleaner.retrieval.composites import SEARCHABLE
+from gleaner.retrieval.composites import SEARCHABLE, TEXT_BYTES
 from gleaner.retrieval.fusion import Candidate
 from gleaner.retrieval.lexical import PageWords
 
 # The caller's searchable documents (row-level security decides), as columns of a hit.
 _DOCUMENTS = (
     "SELECT i.text_hash, d.canonical_url AS url, d.title, d.site_domain, CAST(d.id AS text) AS document_id,"
-    " CAST(i.snapshot_id AS text) AS snapshot_id,"
-    " (SELECT t.byte_length FROM knowledge.canonical_texts t WHERE t.text_hash = i.text_hash) AS byte_length"
+    " CAST(i.snapshot_id AS text) AS snapshot_id, " + TEXT_BYTES +
     " FROM knowledge.search_index i"
     " JOIN knowledge.documents d ON d.id = i.document_id AND d.current_snapshot_id = i.snapshot_id"
     " WHERE d.status = 'active' AND NOT d.is_deleted"
