@@ -24,7 +24,7 @@ from gleaner.retrieval.prepare import NewText, Prepared, PreparedText
 _TEXT_SQL = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv,"
     " fresh_embedding, embedding_model, embedding_dim)"
-    " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t),"
+    " SELECT h, o, s, e, hd, setweight(knowledge.search_words(hd), 'A') || knowledge.search_words(t),"
     " CAST(v AS public.vector), :m, :d"
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text, v text)"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"

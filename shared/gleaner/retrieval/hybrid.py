@@ -1,15 +1,16 @@
 """The candidates of one search, the pages the caller may see among them, and the answer's rows.
 
-Candidates come from two owner-read functions that return keys and numbers, never text:
-migration 0041's ``search_chunk_words`` (any word of the query, with BM25's numbers:
-gleaner.retrieval.lexical) and migration 0033/0037's ``search_chunk_candidates`` asked for its
-nearest vectors only (the HNSW index's and the fresh ones', each with its cosine); both are PL/pgSQL
-since migration 0049, so a session plans them once. Which documents hold each candidate's text, and
-whether the caller may see them, is read under the caller's row-level security (search_index,
-documents, routings), and so are the caller's searchable composites (gleaner.retrieval.composites):
-one statement asks both functions and reads both lists, so a search is one round trip for its
-candidates. Pages are then ranked by reciprocal rank fusion (gleaner.retrieval.fusion), and only the
-answer's passages are read: their versions and bytes.
+Candidates come from two owner-read functions that return keys and numbers, never text: migration
+0041's ``search_chunk_words`` (any word of the query, with BM25's numbers:
+gleaner.retrieval.lexical; words as migration 0051's ``knowledge.search_words`` reads them) and
+migration 0033/0037's ``search_chunk_candidates`` asked for its nearest vectors only (the HNSW
+index's and the fresh ones', each with its cosine); both are PL/pgSQL since migration 0049, so a
+session plans them once. Which documents hold each candidate's text, and whether the caller may see
+them, is read under the caller's row-level security (search_index, documents, routings), and so are
+the caller's searchable composites (gleaner.retrieval.composites): one statement asks both functions
+and reads both lists, so a search is one round trip for its candidates. Pages are then ranked by
+reciprocal rank fusion (gleaner.retrieval.fusion), and only the answer's passages are read: their
+versions and bytes.
 """
 
 from __future__ import annotations

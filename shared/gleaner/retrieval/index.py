@@ -4,10 +4,11 @@ Writing (ingest, :meth:`SearchIndex.index_snapshots`): in one transaction, each 
 is its document's current version, with the document active and an enabled ``rag`` routing, becomes
 that document's row in ``search_index`` (replacing the previous version's) and the document's
 ``kb_indexed`` is set; a document of the batch that no longer qualifies leaves the index. Texts not
-chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors; a text already
-chunked, by this document's earlier crawl or by any other document, is not touched again. A current
-version with an enabled ``skill`` or ``config`` routing gets a ``routing_handovers`` record and a
-``routing.handover`` change event, once per version and destination.
+chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors (their words as
+``knowledge.search_words`` reads them: migration 0051); a text already chunked, by this document's
+earlier crawl or by any other document, is not touched again. A current version with an enabled
+``skill`` or ``config`` routing gets a ``routing_handovers`` record and a ``routing.handover`` change
+event, once per version and destination.
 
 Embedding: with a model cheap enough (the static default, ``Embedder.inline``), the new chunks are
 written with their vectors, in the same transaction, so a page is searchable by meaning as soon as
@@ -85,7 +86,7 @@ _HANDOVER = sa.text(
 )
 _CHUNKS = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv)"
-    " SELECT h, o, s, e, hd, setweight(to_tsvector('english', hd), 'A') || to_tsvector('english', t)"
+    " SELECT h, o, s, e, hd, setweight(knowledge.search_words(hd), 'A') || knowledge.search_words(t)"
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"
 )
@@ -95,8 +96,9 @@ _CHUNKS = sa.text(
 _CHUNKS_EMBEDDED = sa.text(
     "INSERT INTO knowledge.text_chunks (text_hash, ordinal, chunk_start, chunk_end, heading, tsv,"
     " fresh_embedding, embedding_model, embedding_dim)"
-    " SELECT c.h, c.o, c.s, c.e, c.hd, setweight(to_tsvector('english', c.hd), 'A') || to_tsvector('english', c.t),"
-    " v.v, CASE WHEN v.v IS NOT NULL THEN CAST(:m AS text) END, CASE WHEN v.v IS NOT NULL THEN CAST(:d AS int) END"
+    " SELECT c.h, c.o, c.s, c.e, c.hd,"
+    " setweight(knowledge.search_words(c.hd), 'A') || knowledge.search_words(c.t), v.v,"
+    " CASE WHEN v.v IS NOT NULL THEN CAST(:m AS text) END, CASE WHEN v.v IS NOT NULL THEN CAST(:d AS int) END"
     " FROM json_to_recordset(CAST(:rows AS json)) AS c(h text, o int, s int, e int, hd text, t text)"
     f" LEFT JOIN {VECTORS} v ON v.h = c.h AND v.o = c.o"
     " ON CONFLICT (text_hash, ordinal) DO NOTHING"

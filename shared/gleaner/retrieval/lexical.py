@@ -10,6 +10,11 @@ the chunks are, and returns only the best few chunks of the best pages:
   a page that mentions the question's words across its sections is evidence a single passage does
   not show (page-level BM25 is the baseline search is judged against);
 - ``coverage``: the share of the query's word weight a page holds (the relevance floor reads it).
+
+A word is what ``knowledge.search_words`` reads (migration 0051), for chunks and query alike:
+PostgreSQL's English configuration (its stemmer and stop words) over the text with ``. / : - @ ~``
+read as spaces, so the words inside ``fs.readFile``, ``/usr/lib/valgrind`` and a link are words of
+the page, as BM25 baselines read them, not one host, file or URL token each.
 """
 
 from __future__ import annotations
