@@ -76,3 +76,23 @@ def test_a_page_is_found_by_a_word_inside_a_dotted_name_or_a_link_and_stays_foun
     assert _first(deps, "IBM s390x") == api
     assert _first(deps, "molten magma from the crater") == site.url + "/volcanoes"
 
+
+def test_gleaner_crawl_ends_with_the_word_index_merged_and_its_words_counted(deps, database_url, tmp_path):
+    # Searches read the GIN index's pending list whole until it is merged: right after a first crawl of
+    # real documentation that made them five times slower (gleaner.retrieval.upkeep).
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+    from gleaner.retrieval.upkeep import _CLEAN_PENDING
+
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home"),
+           "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1"}
+    with TestSite(_site_with_a_reference_page(), max_seconds=300) as site:
+        result = CliRunner().invoke(main, ["crawl", site.url + "/", "--site-domain", SITE, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    with deps.engine.connect().execution_options(**{db.ADMIN_OPTION: True}) as conn:
+        assert conn.execute(_CLEAN_PENDING).scalar() == 0  # nothing was left pending
+        assert conn.execute(sa.text("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables"
+                                    " WHERE relid = CAST('knowledge.text_chunks' AS regclass)")).scalar()
+        conn.rollback()
+    assert _first(deps, "readFile") == site.url + "/api"

@@ -13,9 +13,12 @@ from gleaner.cli.base import guard, load_settings, main, open_deps, require_know
 
 
 def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
-    """After a crawl: embed the chunks it added (the model loads only when there are some)."""
+    """After a crawl: tidy the word index (gleaner.retrieval.upkeep.tidy_words), and embed the chunks it
+    added (the model loads only when there are some)."""
     from gleaner.retrieval.index import embed_pending
+    from gleaner.retrieval.upkeep import tidy_words
 
+    tidy_words(deps.engine)
     index = deps.search_index
     if not deps.settings.embed_after_crawl or not index.has_vectors():
         return 0
