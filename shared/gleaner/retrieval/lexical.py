@@ -23,8 +23,11 @@ from dataclasses import dataclass
 
 K1 = 1.2
 B = 0.75
-PER_TERM = 200  # candidate chunks a word brings (all of a rare word's; a common word's: a bounded subset)
-DF_CAP = 1000  # a word in more chunks is common: its count comes from ANALYZE, its chunks only if among the rarest
+# A word in fewer than DF_CAP chunks brings every one of them (migration 0051: a page's BM25 sums its
+# candidate chunks, so an arbitrary subset made two crawls of the same pages rank differently); a word in
+# more is common: its count comes from ANALYZE, and PER_TERM of its chunks only when it is the rarest.
+PER_TERM = 200
+DF_CAP = 1000
 PER_TEXT = 3  # chunks returned per page: its passage is chosen among them (with the meaning side's)
 TOP = 100  # pages returned: the best by page score, and those holding one of the best chunks
 

@@ -18,6 +18,13 @@ migration share one definition. Ingest's chunk vectors (gleaner.retrieval.index)
 words in ``knowledge.search_chunk_words`` (signature and grants unchanged) go through it; every
 stored chunk's ``tsv`` is made again here, and the table analysed again (common words' counts come
 from its statistics). On a large store this rewrites every chunk row once.
+
+The word function also takes every chunk of a word held by fewer than ``df_cap`` chunks, not an
+arbitrary ``per_term`` of them: a page's BM25 is summed over its candidate chunks, and which 200 of a
+word's 500 chunks the index returned depended on the order pages were stored, so two crawls of the
+same pages ranked differently (40 of 167 real questions' first three pages; with every chunk, the
+word side's answers are the same for both). A common word, searched only when it is the query's
+rarest, still brings ``per_term``.
 """
 
 import importlib.util
@@ -32,6 +39,10 @@ branch_labels = None
 depends_on = None
 
 _QUERY_WORDS = "unnest(to_tsvector('english', q))"
+_WORD_LIMIT = "LIMIT per_term) m"
+# A word in fewer than df_cap chunks brings every one of them; only a common word (the query's rarest)
+# is cut to per_term.
+_EVERY_CHUNK_OF_A_RARER_WORD = "LIMIT CASE WHEN w.df < df_cap THEN df_cap ELSE per_term END) m"
 
 WORDS_FUNCTION = """
 CREATE OR REPLACE FUNCTION knowledge.search_words(t text) RETURNS tsvector
@@ -61,22 +72,23 @@ def _earlier(name: str) -> ModuleType:
     return module
 
 
-def _word_function(query_words: str) -> str:
-    """0049's word function, its query's lexemes read by ``query_words``."""
+def _word_function(query_words: str, word_limit: str) -> str:
+    """0049's word function, its query's lexemes read by ``query_words`` and each word's candidate
+    chunks limited by ``word_limit``."""
     words = _earlier("0049_search_functions_planned_once.py").WORDS
-    assert words.count(_QUERY_WORDS) == 2, "0049's word function changed"
-    return words.replace(_QUERY_WORDS, query_words)
+    assert words.count(_QUERY_WORDS) == 2 and words.count(_WORD_LIMIT) == 2, "0049's word function changed"
+    return words.replace(_QUERY_WORDS, query_words).replace(_WORD_LIMIT, word_limit)
 
 
 def upgrade() -> None:
     op.execute(WORDS_FUNCTION)
-    op.execute(_word_function("unnest(knowledge.search_words(q))"))
+    op.execute(_word_function("unnest(knowledge.search_words(q))", _EVERY_CHUNK_OF_A_RARER_WORD))
     op.execute(_rebuild("knowledge.search_words({})"))
     op.execute("ANALYZE knowledge.text_chunks")
 
 
 def downgrade() -> None:
-    op.execute(_word_function(_QUERY_WORDS))
+    op.execute(_word_function(_QUERY_WORDS, _WORD_LIMIT))
     op.execute(_rebuild("to_tsvector('english', {})"))
     op.execute("DROP FUNCTION knowledge.search_words(text)")
     op.execute("ANALYZE knowledge.text_chunks")
