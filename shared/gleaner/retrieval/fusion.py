@@ -34,11 +34,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # Not the usual 60: at 60, a page mid-table in all three lists (4th, 4th, 6th) outscores one first in two
-# and absent from the third, the page BM25 finds by its rare words; at 10 the first places count. Chosen
-# on the tuning sets among 5 to 60 (recall@3 +0.02 and +0.04), checked once on valgrind (recall@1 +0.04,
-# recall@3 one question less).
-RRF_K = 10
-WEIGHTS = {"page_words": 1.0, "chunk_words": 1.0, "meaning": 1.0}
+# and absent from the third, the page BM25 finds by its rare words; at 5 the first places count. Two of
+# the three lists are by words, so meaning weighs 1.3 and the passage's words 0.7: the words' two lists
+# together still outweigh it, and a page first by meaning is no longer outvoted by one that is merely
+# near the top of both word lists. Chosen on the tuning sets (Node.js, Sphinx) once the word side no
+# longer depended on storage order (migration 0051), from a plateau (meaning 1.15-1.5, passage words
+# 0.6-0.85, k 5-7 all within a question of each other), checked once on valgrind (infra/bench/realdocs.py).
+RRF_K = 5
+WEIGHTS = {"page_words": 1.0, "chunk_words": 0.7, "meaning": 1.3}
 MIN_COVERAGE = 0.15  # as the relevance floor's share (gleaner.retrieval.ranking.FLOOR_COVERAGE)
 STRAY_WEIGHT = 0.01  # a page in no ranking still answers, after all others, with a score near 0
 MEANING_LENGTH = 0.08  # cosine taken off per natural log of a page's length in LENGTH_UNITs (+1)
