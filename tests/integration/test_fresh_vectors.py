@@ -112,7 +112,9 @@ def test_a_changed_page_s_old_chunks_leave_search_with_the_version_from_either_s
     new = _hits(deps, "caring for a red fruit plant in the vegetable patch")
     assert new[0][0] == site.url + "/volcanoes" and new[0][1] not in old
     merge_fresh(deps.engine)
-    assert _hits(deps, "caring for a red fruit plant in the vegetable patch") == new
+    # The same hits and cosines; the word scores may move in their last digits: the merge's VACUUM counts
+    # the table's rows anew (the recrawl added chunks since), and BM25's IDF reads that count.
+    assert [h[:5] for h in _hits(deps, "caring for a red fruit plant in the vegetable patch")] == [h[:5] for h in new]
     assert not old & {h[1] for h in _hits(deps, question, limit=10)}
 
 

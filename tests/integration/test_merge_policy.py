@@ -64,6 +64,17 @@ def test_gleaner_crawl_returns_with_its_vectors_unmerged_and_gleaner_index_merge
     assert index.exit_code == 0, index.output
     assert f"moved {CHUNKS} fresh vectors into the vector index (rebuild)" in index.output
     assert _where(vectors) == (0, CHUNKS, 0)
+    # Every moved row left a dead version: the merge vacuumed the table (the embedded server stops with
+    # each command, so autovacuum may never get to them). n_dead_tup is no witness: the merge's own
+    # counts may reach the statistics after the VACUUM has reset them.
+    import sqlalchemy as sa
+
+    from gleaner.store.backends import db
+
+    with vectors.engine.connect().execution_options(**{db.ADMIN_OPTION: True}) as conn:
+        assert conn.execute(sa.text("SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables"
+                                    " WHERE relid = CAST('knowledge.text_chunks' AS regclass)")).scalar()
+        conn.rollback()
     assert search(vectors, MOON, site_domain="topics.test", limit=3)["results"] == hits
 
 

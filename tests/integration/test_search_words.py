@@ -83,7 +83,7 @@ def test_gleaner_crawl_ends_with_the_word_index_merged_and_its_words_counted(dep
     from click.testing import CliRunner
 
     from gleaner.cli import main
-    from gleaner.retrieval.upkeep import _CLEAN_PENDING
+    from gleaner.retrieval.tidy import _CLEAN_PENDING
 
     env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home"),
            "GLEANER_ALLOW_NETWORKS": "127.0.0.0/8", "GLEANER_HOST_DELAY": "0", "GLEANER_EXTRACT_WORKERS": "1"}

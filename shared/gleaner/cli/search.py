@@ -13,10 +13,10 @@ from gleaner.cli.base import guard, load_settings, main, open_deps, require_know
 
 
 def embed_new_chunks(deps: Deps, say: Callable[[str], None]) -> int:
-    """After a crawl: tidy the word index (gleaner.retrieval.upkeep.tidy_words), and embed the chunks it
+    """After a crawl: tidy the word index (gleaner.retrieval.tidy.tidy_words), and embed the chunks it
     added (the model loads only when there are some)."""
     from gleaner.retrieval.index import embed_pending
-    from gleaner.retrieval.upkeep import tidy_words
+    from gleaner.retrieval.tidy import tidy_words
 
     tidy_words(deps.engine)
     index = deps.search_index

@@ -17,7 +17,8 @@ ingest or search out of ``text_chunks``:
 - **move**, otherwise: batches of ``MERGE_BATCH`` rows, each its own transaction, each row updated
   once, paying the graph's insert per vector.
 
-Then the segments whose vectors are all in the valid graph are deleted. Who merges: ``gleaner
+Then the segments whose vectors are all in the valid graph are deleted, and ``text_chunks`` vacuumed
+(every moved row left a dead version: gleaner.retrieval.tidy). Who merges: ``gleaner
 index`` always, ``gleaner watch`` and ``gleaner serve`` when no run is active, and in the cloud the
 scheduled upkeep job (gleaner.retrieval.upkeep); never a crawl, ``demo`` or ``tick``. One merge at
 a time per database (an advisory lock); a second caller returns at once. Runs as the login role (the
@@ -33,6 +34,7 @@ from enum import StrEnum
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from gleaner.retrieval.tidy import vacuum_chunks
 from gleaner.store.access.rls import ADMIN_OPTION
 
 MERGE_BATCH = 500  # rows a transaction when moving: short transactions beside a running crawl
@@ -127,11 +129,13 @@ def merge_fresh(engine: Engine, *, allow_rebuild: bool = True, budget: float | N
                 merged, way = _move(conn), MergeWay.MOVE
             conn.execute(_DROP_SEGMENTS)
             conn.commit()
-            return MergeReport(merged, way, time.perf_counter() - started)
         finally:
             conn.rollback()
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
             conn.commit()
+    if merged:  # every moved row left a dead version (gleaner.retrieval.tidy)
+        vacuum_chunks(engine)
+    return MergeReport(merged, way, time.perf_counter() - started)
 
 
 def _move(conn: Connection, deadline: float | None = None) -> int:

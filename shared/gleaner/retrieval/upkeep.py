@@ -1,13 +1,5 @@
-"""The search index's upkeep off the crawl's path: the word index tidied when a crawl ends, and the
-vector graph's merges when nothing else runs (``gleaner serve``'s idle merger, the cloud's job).
-
-The word index (GIN over ``text_chunks.tsv``) takes ingest's new entries into a pending list, which
-every word search reads whole until it is merged into the index (at 4 MB, by the insert that fills
-it, or by VACUUM). Right after a first crawl of 63 real pages (Node.js's reference, 6,287 chunks) the
-list held 498 pages and a search took 88 ms at the median, 121 at p95; merged (43 ms), 14 and 20.
-:func:`tidy_words` merges it, and takes ``tsv``'s statistics again once the table has grown by a tenth
-since they were taken (the word function reads common words' counts from them): ``gleaner crawl``,
-``demo`` and ``tick`` call it when their runs end, and the idle merger and the cloud's job too.
+"""The vector graph's upkeep when nothing else runs: ``gleaner serve``'s idle merger and the cloud's job
+(and the word index tidied there too: gleaner.retrieval.tidy).
 
 A crawl never merges (gleaner.retrieval.fresh). The fresh vectors enter the HNSW graph when a
 process has nothing better to do: ``gleaner watch`` between cycles (gleaner.cli.many), ``gleaner
@@ -27,9 +19,8 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from gleaner.errors import GleanerError
 from gleaner.retrieval.fresh import MergeReport, MergeWay, fresh_count, merge_fresh
-from gleaner.store.access.rls import ADMIN_OPTION
+from gleaner.retrieval.tidy import tidy_words
 
 log = logging.getLogger(__name__)
 
@@ -40,34 +31,6 @@ STALLED_SECONDS = 900  # a run without a heartbeat this long is not holding the 
 _RUN_ACTIVE = sa.text(
     "SELECT EXISTS (SELECT 1 FROM knowledge.crawl_runs WHERE status IN ('queued', 'mapping', 'mapped', 'sampling',"
     " 'scraping') AND COALESCE(heartbeat_at, created_at) > now() - make_interval(secs => :stalled))")
-
-
-_CLEAN_PENDING = sa.text("SELECT gin_clean_pending_list(CAST('knowledge.text_chunks_tsv' AS regclass))")
-# Both need the index's and the table's owner: a login role that is not (a Cloud SQL IAM user beside the
-# migrating role) leaves them to autovacuum.
-_OWNER = sa.text("SELECT pg_has_role(c.relowner, 'USAGE') FROM pg_class c"
-                 " WHERE c.oid = CAST('knowledge.text_chunks_tsv' AS regclass)")
-# As autovacuum's own threshold (50 rows and a tenth of the table); a never analysed table counts as grown.
-_STALE_STATISTICS = sa.text(
-    "SELECT s.n_mod_since_analyze > 50 + 0.1 * GREATEST(c.reltuples, 0)"
-    " OR (s.last_analyze IS NULL AND s.last_autoanalyze IS NULL) FROM pg_stat_user_tables s"
-    " JOIN pg_class c ON c.oid = s.relid WHERE s.relid = CAST('knowledge.text_chunks' AS regclass)")
-
-
-def tidy_words(engine: Engine) -> None:
-    """Merge the word index's pending entries and, when ``text_chunks`` grew by a tenth, analyse its
-    words. As the tables' owner (the migration role; where the login role is not the owner, nothing):
-    neither is the application role's to do; no tenant's rows are read. A failure is logged, never
-    raised: the index is correct either way."""
-    try:
-        with engine.execution_options(**{ADMIN_OPTION: True}).begin() as conn:
-            if not conn.execute(_OWNER).scalar():
-                return
-            conn.execute(_CLEAN_PENDING)
-            if conn.execute(_STALE_STATISTICS).scalar():
-                conn.execute(sa.text("ANALYZE knowledge.text_chunks (tsv)"))
-    except (sa.exc.SQLAlchemyError, GleanerError) as exc:
-        log.warning("tidying the word index failed (%s); searches read its pending entries until it is", exc)
 
 
 def runs_active(engine: Engine) -> bool:
