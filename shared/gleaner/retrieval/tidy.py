@@ -2,17 +2,16 @@
 
 The word index (GIN over ``text_chunks.tsv``) takes ingest's new entries into a pending list, which
 every word search reads whole until it is merged into the index (at 4 MB, by the insert that fills
-it, or by VACUUM). Right after a first crawl of 63 real pages (Node.js's reference, 6,287 chunks) the
-list held 498 pages and a search took 88 ms at the median, 121 at p95; merged (43 ms), 14 and 20.
-:func:`tidy_words` merges it, and takes ``tsv``'s statistics again once the table has grown by a tenth
-since they were taken (the word function reads common words' counts from them): ``gleaner crawl``,
-``demo`` and ``tick`` call it when their runs end, and the idle merger and the cloud's job too.
+it, or by VACUUM): right after a first crawl, searches were several times slower than once it was
+merged (docs/retrieval.md has the figures). :func:`tidy_words` merges it, and takes ``tsv``'s
+statistics again once the table has grown by a tenth since they were taken (the word function reads
+common words' counts from them): ``gleaner crawl``, ``demo`` and ``tick`` call it when their runs
+end, and the idle merger and the cloud's job too.
 
 A merge (gleaner.retrieval.fresh) rewrites every row it moves: each leaves a dead version, and the
-word index a new entry, until VACUUM. On 104,889 chunks of Rust's documentation, search took 85 ms at
-the median right after ``gleaner index`` merged them, 22 ms after a VACUUM of 0.7 s; autovacuum does
-it within a minute on a server that stays up, but the embedded server stops with each command.
-:func:`vacuum_chunks` runs after every merge that moved rows.
+word index a new entry, until VACUUM, and searches are slower until then. Autovacuum gets there on a
+server that stays up, but the embedded server stops with each command: :func:`vacuum_chunks` runs
+after every merge that moved rows.
 
 Both need the table's owner (the migration role): where the login role is not the owner (a Cloud SQL
 IAM user beside the migrating role) they are left to autovacuum. A failure is logged, never raised:

@@ -22,9 +22,8 @@ from its statistics). On a large store this rewrites every chunk row once.
 The word function also takes every chunk of a word held by fewer than ``df_cap`` chunks, not an
 arbitrary ``per_term`` of them: a page's BM25 is summed over its candidate chunks, and which 200 of a
 word's 500 chunks the index returned depended on the order pages were stored, so two crawls of the
-same pages ranked differently (40 of 167 real questions' first three pages; with every chunk, the
-word side's answers are the same for both). A common word, searched only when it is the query's
-rarest, still brings ``per_term``.
+same pages ranked differently; with every chunk, the word side answers the same for both. A common
+word, searched only when it is the query's rarest, still brings ``per_term``.
 """
 
 import importlib.util
