@@ -48,12 +48,13 @@ def _first(deps, query):
     return hits[0]["url"] if hits else None
 
 
-def _migrate(deps, revision: str, down: bool) -> None:
+def _downgrade(deps, revision: str) -> None:
+    """alembic's downgrade, as db.upgrade runs migrations (the login role, every tenant's rows)."""
     with deps.engine.connect().execution_options(**{db.ADMIN_OPTION: True}) as conn:
         conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', false)"))
         cfg = db.alembic_config(deps.engine)
         cfg.attributes["connection"] = conn
-        (command.downgrade if down else command.upgrade)(cfg, revision)
+        command.downgrade(cfg, revision)
         conn.commit()
 
 
@@ -65,12 +66,12 @@ def test_a_page_is_found_by_a_word_inside_a_dotted_name_or_a_link_and_stays_foun
     assert _first(deps, "IBM s390x") == api
     # The store as migration 0050 left it (PostgreSQL's parser, which reads fs.readFile and the link as
     # one token each): neither word is a word of the page there.
-    _migrate(deps, "0050", down=True)
+    _downgrade(deps, "0050")
     try:
         assert _first(deps, "readFile") != api
         assert _first(deps, "IBM s390x") != api
     finally:
-        _migrate(deps, "head", down=False)
+        db.upgrade(deps.engine)
     # 0051 made every stored chunk's words again.
     assert _first(deps, "readFile") == api
     assert _first(deps, "IBM s390x") == api
@@ -79,7 +80,7 @@ def test_a_page_is_found_by_a_word_inside_a_dotted_name_or_a_link_and_stays_foun
 
 def test_gleaner_crawl_ends_with_the_word_index_merged_and_its_words_counted(deps, database_url, tmp_path):
     # Searches read the GIN index's pending list whole until it is merged: right after a first crawl of
-    # real documentation that made them five times slower (gleaner.retrieval.upkeep).
+    # real documentation that made them five times slower (gleaner.retrieval.tidy).
     from click.testing import CliRunner
 
     from gleaner.cli import main

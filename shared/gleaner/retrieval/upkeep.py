@@ -43,8 +43,8 @@ def runs_active(engine: Engine) -> bool:
 
 def merge_if_idle(engine: Engine, budget: float | None = None) -> MergeReport:
     """Unless a run is active: tidy the word index, and merge the fresh vectors unless nothing is fresh
-    (then way ``none``); with a
-    ``budget`` (seconds), moves only, until it is spent (gleaner.retrieval.fresh.merge_fresh)."""
+    (then way ``none``); with a ``budget`` (seconds), moves only, until it is spent
+    (gleaner.retrieval.fresh.merge_fresh)."""
     if runs_active(engine):
         return MergeReport(0, MergeWay.NONE, 0.0)
     tidy_words(engine)
