@@ -83,3 +83,32 @@ def test_the_whole_page_renderer_reads_an_elements_text_as_lxml_text_content_doe
         if isinstance(element.tag, str):
             assert _text_content(element) == element.text_content()
     assert whole_page_markdown(tree) == "- a bold tail & <x> var send\n\n## T\u00e9 c\n"
+
+
+XHTML = (
+    '<?xml version="1.0" encoding="utf-8" ?>\n'
+    '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN"'
+    ' "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+    '<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" lang="en">\n<head>\n'
+    '<meta http-equiv="Content-Type" content="text/html; charset=utf-8" />\n'
+    "<title>Docutils Configuration</title>\n</head>\n<body>\n<div class=\"document\">\n"
+    "<h1 class=\"title\">Docutils Configuration</h1>\n"
+    + "<p>" + "Configuration files are used for persistent customization of every front end. " * 6 + "</p>\n"
+    "<p>A second paragraph, so both the first and the last of the page are kept.</p>\n"
+    "</div>\n</body>\n</html>\n"
+)
+
+
+def test_an_xhtml_page_with_an_xml_declaration_is_read_as_a_whole_document():
+    # docutils, DocBook and many older generators begin every page with one; lxml refuses a str that
+    # declares an encoding, so every such page was kept as empty and the decider excluded a whole site.
+    for prolog in ('<?xml version="1.0" encoding="utf-8" ?>', "<?xml version='1.0'?>",
+                   '\ufeff<?xml version="1.0" encoding="UTF-8"?>'):
+        page = XHTML.replace('<?xml version="1.0" encoding="utf-8" ?>', prolog)
+        extracted = extract_html(page, "https://docs.test/config.html")
+        assert extracted.title == "Docutils Configuration", prolog
+        assert "persistent customization" in extracted.content_md and "second paragraph" in extracted.content_md
+        assert extracted.main_text_chars > 400
+        assert "Docutils Configuration" in extracted.raw_md
+    worker = extract_page(XHTML.encode("utf-8"), "utf-8", "https://docs.test/config.html")
+    assert b"persistent customization" in worker.content and worker.title == "Docutils Configuration"

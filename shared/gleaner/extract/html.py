@@ -28,6 +28,9 @@ _SKIP = {"script", "style", "noscript", "template", "svg", "iframe", "head", "fo
 _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
           "figure", "figcaption", "dd", "dt", "address", "details", "summary", "body"}
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+# XHTML's XML declaration (docutils, DocBook and many older generators write one): lxml refuses a str
+# that declares an encoding, and one that declares none it reads as a fragment, not a document.
+_XML_DECLARATION = re.compile(r"\A\ufeff?\s*<\?xml[^>]*\?>")
 _COLLAPSED = ("\t", "\r", "\f", "\v", "\u00a0")  # what _SPACES matches besides a space
 # What the walker does with each tag (one dict lookup instead of a chain of set tests).
 _SKIPPED, _HEADING, _ITEM, _CODE, _TABLE, _CONTAINER, _INLINE = range(7)
@@ -119,6 +122,7 @@ def whole_page_markdown(tree: lxml_html.HtmlElement) -> str:
 
 def extract_html(html: str, url: str | None = None) -> Extracted:
     """content.md and raw.md for one page; an unparseable page yields empty bodies."""
+    html = _XML_DECLARATION.sub("", html, count=1)
     try:
         tree = lxml_html.fromstring(html) if html.strip() else None
     except (ParserError, ValueError):
