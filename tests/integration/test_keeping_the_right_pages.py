@@ -18,6 +18,7 @@ from gleaner.operator.rules import add_rule
 from gleaner.operator.runwarnings import excluded_warning
 from gleaner.retrieval.ranking import search
 from gleaner.runtime.runner import crawl, new_request
+from gleaner.store.backends import db
 from tests.backoffice.conftest import call
 
 _WORDS = ("river", "harbour", "lantern", "orchard", "granite", "compass", "meadow", "falcon", "copper", "willow",
@@ -221,6 +222,15 @@ def test_a_print_all_page_is_kept_marked_aggregate_and_never_a_search_hit(deps):
         flagged = conn.execute(sa.text("SELECT path FROM knowledge.documents WHERE site_domain = 'print.test'"
                                        " AND is_aggregate")).scalars().all()
     assert flagged == ["/book/print.html"]  # its chapters are not
+    with deps.engine.connect().execution_options(**{db.ADMIN_OPTION: True}) as conn:
+        chunks = dict(conn.execute(sa.text(
+            "SELECT d.path = '/book/print.html', count(*) FROM knowledge.documents d"
+            " JOIN knowledge.snapshot_texts st ON st.snapshot_id = d.current_snapshot_id"
+            " JOIN knowledge.text_chunks c ON c.text_hash = st.text_hash"
+            " WHERE d.site_domain = 'print.test' GROUP BY 1")).all())
+        conn.rollback()
+    # Chunked before it was found out, its copy of every chapter takes no candidate's place in search.
+    assert chunks.get(True) is None and chunks[False] >= 12
     for n in (2, 7, 11):
         urls = [hit["url"] for hit in search(deps, f"chapter{n}", site_domain="print.test")["results"]]
         assert urls and site.url + "/book/print.html" not in urls

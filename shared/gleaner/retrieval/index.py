@@ -6,9 +6,11 @@ that document's row in ``search_index`` (replacing the previous version's) and t
 ``kb_indexed`` is set; a document of the batch that no longer qualifies leaves the index. Texts not
 chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors (their words as
 ``knowledge.search_words`` reads them: migration 0051); a text already chunked, by this document's
-earlier crawl or by any other document, is not touched again. A current version with an enabled
-``skill`` or ``config`` routing gets a ``routing_handovers`` record and a ``routing.handover`` change
-event, once per version and destination.
+earlier crawl or by any other document, is not touched again. A text no document or composite
+searches by any more (the earlier version a new one replaced, a page that left the index) loses its
+chunks in the same transaction (:func:`drop_unused_chunks`; migration 0052 swept the older ones).
+A current version with an enabled ``skill`` or ``config`` routing gets a ``routing_handovers`` record
+and a ``routing.handover`` change event, once per version and destination.
 
 Embedding: with a model cheap enough (the static default, ``Embedder.inline``), the new chunks are
 written with their vectors, in the same transaction, so a page is searchable by meaning as soon as
@@ -25,7 +27,7 @@ Until a chunk is embedded it is found by full text alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -42,6 +44,7 @@ from gleaner.retrieval.fresh_scan import FreshSigns, sign_bits, write_segment
 from gleaner.retrieval.prepare import ChunkPreparer, InProcessPreparer, NewText, vector_rows
 from gleaner.retrieval.vectors import TABLE as VECTORS
 from gleaner.retrieval.vectors import copy_vectors
+from gleaner.store.access.rls import across_tenants
 from gleaner.store.notifications.events import record_changes
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,21 @@ _LEAVE = sa.text(
     "   AND s.document_id <> ALL(CAST(:kept AS uuid[]))),"
     " gone AS (DELETE FROM knowledge.search_index i USING batch WHERE i.document_id = batch.document_id)"
     " UPDATE knowledge.documents d SET kb_indexed = false FROM batch WHERE d.id = batch.document_id AND d.kb_indexed"
+)
+# The index rows the batch's documents and composites hold before it: texts that may leave search.
+_HELD = sa.text(
+    "SELECT i.text_hash FROM knowledge.document_snapshots s"
+    " JOIN knowledge.search_index i ON i.document_id = s.document_id WHERE s.id = ANY(CAST(:ids AS uuid[]))"
+    " UNION SELECT i.text_hash FROM knowledge.document_snapshots s"
+    " JOIN knowledge.composite_search_index i ON i.composite_document_id = s.composite_document_id"
+    " WHERE s.id = ANY(CAST(:ids AS uuid[]))"
+)
+# Chunks of texts no document or composite of any tenant searches by any more (asked across tenants:
+# texts are shared). See drop_unused_chunks.
+_DROP_UNUSED = sa.text(
+    "DELETE FROM knowledge.text_chunks c WHERE c.text_hash = ANY(CAST(:h AS text[]))"
+    " AND NOT EXISTS (SELECT 1 FROM knowledge.search_index i WHERE i.text_hash = c.text_hash)"
+    " AND NOT EXISTS (SELECT 1 FROM knowledge.composite_search_index i WHERE i.text_hash = c.text_hash)"
 )
 # skill / config routings: one hand-over record per current version and destination (the downstream
 # system reads the text by its hash); the RETURNING rows are new ones, each announced by one event.
@@ -129,14 +147,28 @@ class IndexUnavailable(GleanerError):
 
 
 def remove_documents(conn: Connection, document_ids: Sequence[str]) -> int:
-    """Take documents out of the index inside the caller's transaction (block, erasure, routing off)."""
+    """Take documents out of the index inside the caller's transaction (block, erasure, routing off,
+    an aggregate found), with their texts' chunks where nothing else searches by them."""
     if not document_ids:
         return 0
-    gone = conn.execute(sa.text("DELETE FROM knowledge.search_index WHERE document_id = ANY(CAST(:d AS uuid[]))"),
-                        {"d": list(document_ids)}).rowcount
+    gone = conn.execute(sa.text("DELETE FROM knowledge.search_index WHERE document_id = ANY(CAST(:d AS uuid[]))"
+                                " RETURNING text_hash"), {"d": list(document_ids)}).scalars().all()
     conn.execute(sa.text("UPDATE knowledge.documents SET kb_indexed = false"
                          " WHERE id = ANY(CAST(:d AS uuid[])) AND kb_indexed"), {"d": list(document_ids)})
-    return int(gone or 0)
+    drop_unused_chunks(conn, gone)
+    return len(gone)
+
+
+def drop_unused_chunks(conn: Connection, text_hashes: Collection[str]) -> int:
+    """Delete the chunks of those texts that no document or composite searches by any more, inside the
+    caller's transaction; how many. A page's earlier version, an aggregate page (a book's print-all
+    edition doubles every chapter's chunks), a blocked or erased page: kept, their chunks would take
+    candidate places in every search (the graph's nearest, a word's chunks) and be merged into the
+    graph. A text that comes back (a page reverting, a document unblocked) is chunked again by ingest."""
+    if not text_hashes:
+        return 0
+    with across_tenants(conn):
+        return int(conn.execute(_DROP_UNUSED, {"h": sorted(set(text_hashes))}).rowcount or 0)
 
 
 class SearchIndex:
@@ -179,10 +211,12 @@ class SearchIndex:
             handed = conn.execute(_HANDOVER, {"ids": ids}).all()
             record_changes(conn, [Change(document_id=str(r[0]), type=EventType.HANDOVER, snapshot_id=str(r[1]),
                                          cause=f"{r[2]}:{r[3]}") for r in handed])
+            held = conn.execute(_HELD, {"ids": ids}).scalars().all()
             entered = conn.execute(_ENTER, {"ids": ids}).all()
             composed = index_composites(conn, ids)  # a composite's version: gleaner.retrieval.composites
             kept = [str(r[0]) for r in entered]
             conn.execute(_LEAVE, {"ids": ids, "kept": kept})
+            drop_unused_chunks(conn, set(held) - {r[1] for r in [*entered, *composed]})
             if kept:
                 conn.execute(sa.text("UPDATE knowledge.documents SET kb_indexed = true"
                                      " WHERE id = ANY(CAST(:d AS uuid[])) AND NOT kb_indexed"), {"d": kept})

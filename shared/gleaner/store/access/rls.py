@@ -189,6 +189,19 @@ def generic_plans(engine: Engine) -> Iterator[None]:
         engine.update_execution_options(**{GENERIC_PLANS: before})
 
 
+@contextlib.contextmanager
+def across_tenants(conn: Connection) -> Iterator[Connection]:
+    """Inside, the transaction's statements see every tenant's rows; the transaction's own setting after.
+    For a question about content-addressed rows every tenant shares (a canonical text, its chunks):
+    whether any other tenant's row still uses one, never what that row says."""
+    prior = conn.execute(sa.text("SELECT current_setting('app.all_tenants', true)")).scalar()
+    conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
+    try:
+        yield conn
+    finally:
+        conn.execute(sa.text("SELECT set_config('app.all_tenants', :p, true)"), {"p": prior or ""})
+
+
 def install_tenant_guard(engine: Engine) -> None:
     """Every transaction on engine runs as the application role for the current tenant scope."""
 

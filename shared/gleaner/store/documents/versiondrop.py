@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gleaner.store.access.rls import across_tenants
+
 
 def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """Delete versions and the canonical texts no other version uses; (texts removed, texts kept)."""
@@ -29,9 +31,7 @@ def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[
     conn.execute(sa.text("DELETE FROM knowledge.document_snapshots WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": ids})
     # A canonical text is content-addressed, shared by every document (of any tenant) with the same text:
     # whether another one still uses it is asked across tenants, for this statement only.
-    prior = conn.execute(sa.text("SELECT current_setting('app.all_tenants', true)")).scalar()
-    conn.execute(sa.text("SELECT set_config('app.all_tenants', 'on', true)"))
-    try:
+    with across_tenants(conn):
         removed = conn.execute(
             sa.text("DELETE FROM knowledge.canonical_texts c WHERE c.text_hash = ANY(CAST(:h AS text[]))"
                     " AND NOT EXISTS (SELECT 1 FROM knowledge.snapshot_texts t WHERE t.text_hash = c.text_hash)"
@@ -44,8 +44,6 @@ def drop_snapshots(conn: Connection, snapshot_ids: Sequence[str]) -> tuple[list[
                          {"h": list(removed)})
             conn.execute(sa.text("DELETE FROM knowledge.text_chunks WHERE text_hash = ANY(CAST(:h AS text[]))"),
                          {"h": list(removed)})
-    finally:
-        conn.execute(sa.text("SELECT set_config('app.all_tenants', :p, true)"), {"p": prior or ""})
     kept = sorted(set(hashes) - set(removed))
     return sorted(removed), kept
 
