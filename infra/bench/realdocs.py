@@ -1,11 +1,11 @@
 """Search quality on real documentation, against BM25: one command.
 
-    python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,paraphrase] [--model static|minilm]
+    python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,docutils,paraphrase] [--model static|minilm]
                                    [--keep DIR] [--label NAME]
 
 For each set: its pages are served on loopback (the documentation Debian installs under
-/usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc``; or the tests' paraphrase site),
-crawled with ``gleaner crawl`` as a user would (own GLEANER_HOME, GLEANER_ALLOW_NETWORKS=127.0.0.0/8,
+/usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc docutils-doc``; or the tests'
+paraphrase site), crawled with ``gleaner crawl`` as a user would (own GLEANER_HOME, GLEANER_ALLOW_NETWORKS=127.0.0.0/8,
 --delay 0), and the set's hand-written questions (infra/bench/realdocs/*.json: each names the page or
 pages that answer it) are asked through ``gleaner.retrieval.search``. The same pages, fetched from the
 same server, go through trafilatura into SQLite FTS5 (porter tokenizer, one row per page) and are
@@ -13,13 +13,15 @@ ranked by its ``bm25()`` for an any-word query: the baseline. Metrics are page l
 (a listed page among the first k distinct pages), MRR and nDCG@10 (binary relevance, every listed
 page relevant).
 
-The Node.js reference's ``all.html`` (the whole manual on one page) is left out of the crawl with
-``--exclude``: aggregate pages are another issue's; BM25 indexes the same pages Gleaner stored.
+Each site is crawled whole, as a user's default crawl would: the Node.js reference's ``all.html`` (the
+whole manual on one page) is kept, found to be an aggregate and left out of search, and BM25 indexes
+the same pages Gleaner searches (a set may still name ``exclude`` globs for its crawl).
 
 ``--keep DIR`` keeps each set's GLEANER_HOME under DIR and reuses it next time (no second crawl):
 for trying ranking changes on the same stored pages. nodejs and sphinx (Sphinx 5.3's manual from
 Debian's sphinx-doc: 133 pages with its 890 kB changelog and the viewcode source pages) are the
-tuning sets; valgrind is the check set, never tuned on.
+tuning sets; valgrind and docutils (Debian's docutils-doc: 62 XHTML pages, questions written as users
+ask, by someone who had not seen the search code) are check sets, never tuned on.
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "shared"))
 
-SETS = {name: HERE / "realdocs" / f"{name}.json" for name in ("nodejs", "valgrind", "sphinx")}
+SETS = {name: HERE / "realdocs" / f"{name}.json" for name in ("nodejs", "valgrind", "sphinx", "docutils", "rustref")}
 SITE = {"nodejs": "nodejs.docs.test", "valgrind": "valgrind.docs.test", "sphinx": "sphinx.docs.test",
-        "paraphrase": "topics.test"}
-PACKAGE = {"nodejs": "nodejs-doc", "valgrind": "valgrind", "sphinx": "sphinx-doc"}  # Debian's, for the source
+        "docutils": "docutils.docs.test", "rustref": "rustref.docs.test", "paraphrase": "topics.test"}
+# Debian's, for the source
+PACKAGE = {"nodejs": "nodejs-doc", "valgrind": "valgrind", "sphinx": "sphinx-doc", "docutils": "docutils-doc",
+           "rustref": "rust-doc"}
 DEPTH = 10
 PAGES_ASKED = 10  # distinct pages the metrics look at
 
@@ -218,7 +222,7 @@ def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="nodejs,valgrind,sphinx,paraphrase")
+    parser.add_argument("--sets", default="nodejs,valgrind,sphinx,docutils,paraphrase")
     parser.add_argument("--model", default="static", choices=["static", "minilm"])
     parser.add_argument("--keep", type=Path, help="keep (and reuse) each set's GLEANER_HOME under this directory")
     parser.add_argument("--label", default="")
