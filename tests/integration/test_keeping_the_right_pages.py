@@ -15,7 +15,7 @@ from gleaner.backoffice.wsgi import BackofficeApp
 from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator.review import review_list
 from gleaner.operator.rules import add_rule
-from gleaner.operator.runwarnings import excluded_warning
+from gleaner.operator.runwarnings import excluded_warning, nothing_kept_warning
 from gleaner.retrieval.ranking import search
 from gleaner.runtime.runner import crawl, new_request
 from gleaner.store.backends import db
@@ -174,6 +174,22 @@ def test_a_run_that_excluded_most_of_what_it_found_says_so_everywhere(deps):
     assert event["warnings"] == summary["warnings"]  # the run event carries the same words
     page = call(BackofficeApp(deps), "GET", f"/ui/runs/{summary['run_id']}")
     assert page.status == 200 and b"excluded 9 of 10 pages discovered" in page.body
+
+
+def test_a_run_that_kept_none_of_its_pages_says_so_though_most_were_not_excluded(deps):
+    # A home page of links only, whose links are broken: one page excluded, three failed, none kept.
+    pages = {"/": _page("Home", "", "/a.html", "/b.html", "/c.html")}
+    with TestSite(pages, max_seconds=60) as site:
+        summary = crawl(deps, new_request(site.url + "/", site_domain="nothing.test"))
+
+    assert summary["status"] == "finished" and summary["fetched"] == 0 and summary["not_modified"] == 0
+    assert summary["discovered"] == 4 and summary["excluded"] < 4 * 0.8
+    assert summary["warnings"] == [nothing_kept_warning(summary["run_id"], "finished", 4, summary["excluded"], 0)]
+    assert "kept none of the 4 pages discovered" in summary["warnings"][0]
+    with deps.engine.connect() as conn:
+        event = conn.execute(sa.text("SELECT summary FROM knowledge.document_events WHERE run_id = :r"
+                                     " AND type::text LIKE 'run.%'"), {"r": summary["run_id"]}).scalar()
+    assert event["warnings"] == summary["warnings"]  # the run event carries the same words
 
 
 def _book(chapters: int, *, with_print: bool = False) -> dict[str, Page]:

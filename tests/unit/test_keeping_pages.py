@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gleaner.decide.port import PageDecision, Verdict
 from gleaner.discover.links import extract_links
-from gleaner.operator.runwarnings import excluded_warning
+from gleaner.operator.runwarnings import excluded_warning, nothing_kept_warning, run_warnings
 from gleaner.retrieval.aggregates import find_aggregates, paragraphs
 from gleaner.stages.sectionproof import confirm_exclusion, index_like, section_verdict
 
@@ -79,3 +79,13 @@ def test_the_warning_starts_at_eighty_percent_excluded():
     assert excluded_warning("s.test", 10, 7) is None
     assert excluded_warning("s.test", 10, 8) is not None and "8 of 10" in excluded_warning("s.test", 10, 8)
     assert excluded_warning("s.test", 0, 0) is None
+
+
+def test_a_finished_run_that_kept_nothing_says_so_unless_the_excluded_warning_already_does():
+    words = nothing_kept_warning("r1", "finished", 163, 122, 0)
+    assert words is not None and "kept none of the 163 pages" in words and "gleaner runs r1 --urls" in words
+    assert run_warnings("s.test", "r1", "finished", 163, 122, 0) == [words]
+    assert nothing_kept_warning("r1", "finished", 163, 122, 1) is None  # one page kept
+    assert nothing_kept_warning("r1", "scraping", 163, 0, 0) is None  # not over yet
+    assert nothing_kept_warning("r1", "finished", 0, 0, 0) is None
+    assert run_warnings("s.test", "r1", "partial", 10, 9, 0) == [excluded_warning("s.test", 10, 9)]

@@ -1,8 +1,10 @@
-"""What a run's summary warns about: a run that excluded most of what it discovered says so.
+"""What a run's summary warns about: a run that excluded most of what it discovered, or kept none of
+it, says so.
 
 A run that keeps almost nothing of a site has usually misjudged it (a near-empty landing page taken
-for its section, a rule too wide), and "finished" alone hides that. The same words go into the run
-event (migration 0043's ``record_run_event``), so every reader of a run sees them.
+for its section, a rule too wide, pages the extractor could not read), and "finished" alone hides
+that. The same words go into the run event (migrations 0043 and 0053, ``record_run_event``), so
+every reader of a run sees them.
 """
 
 from __future__ import annotations
@@ -18,3 +20,20 @@ def excluded_warning(site: str, discovered: int, excluded: int) -> str | None:
     return (f"excluded {excluded} of {discovered} pages discovered ({excluded * 100 // discovered} %):"
             f" see `gleaner review list {site}` and keep pages with `gleaner rules add {site} GLOB --include`")
 
+
+
+def nothing_kept_warning(run_id: str, status: str, discovered: int, excluded: int, kept: int) -> str | None:
+    """The warning for a finished (or partial) run that kept none of ``discovered`` pages (``kept``: fetched
+    or confirmed unchanged), when :func:`excluded_warning` does not already speak; or None."""
+    if (status not in ("finished", "partial") or discovered <= 0 or kept > 0
+            or excluded * 100 >= EXCLUDED_WARNING_PERCENT * discovered):
+        return None
+    return (f"kept none of the {discovered} pages discovered: each was excluded, refused or failed;"
+            f" `gleaner runs {run_id} --urls` says why")
+
+
+def run_warnings(site: str, run_id: str, status: str, discovered: int, excluded: int, kept: int) -> list[str]:
+    """Every warning of a run's summary, in the order the run event lists them."""
+    found = (excluded_warning(site, discovered, excluded), nothing_kept_warning(run_id, status, discovered, excluded,
+                                                                                  kept))
+    return [w for w in found if w]

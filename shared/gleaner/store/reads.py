@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from gleaner.operator.runwarnings import excluded_warning
+from gleaner.operator.runwarnings import run_warnings
 from gleaner.store.backends.sqlstore import SqlStore
 
 # A URL's status in a run's listing: its fetch outcome; an included URL without one is `pending`
@@ -29,9 +29,6 @@ URL_REASON = (
 )
 
 
-def _with_warnings(site: str, discovered: int | None, excluded: int | None) -> dict[str, Any]:
-    warning = excluded_warning(site, discovered or 0, excluded or 0)
-    return {"warnings": [warning] if warning else []}
 
 
 class ReadStore(SqlStore):
@@ -69,7 +66,9 @@ class ReadStore(SqlStore):
             "started_at": row[13].isoformat() if row[13] else None,
             "finished_at": row[14].isoformat() if row[14] else None,
             "error": row[15],
-        } | _with_warnings(row[1], row[3], row[5])
+            "warnings": run_warnings(row[1], str(row[0]), row[2], row[3] or 0, row[5] or 0,
+                                     (row[6] or 0) + (row[7] or 0)),
+        }
 
     def outcome_breakdown(self, run_id: str) -> dict[str, int]:
         rows = self._all(
