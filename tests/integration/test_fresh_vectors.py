@@ -264,3 +264,22 @@ def test_the_binary_vectors_ingest_copies_are_the_embedder_s_float4s_bit_for_bit
             assert np.array_equal(np.asarray(stored[o], dtype=np.float32), vector), o
         conn.commit()
         assert conn.execute(sa.text(f"SELECT count(*) FROM {TABLE}")).scalar() == 0  # emptied at commit
+
+
+def test_the_nearest_of_a_store_whose_vectors_are_all_fresh_are_those_nearest_and_no_others(topics):
+    # With every vector fresh, the graph's branch has nothing to offer; read from the table rather than
+    # the index, it returned k arbitrary chunks in storage order, so two crawls of the same pages offered
+    # search different candidates (migration 0055).
+    deps, _site = topics
+    vector = "[" + ",".join(f"{x:.6f}" for x in deps.embedder.embed([TIDES])[0]) + "]"
+    with deps.engine.connect().execution_options(**{ADMIN_OPTION: True}) as conn:
+        exact = conn.execute(sa.text(
+            "SELECT text_hash, ordinal FROM knowledge.text_chunks WHERE fresh_embedding IS NOT NULL"
+            " ORDER BY fresh_embedding <=> CAST(:v AS vector), text_hash, ordinal LIMIT 3"), {"v": vector}).all()
+        conn.execute(sa.text("SET LOCAL enable_indexscan = off"))  # the table read, as a small store's plan
+        got = conn.execute(sa.text(
+            "SELECT text_hash, ordinal FROM knowledge.search_chunk_candidates(CAST(NULL AS tsquery),"
+            " CAST(NULL AS tsquery), CAST(:v AS public.vector), :m, 3, 0, CAST(NULL AS text[]),"
+            " CAST(NULL AS text[]), CAST(NULL AS int[]))"), {"v": vector, "m": deps.embedder.model}).all()
+        conn.rollback()
+    assert sorted(got) == sorted(exact)
