@@ -53,3 +53,17 @@ def test_a_long_page_s_best_chunk_must_be_closer_than_a_short_page_s_to_rank_abo
     assert ranked(lengths) == ["answer", "changelog"]
     # Pages of one length rank by their cosine alone.
     assert ranked({"changelog": 3_000, "answer": 3_000}) == ["changelog", "answer"]
+
+
+def test_pages_that_tie_rank_by_their_text_not_by_their_document_ids():
+    # Two crawls of the same pages give their documents other ids: a tie broken by id ranked the same
+    # pages in another order each time. By text hash, the same content ranks the same way every time.
+    texts = {"a" * 64: (2.0, 0.5, 0.5), "b" * 64: (2.0, 0.5, 0.5), "c" * 64: (1.0, 0.4, 0.5)}
+    chunks = [Candidate(text_hash=t, ordinal=0, start=0, end=10, words=w, meaning=m) for t, (w, m, _c) in texts.items()]
+    orders = []
+    for ids in (("id-2", "id-1", "id-3"), ("id-1", "id-2", "id-3")):
+        pages = dict(zip(ids, texts, strict=True))
+        ranked = fuse(pages, chunks, {t: w for t, (w, _m, _c) in texts.items()}, dense=True,
+                      coverage={t: c for t, (_w, _m, c) in texts.items()})
+        orders.append([r.text_hash[0] for r in ranked])
+    assert orders == [["a", "b", "c"], ["a", "b", "c"]]

@@ -67,9 +67,10 @@ class RankedPage:
     score: float
 
 
-def _ranks(scored: Iterable[tuple[str, float]]) -> dict[str, int]:
-    """1-based ranks by score, best first; ties keep their order (the key breaks them, stably)."""
-    order = sorted(scored, key=lambda kv: (-kv[1], kv[0]))
+def _ranks(scored: Iterable[tuple[str, float]], tie: dict[str, str] | None = None) -> dict[str, int]:
+    """1-based ranks by score, best first; a tie is broken by ``tie[key]`` (a page's text hash: the same
+    for the same content in every crawl, where a document's id is not), then by the key."""
+    order = sorted(scored, key=lambda kv: (-kv[1], (tie or {}).get(kv[0], ""), kv[0]))
     return {key: i + 1 for i, (key, _s) in enumerate(order)}
 
 
@@ -94,19 +95,20 @@ def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[st
               if not dense or coverage is None or coverage.get(text, 0.0) >= MIN_COVERAGE}
     allowance = {text: MEANING_LENGTH * math.log1p((lengths or {}).get(text, 0) / LENGTH_UNIT) for text in by_text}
     lists = {
-        "page_words": _ranks((key, page_words[text]) for key, text in worded.items() if page_words.get(text)),
-        "chunk_words": _ranks((key, max(c.words or 0 for c in by_text[text])) for key, text in worded.items()
-                              if any(c.words for c in by_text[text])),
+        "page_words": _ranks(((key, page_words[text]) for key, text in worded.items() if page_words.get(text)),
+                             live),
+        "chunk_words": _ranks(((key, max(c.words or 0 for c in by_text[text])) for key, text in worded.items()
+                               if any(c.words for c in by_text[text])), live),
     }
     if dense:
-        lists["meaning"] = _ranks((key, max(c.meaning for c in by_text[text] if c.meaning is not None)
-                                   - allowance[text])
-                                  for key, text in live.items()
-                                  if any(c.meaning is not None for c in by_text[text]))
+        lists["meaning"] = _ranks(((key, max(c.meaning for c in by_text[text] if c.meaning is not None)
+                                    - allowance[text])
+                                   for key, text in live.items()
+                                   if any(c.meaning is not None for c in by_text[text])), live)
     best_possible = sum(WEIGHTS[name] / (RRF_K + 1) for name in lists) or 1.0
     # Pages in no ranking (a stray word, nothing close in meaning) come last, by their page BM25.
-    stray = _ranks((key, page_words.get(text, 0.0)) for key, text in live.items()
-                   if not any(key in ranks for ranks in lists.values()))
+    stray = _ranks(((key, page_words.get(text, 0.0)) for key, text in live.items()
+                    if not any(key in ranks for ranks in lists.values())), live)
     ranked = []
     for key, text in live.items():
         fused = sum(WEIGHTS[name] / (RRF_K + ranks[key]) for name, ranks in lists.items() if key in ranks)
@@ -114,5 +116,5 @@ def fuse(pages: dict[str, str], chunks: Sequence[Candidate], page_words: dict[st
             fused = STRAY_WEIGHT / (RRF_K + stray[key])
         best = max(by_text[text], key=lambda c: (passage_score(c), -c.start))
         ranked.append(RankedPage(key, text, best, fused / best_possible))
-    ranked.sort(key=lambda p: (p.key in stray, -p.score, p.key))
+    ranked.sort(key=lambda p: (p.key in stray, -p.score, p.text_hash, p.key))
     return ranked
