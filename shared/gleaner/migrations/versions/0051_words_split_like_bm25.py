@@ -26,11 +26,9 @@ same pages ranked differently; with every chunk, the word side answers the same 
 word, searched only when it is the query's rarest, still brings ``per_term``.
 """
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from gleaner.store.backends.db import earlier_migration
 
 revision = "0051"
 down_revision = "0050"
@@ -63,18 +61,10 @@ def _rebuild(words: str) -> str:
             " FROM knowledge.canonical_texts t WHERE t.text_hash = c.text_hash")
 
 
-def _earlier(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_gleaner_migration_{name[:4]}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _word_function(query_words: str, word_limit: str) -> str:
     """0049's word function, its query's lexemes read by ``query_words`` and each word's candidate
     chunks limited by ``word_limit``."""
-    words = _earlier("0049_search_functions_planned_once.py").WORDS
+    words = earlier_migration("0049_search_functions_planned_once.py").WORDS
     assert words.count(_QUERY_WORDS) == 2 and words.count(_WORD_LIMIT) == 2, "0049's word function changed"
     return words.replace(_QUERY_WORDS, query_words).replace(_WORD_LIMIT, word_limit)
 

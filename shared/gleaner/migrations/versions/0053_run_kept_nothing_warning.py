@@ -12,10 +12,9 @@ gleaner.operator.runwarnings.nothing_kept_warning when a finished or partial run
 fetched or confirmed unchanged, and the 80 % warning did not already speak.
 """
 
-import importlib.util
-from pathlib import Path
-
 from alembic import op
+
+from gleaner.store.backends.db import earlier_migration
 
 revision = "0053"
 down_revision = "0052"
@@ -36,12 +35,7 @@ _NOTHING_KEPT = """    IF r.urls_discovered > 0 AND r.urls_excluded * 100 < 80 *
 
 def _replay_function() -> str:
     """Migration 0046's run event function (with replay_of)."""
-    path = Path(__file__).with_name("0046_replay_in_run_events.py")
-    spec = importlib.util.spec_from_file_location("_gleaner_migration_0046", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    text = module._function(replay=True)
+    text = earlier_migration("0046_replay_in_run_events.py")._function(replay=True)
     assert text.count(_ANCHOR) == 1, "0046's run event function changed"
     return text
 

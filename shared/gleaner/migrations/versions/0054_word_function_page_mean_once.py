@@ -13,11 +13,9 @@ its 373 ms there. The mean is now a materialised CTE of one row, read by every r
 the same, bit for bit (the same sums in the same order).
 """
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from gleaner.store.backends.db import earlier_migration
 
 revision = "0054"
 down_revision = "0053"
@@ -32,16 +30,8 @@ _PAGE_MEAN = ("    ), page_mean AS MATERIALIZED (\n"
               "    ), page_tf AS (")
 
 
-def _earlier(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_gleaner_migration_{name[:4]}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _word_function_0051() -> str:
-    words = _earlier("0051_words_split_like_bm25.py")
+    words = earlier_migration("0051_words_split_like_bm25.py")
     return words._word_function("unnest(knowledge.search_words(q))", words._EVERY_CHUNK_OF_A_RARER_WORD)
 
 

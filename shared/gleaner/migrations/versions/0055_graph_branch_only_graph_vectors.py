@@ -15,11 +15,9 @@ one, 0.62 on the other). The branch now asks ``c.embedding IS NOT NULL``: the gr
 which the index scan returned anyway (the graph holds no NULL), so the graph's answers are unchanged.
 """
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 from alembic import op
+
+from gleaner.store.backends.db import earlier_migration
 
 revision = "0055"
 down_revision = "0054"
@@ -31,24 +29,16 @@ _DETECTOR_GRAPH = "WHERE hashes IS NULL AND c.embedding_model = model\n         
 _ONLY_GRAPH = "c.embedding IS NOT NULL AND "
 
 
-def _earlier(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_gleaner_migration_{name[:4]}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _detector_0037() -> str:
     """Migration 0037's four-argument chunk_vector_candidates, as it created it."""
-    text = _earlier("0037_fresh_vectors.py").UPGRADE
+    text = earlier_migration("0037_fresh_vectors.py").UPGRADE
     start = text.index("CREATE OR REPLACE FUNCTION knowledge.chunk_vector_candidates(")
     return text[start:text.index("$fn$;", start) + len("$fn$;")]
 
 
 def _statements(only_graph: bool) -> list[str]:
-    search = _earlier("0049_search_functions_planned_once.py")
-    detector = _earlier("0050_detector_fresh_picks.py")
+    search = earlier_migration("0049_search_functions_planned_once.py")
+    detector = earlier_migration("0050_detector_fresh_picks.py")
     candidates, picks, four = search.CANDIDATES, detector.UPGRADE, _detector_0037()
     assert candidates.count(_SEARCH_GRAPH) == 1 and picks.count(_DETECTOR_GRAPH) == 1
     assert four.count(_DETECTOR_GRAPH) == 1, "an earlier candidate function changed"

@@ -22,6 +22,7 @@ import os
 import re
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -189,6 +190,19 @@ def cloudsql_engine(settings: Settings, connector: Any = None) -> Engine:
     return guard_engine(sa.create_engine("postgresql+pg8000://", creator=connect, pool_size=settings.db_pool_size,
                                          max_overflow=settings.db_max_overflow, pool_pre_ping=True,
                                          pool_recycle=1800, future=True), settings.database_wait_seconds)
+
+
+def earlier_migration(file_name: str) -> ModuleType:
+    """An earlier migration's module (``versions/FILE_NAME``): a migration that builds on another's SQL
+    text reads it there rather than copying it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_gleaner_migration_{file_name[:4]}",
+                                                  MIGRATIONS_DIR / "versions" / file_name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def alembic_config(engine: Engine) -> Any:
