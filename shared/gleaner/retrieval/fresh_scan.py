@@ -15,7 +15,7 @@ few hundred by bits hold the exact nearest 50 with few misses (figures: infra/be
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,9 +53,12 @@ def write_segment(conn: Connection, model: str, keys: Sequence[tuple[str, int]],
         conn.execute(_INSERT, {"m": model, "h": [h for h, _o in keys], "o": [o for _h, o in keys], "s": signs})
 
 
-def nearest_rows(planes: np.ndarray[Any, Any], query: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+def nearest_rows(planes: np.ndarray[Any, Any], query: np.ndarray[Any, Any], count: int,
+                 ties: Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]] | None = None) -> np.ndarray[Any, Any]:
     """The rows (of ``planes``: sign bits as (words, vectors) uint64) of the ``count`` vectors nearest
-    ``query`` by Hamming distance; ties at the last distance taken in row order."""
+    ``query`` by Hamming distance; ties at the last distance taken by ``ties(rows)`` (a value a row,
+    smallest first: its key's, so that two stores holding the same vectors in another order pick the
+    same rows; asked only of the tied rows), else in row order."""
     import numpy as np
 
     bits = np.frombuffer(np.packbits(query > 0).tobytes(), dtype=np.uint64)
@@ -68,7 +71,31 @@ def nearest_rows(planes: np.ndarray[Any, Any], query: np.ndarray[Any, Any], coun
     # The distance the count reaches (a histogram, not a partition of every row): all nearer, then ties.
     reach = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=64 * len(bits) + 1)), count))
     nearer = np.flatnonzero(distance < reach)
-    return np.concatenate([nearer, np.flatnonzero(distance == reach)[:count - len(nearer)]])
+    tied = np.flatnonzero(distance == reach)
+    if ties is not None and len(tied) > count - len(nearer):
+        tied = tied[np.argsort(ties(tied), kind="stable")]
+    return np.concatenate([nearer, tied[:count - len(nearer)]])
+
+
+def _tie(text_hash: str, ordinal: int) -> int:
+    """A chunk key's tie-break value: its text hash's first 48 bits, then its ordinal."""
+    try:
+        head = int(text_hash[:12], 16)
+    except ValueError:  # not a hex digest: its first bytes
+        head = int.from_bytes(text_hash.encode("utf-8", "replace")[:6], "big")
+    return (head << 16) | (ordinal & 0xFFFF)
+
+
+def _key_ties(ends: list[int], order: list[int], segments: dict[int, _Segment]) -> Callable[[Any], Any]:
+    """``nearest_rows``' ties over these segments: each row's key's :func:`_tie`."""
+    import numpy as np
+
+    def ties(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        hashes, ordinals = _keys(rows, ends, order, segments)
+        return np.fromiter((_tie(h, o) for h, o in zip(hashes, ordinals, strict=True)), dtype=np.uint64,
+                           count=len(hashes))
+
+    return ties
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +130,8 @@ class FreshSigns:
             segments = self._segments
         if words is None or words.shape[1] < EXACT_BELOW:  # (none at all: SQL's scan of nothing costs nothing)
             return None, None
-        return _keys(nearest_rows(words, np.asarray(query, dtype=np.float32), count), ends, order, segments)
+        picked = nearest_rows(words, np.asarray(query, dtype=np.float32), count, _key_ties(ends, order, segments))
+        return _keys(picked, ends, order, segments)
 
     def nearest_each(self, conn: Connection, model: str, queries: Any, count: int,
                      exact_below: int) -> list[tuple[list[str], list[int]]] | None:
@@ -118,7 +146,8 @@ class FreshSigns:
             segments = self._segments
         if words is None or words.shape[1] < exact_below:
             return None
-        return [_keys(nearest_rows(words, q, count), ends, order, segments)
+        ties = _key_ties(ends, order, segments)
+        return [_keys(nearest_rows(words, q, count, ties), ends, order, segments)
                 for q in np.asarray(queries, dtype=np.float32)]
 
     def _catch_up(self, conn: Connection, model: str, ids: list[int]) -> None:
