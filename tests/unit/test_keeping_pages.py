@@ -82,10 +82,11 @@ def test_the_warning_starts_at_eighty_percent_excluded():
 
 
 def test_a_finished_run_that_kept_nothing_says_so_unless_the_excluded_warning_already_does():
-    words = nothing_kept_warning("r1", "finished", 163, 122, 0)
+    words = nothing_kept_warning("r1", "finished", 163, 0)
     assert words is not None and "kept none of the 163 pages" in words and "gleaner runs r1 --urls" in words
     assert run_warnings("s.test", "r1", "finished", 163, 122, 0) == [words]
-    assert nothing_kept_warning("r1", "finished", 163, 122, 1) is None  # one page kept
-    assert nothing_kept_warning("r1", "scraping", 163, 0, 0) is None  # not over yet
-    assert nothing_kept_warning("r1", "finished", 0, 0, 0) is None
+    assert nothing_kept_warning("r1", "finished", 163, 1) is None  # one page kept
+    assert nothing_kept_warning("r1", "scraping", 163, 0) is None  # not over yet
+    assert nothing_kept_warning("r1", "finished", 0, 0) is None
     assert run_warnings("s.test", "r1", "partial", 10, 9, 0) == [excluded_warning("s.test", 10, 9)]
+    assert run_warnings("s.test", "r1", "finished", 10, 1, 9) == []

@@ -21,19 +21,16 @@ def excluded_warning(site: str, discovered: int, excluded: int) -> str | None:
             f" see `gleaner review list {site}` and keep pages with `gleaner rules add {site} GLOB --include`")
 
 
-
-def nothing_kept_warning(run_id: str, status: str, discovered: int, excluded: int, kept: int) -> str | None:
+def nothing_kept_warning(run_id: str, status: str, discovered: int, kept: int) -> str | None:
     """The warning for a finished (or partial) run that kept none of ``discovered`` pages (``kept``: fetched
-    or confirmed unchanged), when :func:`excluded_warning` does not already speak; or None."""
-    if (status not in ("finished", "partial") or discovered <= 0 or kept > 0
-            or excluded * 100 >= EXCLUDED_WARNING_PERCENT * discovered):
+    or confirmed unchanged), or None."""
+    if status not in ("finished", "partial") or discovered <= 0 or kept > 0:
         return None
     return (f"kept none of the {discovered} pages discovered: each was excluded, refused or failed;"
             f" `gleaner runs {run_id} --urls` says why")
 
 
 def run_warnings(site: str, run_id: str, status: str, discovered: int, excluded: int, kept: int) -> list[str]:
-    """Every warning of a run's summary, in the order the run event lists them."""
-    found = (excluded_warning(site, discovered, excluded), nothing_kept_warning(run_id, status, discovered, excluded,
-                                                                                  kept))
-    return [w for w in found if w]
+    """A run's warning, as its run event carries it: the excluded one if it speaks, else the nothing-kept one."""
+    warning = excluded_warning(site, discovered, excluded) or nothing_kept_warning(run_id, status, discovered, kept)
+    return [warning] if warning else []

@@ -70,7 +70,8 @@ class RankedPage:
 def _ranks(scored: Iterable[tuple[str, float]], tie: dict[str, str] | None = None) -> dict[str, int]:
     """1-based ranks by score, best first; a tie is broken by ``tie[key]`` (a page's text hash: the same
     for the same content in every crawl, where a document's id is not), then by the key."""
-    order = sorted(scored, key=lambda kv: (-kv[1], (tie or {}).get(kv[0], ""), kv[0]))
+    tie = tie or {}
+    order = sorted(scored, key=lambda kv: (-kv[1], tie.get(kv[0], ""), kv[0]))
     return {key: i + 1 for i, (key, _s) in enumerate(order)}
 
 
