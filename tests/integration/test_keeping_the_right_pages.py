@@ -16,6 +16,7 @@ from gleaner.demosite.testsite import Page, TestSite
 from gleaner.operator.review import review_list
 from gleaner.operator.rules import add_rule
 from gleaner.operator.runwarnings import excluded_warning, nothing_kept_warning
+from gleaner.retrieval.index import remove_documents
 from gleaner.retrieval.ranking import search
 from gleaner.runtime.runner import crawl, new_request
 from gleaner.store.backends import db
@@ -214,6 +215,30 @@ def _book(chapters: int, *, with_print: bool = False) -> dict[str, Page]:
             + "</main></body></html>")
     return pages
 
+
+def test_a_page_an_older_rule_took_for_an_aggregate_is_judged_again_and_found_by_search(deps):
+    pages: dict[str, Page] = {}
+    with TestSite(pages, max_seconds=60) as site:
+        pages.update(_book(12, with_print=True))
+        crawl(deps, new_request(site.url + "/book/", site_domain="again.test"))
+        with deps.engine.begin() as conn:  # what the rule before this one did to a chapter
+            chapter = conn.execute(sa.text("UPDATE knowledge.documents SET is_aggregate = true"
+                                           " WHERE site_domain = 'again.test' AND path = '/book/ch05.html'"
+                                           " RETURNING CAST(id AS text)")).scalar_one()
+            remove_documents(conn, [chapter])
+        assert site.url + "/book/ch05.html" not in _hits(deps, "chapter5", "again.test")
+        pages["/book/ch03.html"] = Page(pages["/book/ch03.html"].body.replace("</main>", "<p>Revised.</p></main>"))
+        crawl(deps, new_request(site.url + "/book/", site_domain="again.test"))  # one changed page: an ingest
+
+    with deps.engine.connect() as conn:
+        flagged = conn.execute(sa.text("SELECT path FROM knowledge.documents WHERE site_domain = 'again.test'"
+                                       " AND is_aggregate")).scalars().all()
+    assert flagged == ["/book/print.html"]
+    assert site.url + "/book/ch05.html" in _hits(deps, "chapter5", "again.test")
+
+
+def _hits(deps, query: str, site_domain: str) -> list[str]:
+    return [hit["url"] for hit in search(deps, query, site_domain=site_domain)["results"]]
 
 def test_a_book_chained_by_rel_next_is_read_whole_at_the_default_depth(deps):
     pages: dict[str, Page] = {}

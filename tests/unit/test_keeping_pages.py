@@ -75,6 +75,37 @@ def test_a_long_page_of_its_own_is_no_aggregate():
     assert find_aggregates(texts) == {}
 
 
+def test_api_pages_repeating_a_traits_docs_or_each_other_are_no_aggregates():
+    """rustdoc's shape: every type implementing a trait repeats the trait's method docs, and the same type's
+    page is published twice (std and core). Only the print-all page of the guide beside them is an aggregate."""
+    trait = [f"Method {m} of the trait: what it returns, when it panics and an example of its use." for m in range(30)]
+    texts: dict[str, set[bytes]] = {"trait": paragraphs("\n\n".join(trait))}
+    texts.update({f"other{i}": paragraphs(_text(f"other page {i}", 4)) for i in range(60)})  # a large site
+    for t in range(7):  # 15 pages hold the trait's docs: under a fifth of the site
+        own = [f"Type {t} keeps its own state {i} and documents it at some length here." for i in range(8)]
+        page = paragraphs("\n\n".join(own + trait))
+        texts[f"std/type{t}"] = texts[f"core/type{t}"] = page
+    chapters = {f"guide/ch{c}": _text(f"guide chapter {c}", 8) for c in range(6)}
+    texts.update({doc: paragraphs(text) for doc, text in chapters.items()})
+    texts["guide/print"] = paragraphs("\n\n".join(chapters.values()))
+    assert set(find_aggregates(texts)) == {"guide/print"}
+
+
+def test_a_page_and_its_twin_are_no_aggregates_of_each_other():
+    page = _text("the page", 30).split("\n\n")
+    texts = {"a": paragraphs("\n\n".join(page)), "b": paragraphs("\n\n".join(page))}  # one page, two paths
+    texts.update({f"part{i}": paragraphs("\n\n".join(page[i * 3:i * 3 + 3])) for i in range(3)})  # quoting it
+    assert find_aggregates(texts) == {}
+
+
+def test_only_the_candidates_are_judged_and_every_text_is_a_source():
+    chapters = {f"ch{c}": _text(f"chapter {c}", 8) for c in range(6)}
+    texts = {doc: paragraphs(text) for doc, text in chapters.items()}
+    texts["print"] = paragraphs("\n\n".join(chapters.values()))
+    assert set(find_aggregates(texts, candidates={"print"})) == {"print"}
+    assert find_aggregates(texts, candidates={"ch1"}) == {}
+
+
 def test_the_warning_starts_at_eighty_percent_excluded():
     assert excluded_warning("s.test", 10, 7) is None
     assert excluded_warning("s.test", 10, 8) is not None and "8 of 10" in excluded_warning("s.test", 10, 8)

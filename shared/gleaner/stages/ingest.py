@@ -37,7 +37,7 @@ def handle(message: SnapshotsWritten, deps: Deps) -> int:
     deps.search_index.index_snapshots(items)
     label_duplicates(deps, [snapshot_id for snapshot_id, _text in items])
     if items:
-        mark_aggregates(deps.engine, message.site_domain, message.run_id)
+        mark_aggregates(deps.engine, message.site_domain, message.run_id, deps.search_index.index_snapshots)
     from gleaner.origins.contradictions import find_contradictions  # it imports the stages (landing)
 
     find_contradictions(deps, [snapshot_id for snapshot_id, _text in items])

@@ -2,18 +2,22 @@
 
 What makes a page an aggregate is :mod:`gleaner.retrieval.aggregates` (pure). After each ingested batch,
 a site whose largest current text is far above its typical one (the only way an aggregate can be among
-them) is read whole and judged; an aggregate found gets ``documents.is_aggregate`` (which the search
-index reads: gleaner.retrieval.index), leaves the index, and its ledger row in the run says
-``content_kind: aggregate``. It stays kept, versioned and readable like any page.
+them) is read whole and its texts that far above are judged; an aggregate found gets
+``documents.is_aggregate`` (which the search index reads: gleaner.retrieval.index), leaves the index,
+and its ledger row in the run says ``content_kind: aggregate``. It stays kept, versioned and readable
+like any page. Pages flagged before are judged again: one that is no aggregate now (it changed, or
+an older rule flagged it) loses the flag and its current version enters the index again.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from gleaner.provenance.canonical import CanonicalText, canonicalise
 from gleaner.retrieval.aggregates import Aggregate, find_aggregates, paragraphs
 from gleaner.retrieval.index import remove_documents
 
@@ -30,18 +34,30 @@ _CURRENT = (
 )
 
 
-def mark_aggregates(engine: Engine, site: str, run_id: str | None) -> dict[str, Aggregate]:
-    """Judge the site's pages and flag the aggregates not flagged yet; the new ones, by document id."""
+def mark_aggregates(engine: Engine, site: str, run_id: str | None,
+                    reindex: Callable[[list[tuple[str, CanonicalText]]], object]) -> dict[str, Aggregate]:
+    """Judge the site's pages, flag the aggregates not flagged yet and clear the flag of pages no longer
+    aggregates (their current versions handed to ``reindex``: the search index's ``index_snapshots``);
+    the new aggregates, by document id."""
     with engine.connect() as conn:
         shape = conn.execute(sa.text(
-            "SELECT count(*), avg(t.byte_length),"
-            " max(t.byte_length) FILTER (WHERE NOT d.is_aggregate)" + _CURRENT), {"s": site}).one()
+            "SELECT count(*), avg(t.byte_length), max(t.byte_length) FILTER (WHERE NOT d.is_aggregate),"
+            " min(t.byte_length) FILTER (WHERE d.is_aggregate)" + _CURRENT), {"s": site}).one()
         pages, average, largest = int(shape[0] or 0), float(shape[1] or 0), int(shape[2] or 0)
-        if pages < 4 or pages > MAX_SITE_PAGES or largest < max(MIN_BYTES, SIZE_RATIO * average):
+        floor = max(MIN_BYTES, SIZE_RATIO * average)
+        smallest_flagged = floor if shape[3] is None else int(shape[3])
+        # Judged when a page could be a new aggregate, or one flagged is too small to be one now.
+        if pages < 4 or pages > MAX_SITE_PAGES or (largest < floor and smallest_flagged >= floor):
             return {}
-        rows = conn.execute(sa.text("SELECT d.id, d.is_aggregate, t.body" + _CURRENT), {"s": site}).all()
+        rows = conn.execute(sa.text("SELECT d.id, d.is_aggregate, t.body, t.byte_length, d.current_snapshot_id,"
+                                    " t.text_hash" + _CURRENT), {"s": site}).all()
     texts = {str(r[0]): paragraphs(r[2]) for r in rows}
-    found = find_aggregates(texts, frozenset(str(r[0]) for r in rows if r[1]))
+    judged = find_aggregates(texts, candidates={str(r[0]) for r in rows if int(r[3] or 0) >= floor})
+    flagged = {str(r[0]) for r in rows if r[1]}
+    cleared = [r for r in rows if r[1] and str(r[0]) not in judged]
+    if cleared:
+        _clear(engine, cleared, reindex)
+    found = {doc: why for doc, why in judged.items() if doc not in flagged}
     if not found:
         return {}
     ids = list(found)
@@ -57,3 +73,16 @@ def mark_aggregates(engine: Engine, site: str, run_id: str | None) -> dict[str, 
                 " WHERE c.run_id = :r AND c.document_id = t.d"),
                 {"r": run_id, "rows": json.dumps([{"d": d, "why": a.describe()} for d, a in found.items()])})
     return found
+
+
+def _clear(engine: Engine, rows: list[sa.Row], reindex: Callable[[list[tuple[str, CanonicalText]]], object]) -> None:
+    """Pages flagged before that are no aggregates now: the flag off, their current versions indexed again."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE knowledge.documents SET is_aggregate = false, updated_at = now()"
+                             " WHERE id = ANY(CAST(:d AS uuid[])) AND is_aggregate"), {"d": [str(r[0]) for r in rows]})
+    items = []
+    for row in rows:
+        text = canonicalise(row[2].encode("utf-8"), row[2])  # stored canonical: the same text and hash again
+        if text.text_hash == row[5]:
+            items.append((str(row[4]), text))
+    reindex(items)
