@@ -2,7 +2,7 @@
 
 Candidates come from two owner-read functions that return keys and numbers, never text: migration
 0041's ``search_chunk_words`` (any word of the query, with BM25's numbers:
-gleaner.retrieval.lexical; words as migration 0051's ``knowledge.search_words`` reads them) and
+gleaner.retrieval.lexical; words as ``knowledge.search_words`` reads them: migrations 0051, 0056) and
 migration 0033/0037's ``search_chunk_candidates`` asked for its nearest vectors only (the HNSW
 index's and the fresh ones', each with its cosine); both are PL/pgSQL since migration 0049, so a
 session plans them once. Which documents hold each candidate's text, and whether the caller may see

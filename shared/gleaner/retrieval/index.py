@@ -5,7 +5,7 @@ is its document's current version, with the document active and an enabled ``rag
 that document's row in ``search_index`` (replacing the previous version's) and the document's
 ``kb_indexed`` is set; a document of the batch that no longer qualifies leaves the index. Texts not
 chunked before are chunked (gleaner.retrieval.chunks) with their full-text vectors (their words as
-``knowledge.search_words`` reads them: migration 0051); a text already chunked, by this document's
+``knowledge.search_words`` reads them: migrations 0051, 0056); a text already chunked, by this document's
 earlier crawl or by any other document, is not touched again. A text no document or composite
 searches by any more (the earlier version a new one replaced, a page that left the index) loses its
 chunks in the same transaction (:func:`drop_unused_chunks`; migration 0052 swept the older ones).

@@ -11,10 +11,11 @@ the chunks are, and returns only the best few chunks of the best pages:
   not show (page-level BM25 is the baseline search is judged against);
 - ``coverage``: the share of the query's word weight a page holds (the relevance floor reads it).
 
-A word is what ``knowledge.search_words`` reads (migration 0051), for chunks and query alike:
+A word is what ``knowledge.search_words`` reads (migrations 0051, 0056), for chunks and query alike:
 PostgreSQL's English configuration (its stemmer and stop words) over the text with ``. / : - @ ~``
 read as spaces, so the words inside ``fs.readFile``, ``/usr/lib/valgrind`` and a link are words of
-the page, as BM25 baselines read them, not one host, file or URL token each.
+the page, as BM25 baselines read them, not one host, file or URL token each; and an acronym's plural
+is its singular ("CPUs" is ``cpu``, which the English stemmer alone leaves ``cpus``).
 """
 
 from __future__ import annotations
