@@ -76,6 +76,20 @@ def test_fingerprints_are_those_of_the_definition_for_short_long_and_repetitive_
     assert simhash(ARTICLE) == PINNED_ARTICLE_FINGERPRINT
 
 
+def test_texts_whose_other_characters_are_punctuation_or_letters_fingerprint_as_the_definition():
+    """The byte split of a text whose non-ASCII characters all separate words must find the words_of words;
+    a letter, a mark or a character NFKC turns into letters beside them must not be split away."""
+    rng = random.Random(5)
+    punctuation = ["\u2014", "\u2019", "\u201c", "\u201d", "\u00b6", "\u00a9", "\u00ab", "\u00bb", "\u2026",
+                   "\u00a0", "\u2022", "\u2192"]
+    wordlike = ["\u00e9", "\u00df", "\u0301", "\u093e", "\u2122", "\ufb01", "\uff21", "\u0130", "\u00b2", "\u2160"]
+    words = ["gleaner", "Crawl", "page", "q1", "the", "_x", "it's"]
+    for trial in range(300):
+        pool = punctuation + (wordlike if trial % 2 else [])
+        text = "".join(rng.choice(words) + rng.choice(pool + [" ", "", "-"]) for _ in range(rng.randint(1, 80)))
+        assert simhash(text) == _reference_simhash(text), text
+
+
 def test_the_words_a_process_remembers_change_no_fingerprint_when_they_are_forgotten(monkeypatch):
     from gleaner.provenance import simhash as module
 

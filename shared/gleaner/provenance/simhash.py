@@ -13,6 +13,7 @@ every candidate.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sys
@@ -55,13 +56,19 @@ def simhash(text: str) -> int:
 def _word_hashes(text: str) -> array[int]:
     """The 64-bit hash of each word in order: BLAKE2b of its UTF-8.
 
-    An ASCII text (most pages) is split without the regex: NFKC leaves ASCII alone and ``\\w`` on
-    ASCII is [A-Za-z0-9_], so one byte translation (lower-casing letters, blanking the rest) and a
-    split find the same words, already encoded. Each distinct word is hashed once per process: a site's
-    pages share most of their words, and a dictionary lookup is a fraction of a BLAKE2b call.
+    A text whose words are all ASCII is split without the regex: NFKC leaves ASCII alone and ``\\w``
+    on ASCII is [A-Za-z0-9_], so one byte translation (lower-casing letters, blanking the rest, and
+    every byte of a UTF-8 sequence) and a split find the same words, already encoded. That holds for
+    an ASCII text (a generated page) and for one whose other characters all separate words (most real
+    pages: a dash, curly quotes, a pilcrow, a copyright sign; 188 of 200 pages of Python's library
+    reference), where it is four times faster than the regex. Each distinct word is hashed once per
+    process: a site's pages share most of their words, and a dictionary lookup is a fraction of a
+    BLAKE2b call.
     """
     if text.isascii():
         words = text.encode("ascii").translate(_ASCII_WORDS).split()
+    elif all(map(_separates, set(_NON_ASCII.findall(text)))):
+        words = text.encode("utf-8").translate(_ASCII_WORDS).split()
     else:
         words = [w.encode("utf-8") for w in words_of(text)]
     known = _KNOWN_WORDS
@@ -74,6 +81,18 @@ def _word_hashes(text: str) -> array[int]:
             value = known[word] = int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
         hashes[word] = value
     return array("Q", map(hashes.__getitem__, words))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _separates(char: str) -> bool:
+    """Whether a non-ASCII character is, for words_of, a separator whatever surrounds it: no word character
+    itself or once NFKC-folded (as \ufb01 and \u2122 are), and no mark (which NFKC may compose with its
+    neighbour)."""
+    return (not _WORD.match(char) and not unicodedata.category(char).startswith("M")
+            and not _WORD.search(unicodedata.normalize("NFKC", char)))
 
 
 # Word -> its hash, shared by every text this process fingerprints (see _word_hashes).
