@@ -1,10 +1,11 @@
 """Search quality on real documentation, against BM25: one command.
 
-    python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,docutils,rustref,editions,flask,paraphrase]
+    python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,docutils,rustref,editions,flask,git,paraphrase]
                                    [--model static|minilm] [--keep DIR] [--label NAME]
 
 For each set: its pages are served on loopback (the documentation Debian installs under
-/usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc docutils-doc rust-doc python-flask-doc``;
+/usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc docutils-doc rust-doc python-flask-doc
+git-doc``;
 or the tests'
 paraphrase site), crawled with ``gleaner crawl`` as a user would (own GLEANER_HOME, GLEANER_ALLOW_NETWORKS=127.0.0.0/8,
 --delay 0), and the set's hand-written questions (infra/bench/realdocs/*.json: each names the page or
@@ -22,9 +23,10 @@ the same pages Gleaner searches (a set may still name ``exclude`` globs for its 
 for trying ranking changes on the same stored pages. nodejs and sphinx (Sphinx 5.3's manual from
 Debian's sphinx-doc: 133 pages with its 890 kB changelog and the viewcode source pages) are the
 tuning sets; valgrind, docutils (Debian's docutils-doc: 62 XHTML pages), the Rust Reference and the
-Rust Edition Guide (rust-doc's mdBook books; the guide keeps 23 pages, its other files forward) and
-Flask's (python-flask-doc: Sphinx with the Pallets theme, added in session 23) are check sets, never
-tuned on; the last four were written as users ask, by someone who had not seen the search code.
+Rust Edition Guide (rust-doc's mdBook books; the guide keeps 23 pages, its other files forward),
+Flask's (python-flask-doc: Sphinx with the Pallets theme) and Git's (git-doc: AsciiDoc manual pages
+and guides; both added in session 23) are check sets, never tuned on; the last five were written as
+users ask, by someone who had not seen the search code.
 """
 
 from __future__ import annotations
@@ -54,13 +56,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "shared"))
 
 SETS = {name: HERE / "realdocs" / f"{name}.json"
-        for name in ("nodejs", "valgrind", "sphinx", "docutils", "rustref", "editions", "flask")}
+        for name in ("nodejs", "valgrind", "sphinx", "docutils", "rustref", "editions", "flask", "git")}
 SITE = {"nodejs": "nodejs.docs.test", "valgrind": "valgrind.docs.test", "sphinx": "sphinx.docs.test",
         "docutils": "docutils.docs.test", "rustref": "rustref.docs.test", "editions": "editions.docs.test",
-        "flask": "flask.docs.test", "paraphrase": "topics.test"}
+        "flask": "flask.docs.test", "git": "git.docs.test", "paraphrase": "topics.test"}
 # Debian's, for the source
 PACKAGE = {"nodejs": "nodejs-doc", "valgrind": "valgrind", "sphinx": "sphinx-doc", "docutils": "docutils-doc",
-           "rustref": "rust-doc", "editions": "rust-doc", "flask": "python-flask-doc"}
+           "rustref": "rust-doc", "editions": "rust-doc", "flask": "python-flask-doc", "git": "git-doc"}
 DEPTH = 10
 PAGES_ASKED = 10  # distinct pages the metrics look at
 
@@ -227,7 +229,7 @@ def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="nodejs,valgrind,sphinx,docutils,rustref,editions,flask,paraphrase")
+    parser.add_argument("--sets", default="nodejs,valgrind,sphinx,docutils,rustref,editions,flask,git,paraphrase")
     parser.add_argument("--model", default="static", choices=["static", "minilm"])
     parser.add_argument("--keep", type=Path, help="keep (and reuse) each set's GLEANER_HOME under this directory")
     parser.add_argument("--label", default="")
