@@ -60,10 +60,9 @@ def _word_hashes(text: str) -> array[int]:
     on ASCII is [A-Za-z0-9_], so one byte translation (lower-casing letters, blanking the rest, and
     every byte of a UTF-8 sequence) and a split find the same words, already encoded. That holds for
     an ASCII text (a generated page) and for one whose other characters all separate words (most real
-    pages: a dash, curly quotes, a pilcrow, a copyright sign; 188 of 200 pages of Python's library
-    reference), where it is four times faster than the regex. Each distinct word is hashed once per
-    process: a site's pages share most of their words, and a dictionary lookup is a fraction of a
-    BLAKE2b call.
+    pages: a dash, curly quotes, a pilcrow, a copyright sign), where it is several times faster than
+    the regex. Each distinct word is hashed once per process: a site's pages share most of their
+    words, and a dictionary lookup is a fraction of a BLAKE2b call.
     """
     if text.isascii():
         words = text.encode("ascii").translate(_ASCII_WORDS).split()
@@ -89,8 +88,8 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 @functools.lru_cache(maxsize=4096)
 def _separates(char: str) -> bool:
     """Whether a non-ASCII character is, for words_of, a separator whatever surrounds it: no word character
-    itself or once NFKC-folded (as \ufb01 and \u2122 are), and no mark (which NFKC may compose with its
-    neighbour)."""
+    itself or once NFKC-folded (as the ligature fi and the trade mark sign are), and no mark (which NFKC
+    may compose with its neighbour)."""
     return (not _WORD.match(char) and not unicodedata.category(char).startswith("M")
             and not _WORD.search(unicodedata.normalize("NFKC", char)))
 
