@@ -36,6 +36,7 @@ MIN_SOURCES = 3
 BOILERPLATE_SHARE = 0.2
 MAX_HOLDERS = 4
 
+KEY_BYTES = 12  # a paragraph's key: a BLAKE2b digest this long
 _SPACE = re.compile(r"\s+")
 
 
@@ -56,7 +57,7 @@ def paragraphs(text: str) -> set[bytes]:
     for block in re.split(r"\n\s*\n", text):
         folded = _SPACE.sub(" ", block).strip().lstrip("#>*- ").lower()
         if len(folded) >= MIN_PARAGRAPH_CHARS:
-            keys.add(hashlib.blake2b(folded.encode("utf-8"), digest_size=12).digest())
+            keys.add(hashlib.blake2b(folded.encode("utf-8"), digest_size=KEY_BYTES).digest())
     return keys
 
 

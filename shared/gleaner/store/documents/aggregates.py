@@ -15,10 +15,10 @@ import json
 from collections.abc import Callable
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from gleaner.provenance.canonical import CanonicalText, canonicalise
-from gleaner.retrieval.aggregates import Aggregate, find_aggregates, paragraphs
+from gleaner.retrieval.aggregates import KEY_BYTES, Aggregate, find_aggregates, paragraphs
 from gleaner.retrieval.index import remove_documents
 
 # A site with more current pages than this is not judged (reading it whole after every batch costs too much).
@@ -49,14 +49,15 @@ def mark_aggregates(engine: Engine, site: str, run_id: str | None,
         # Judged when a page could be a new aggregate, or one flagged is too small to be one now.
         if pages < 4 or pages > MAX_SITE_PAGES or (largest < floor and smallest_flagged >= floor):
             return {}
-        rows = conn.execute(sa.text("SELECT d.id, d.is_aggregate, t.body, t.byte_length, d.current_snapshot_id,"
-                                    " t.text_hash" + _CURRENT), {"s": site}).all()
-    texts = {str(r[0]): paragraphs(r[2]) for r in rows}
-    judged = find_aggregates(texts, candidates={str(r[0]) for r in rows if int(r[3] or 0) >= floor})
+        rows = conn.execute(sa.text("SELECT d.id, d.is_aggregate, t.byte_length, d.current_snapshot_id, t.text_hash"
+                                    + _CURRENT), {"s": site}).all()
+        keys = _paragraph_keys(conn, {r[4] for r in rows})
+    texts = {str(r[0]): keys.get(r[4], set()) for r in rows}
+    judged = find_aggregates(texts, candidates={str(r[0]) for r in rows if int(r[2] or 0) >= floor})
     flagged = {str(r[0]) for r in rows if r[1]}
-    cleared = [r for r in rows if r[1] and str(r[0]) not in judged]
-    if cleared:
-        _clear(engine, cleared, reindex)
+    stale = [r for r in rows if r[1] and str(r[0]) not in judged]
+    if stale:
+        _clear(engine, [str(r[0]) for r in stale], [(str(r[3]), r[4]) for r in stale], reindex)
     found = {doc: why for doc, why in judged.items() if doc not in flagged}
     if not found:
         return {}
@@ -75,14 +76,42 @@ def mark_aggregates(engine: Engine, site: str, run_id: str | None,
     return found
 
 
-def _clear(engine: Engine, rows: list[sa.Row], reindex: Callable[[list[tuple[str, CanonicalText]]], object]) -> None:
-    """Pages flagged before that are no aggregates now: the flag off, their current versions indexed again."""
+def _paragraph_keys(conn: Connection, text_hashes: set[str]) -> dict[str, set[bytes]]:
+    """Each text's paragraph keys, read and split only for texts this process has not seen: a text never
+    changes under its hash, and a site is judged again after every batch (its texts read whole each
+    time, most of a large site's judging was reading and splitting the same texts again)."""
+    packed = {h: _KEYS.get(h) for h in text_hashes}
+    missing = sorted(h for h, keys in packed.items() if keys is None)
+    if missing:
+        if len(_KEYS) + len(missing) > _KEYS_LIMIT:
+            _KEYS.clear()  # a bounded memory, not an LRU: refilled by the next judgings
+        for text_hash, body in conn.execute(sa.text(
+                "SELECT text_hash, body FROM knowledge.canonical_texts WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                {"h": missing}):
+            packed[text_hash] = _KEYS[text_hash] = b"".join(sorted(paragraphs(body)))
+    return {h: {keys[i:i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)} for h, keys in packed.items()
+            if keys is not None}
+
+
+# Text hash -> its paragraph keys, concatenated (KEY_BYTES each): about 1 kB a page.
+_KEYS: dict[str, bytes] = {}
+_KEYS_LIMIT = 2 * MAX_SITE_PAGES
+
+
+def _clear(engine: Engine, documents: list[str], versions: list[tuple[str, str]],
+           reindex: Callable[[list[tuple[str, CanonicalText]]], object]) -> None:
+    """Pages flagged before that are no aggregates now: the flag off, their current versions (snapshot id,
+    text hash) indexed again."""
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE knowledge.documents SET is_aggregate = false, updated_at = now()"
-                             " WHERE id = ANY(CAST(:d AS uuid[])) AND is_aggregate"), {"d": [str(r[0]) for r in rows]})
+                             " WHERE id = ANY(CAST(:d AS uuid[])) AND is_aggregate"), {"d": documents})
+        bodies = dict(conn.execute(sa.text("SELECT text_hash, body FROM knowledge.canonical_texts"
+                                           " WHERE text_hash = ANY(CAST(:h AS text[]))"),
+                                   {"h": sorted({h for _s, h in versions})}).all())
     items = []
-    for row in rows:
-        text = canonicalise(row[2].encode("utf-8"), row[2])  # stored canonical: the same text and hash again
-        if text.text_hash == row[5]:
-            items.append((str(row[4]), text))
+    for snapshot_id, text_hash in versions:
+        body = bodies.get(text_hash)
+        text = canonicalise(body.encode("utf-8"), body) if body is not None else None  # canonical: the same again
+        if text is not None and text.text_hash == text_hash:
+            items.append((snapshot_id, text))
     reindex(items)
