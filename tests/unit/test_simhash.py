@@ -85,8 +85,8 @@ def test_texts_whose_other_characters_are_punctuation_or_letters_fingerprint_as_
     wordlike = ["\u00e9", "\u00df", "\u0301", "\u093e", "\u2122", "\ufb01", "\uff21", "\u0130", "\u00b2", "\u2160"]
     words = ["gleaner", "Crawl", "page", "q1", "the", "_x", "it's"]
     for trial in range(300):
-        pool = punctuation + (wordlike if trial % 2 else [])
-        text = "".join(rng.choice(words) + rng.choice(pool + [" ", "", "-"]) for _ in range(rng.randint(1, 80)))
+        pool = [*punctuation, *(wordlike if trial % 2 else []), " ", "", "-"]
+        text = "".join(rng.choice(words) + rng.choice(pool) for _ in range(rng.randint(1, 80)))
         assert simhash(text) == _reference_simhash(text), text
 
 

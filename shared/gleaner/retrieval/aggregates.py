@@ -69,8 +69,7 @@ def find_aggregates(texts: Mapping[str, set[bytes]], candidates: Collection[str]
         for key in keys:
             holders[key].add(doc)
     shared = max(MIN_SOURCES, min(int(len(texts) * BOILERPLATE_SHARE), MAX_HOLDERS))
-    out: dict[str, Aggregate] = {}
-    gone: set[str] = set()
+    out: dict[str, Aggregate] = {}  # found so far: no source for the next
     for doc in sorted(texts, key=lambda d: (-len(texts[d]), d)):
         keys = texts[doc]
         if len(keys) < MIN_PARAGRAPHS or (candidates is not None and doc not in candidates):
@@ -81,7 +80,7 @@ def find_aggregates(texts: Mapping[str, set[bytes]], candidates: Collection[str]
             if len(holders[key]) > shared:
                 continue
             judged += 1
-            others = holders[key] - gone - {doc}
+            others = holders[key] - out.keys() - {doc}
             if others:
                 held.append(others)
         sources = Counter(page for others in held for page in others)
@@ -89,5 +88,4 @@ def find_aggregates(texts: Mapping[str, set[bytes]], candidates: Collection[str]
         covered = sum(1 for others in held if others - {largest})
         if judged >= MIN_PARAGRAPHS and covered >= COVERED_SHARE * judged and len(sources) >= MIN_SOURCES:
             out[doc] = Aggregate(covered / judged, len(sources))
-            gone.add(doc)
     return out

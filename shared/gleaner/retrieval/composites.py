@@ -23,7 +23,6 @@ the documents', narrowed to those texts.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -79,20 +78,18 @@ def index_composites(conn: Connection, snapshot_ids: Sequence[str]) -> list[tupl
 def index_unindexed_composites(deps: Deps) -> int:
     """Index the searchable composites whose current version ingest did not index (made before migration
     0036): their texts are chunked as ingest would have (``gleaner index`` runs this). Returns how many."""
-    from gleaner.provenance.canonical import CanonicalText
+    from gleaner.store.documents.texts import STORED_TEXT, stored_text
 
     with deps.engine.connect() as conn:
         missing = conn.execute(sa.text(
-            "SELECT CAST(s.id AS text), st.text_hash, convert_to(t.body, 'UTF8'),"
-            " (SELECT COALESCE(json_agg(json_build_array(sp.span_start, sp.span_end, CAST(sp.kind AS text))"
-            "   ORDER BY sp.ordinal), '[]') FROM knowledge.text_spans sp WHERE sp.text_hash = st.text_hash)"
+            f"SELECT {STORED_TEXT}, CAST(s.id AS text)"
             " FROM knowledge.composite_documents c"
             " JOIN knowledge.document_snapshots s ON s.id = c.current_snapshot_id"
             " JOIN knowledge.snapshot_texts st ON st.snapshot_id = s.id"
             " JOIN knowledge.canonical_texts t ON t.text_hash = st.text_hash"
             " WHERE NOT EXISTS (SELECT 1 FROM knowledge.composite_search_index i"
             "   WHERE i.composite_document_id = c.id AND i.snapshot_id = s.id) AND" + _QUALIFIES)).all()
-    items = [(r[0], CanonicalText(text_hash=r[1], text=bytes(r[2]), spans_json=json.dumps(r[3]))) for r in missing]
+    items = [(r[3], stored_text(r)) for r in missing]
     deps.search_index.index_snapshots(items)
     return len(items)
 

@@ -17,9 +17,10 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from gleaner.provenance.canonical import CanonicalText, canonicalise
+from gleaner.provenance.canonical import CanonicalText
 from gleaner.retrieval.aggregates import KEY_BYTES, Aggregate, find_aggregates, paragraphs
 from gleaner.retrieval.index import remove_documents
+from gleaner.store.documents.texts import stored_texts
 
 # A site with more current pages than this is not judged (reading it whole after every batch costs too much).
 MAX_SITE_PAGES = 5000
@@ -105,13 +106,5 @@ def _clear(engine: Engine, documents: list[str], versions: list[tuple[str, str]]
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE knowledge.documents SET is_aggregate = false, updated_at = now()"
                              " WHERE id = ANY(CAST(:d AS uuid[])) AND is_aggregate"), {"d": documents})
-        bodies = dict(conn.execute(sa.text("SELECT text_hash, body FROM knowledge.canonical_texts"
-                                           " WHERE text_hash = ANY(CAST(:h AS text[]))"),
-                                   {"h": sorted({h for _s, h in versions})}).all())
-    items = []
-    for snapshot_id, text_hash in versions:
-        body = bodies.get(text_hash)
-        text = canonicalise(body.encode("utf-8"), body) if body is not None else None  # canonical: the same again
-        if text is not None and text.text_hash == text_hash:
-            items.append((snapshot_id, text))
-    reindex(items)
+        texts = stored_texts(conn, sorted({h for _s, h in versions}))
+    reindex([(snapshot_id, texts[text_hash]) for snapshot_id, text_hash in versions if text_hash in texts])

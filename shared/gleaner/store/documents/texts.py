@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from gleaner.provenance.canonical import CanonicalText
 from gleaner.provenance.simhash import bands, to_signed
@@ -85,3 +85,22 @@ class TextStore:
             new = conn.execute(_STORE, {"texts": "[" + ",".join(texts) + "]",
                                         "bodies": bodies.decode("utf-8")}).scalar_one()
         return int(new)
+
+
+# A stored text as ingest had it: its UTF-8 bytes and its span ledger (what chunking reads), for a text
+# indexed again from the database. ``t`` is knowledge.canonical_texts.
+STORED_TEXT = ("t.text_hash, convert_to(t.body, 'UTF8'),"
+               " (SELECT COALESCE(json_agg(json_build_array(sp.span_start, sp.span_end, CAST(sp.kind AS text))"
+               "   ORDER BY sp.ordinal), '[]') FROM knowledge.text_spans sp WHERE sp.text_hash = t.text_hash)")
+
+
+def stored_text(row: sa.Row) -> CanonicalText:
+    """The CanonicalText of a row whose first three columns are STORED_TEXT's."""
+    return CanonicalText(text_hash=row[0], text=bytes(row[1]), spans_json=json.dumps(row[2]))
+
+
+def stored_texts(conn: Connection, text_hashes: Sequence[str]) -> dict[str, CanonicalText]:
+    """Stored texts by hash (those the caller may read)."""
+    rows = conn.execute(sa.text(f"SELECT {STORED_TEXT} FROM knowledge.canonical_texts t"
+                                " WHERE t.text_hash = ANY(CAST(:h AS text[]))"), {"h": list(text_hashes)})
+    return {row[0]: stored_text(row) for row in rows}
