@@ -1,7 +1,7 @@
 """Search quality on real documentation, against BM25: one command.
 
     python infra/bench/realdocs.py [--sets nodejs,valgrind,sphinx,docutils,rustref,editions,flask,git,paraphrase]
-                                   [--model static|minilm] [--keep DIR] [--label NAME]
+                                   [--model static|minilm] [--rerank] [--keep DIR] [--label NAME]
 
 For each set: its pages are served on loopback (the documentation Debian installs under
 /usr/share/doc: ``apt-get install nodejs-doc valgrind sphinx-doc docutils-doc rust-doc python-flask-doc
@@ -18,6 +18,9 @@ page relevant).
 Each site is crawled whole, as a user's default crawl would: the Node.js reference's ``all.html`` (the
 whole manual on one page) is kept, found to be an aggregate and left out of search, and BM25 indexes
 the same pages Gleaner searches (a set may still name ``exclude`` globs for its crawl).
+
+``--rerank`` asks with ``GLEANER_RERANK=minilm`` (the transformer's second look at each answer's first
+pages: gleaner.retrieval.rerank).
 
 ``--keep DIR`` keeps each set's GLEANER_HOME under DIR and reuses it next time (no second crawl):
 for trying ranking changes on the same stored pages. nodejs and sphinx (Sphinx 5.3's manual from
@@ -179,7 +182,7 @@ def metrics(ranked: list[list[str]], relevant: list[list[str]]) -> dict[str, flo
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
+def run_set(name: str, model: str, work: Path, reuse: bool, rerank: bool = False) -> dict[str, Any]:
     home = work / f"{name}-{model}"
     fresh = not (reuse and (home / "pg").exists())
     home.mkdir(parents=True, exist_ok=True)
@@ -204,10 +207,10 @@ def run_set(name: str, model: str, work: Path, reuse: bool) -> dict[str, Any]:
         relevant = [item["pages"] for item in spec["questions"]]
         start, exclude = f"{base}/{spec['start']}", spec.get("exclude", [])
     try:
-        report: dict[str, Any] = {"questions": len(questions), "model": model}
+        report: dict[str, Any] = {"questions": len(questions), "model": model, "rerank": rerank}
         if fresh:
             report["crawl"] = crawl(env, start, site, exclude)
-        ranked, took, urls = rank_gleaner(env, site, questions)
+        ranked, took, urls = rank_gleaner({**env, "GLEANER_RERANK": "minilm" if rerank else "none"}, site, questions)
         live = [base + (urllib.parse.urlsplit(u).path or "/") for u in urls]
         baseline = rank_bm25(base, live, questions)
         report["pages"] = len(urls)
@@ -232,13 +235,14 @@ def main() -> None:
     parser.add_argument("--sets", default="nodejs,valgrind,sphinx,docutils,rustref,editions,flask,git,paraphrase")
     parser.add_argument("--model", default="static", choices=["static", "minilm"])
     parser.add_argument("--keep", type=Path, help="keep (and reuse) each set's GLEANER_HOME under this directory")
+    parser.add_argument("--rerank", action="store_true", help="search with GLEANER_RERANK=minilm")
     parser.add_argument("--label", default="")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="gleaner-realdocs-"))
     report: dict[str, Any] = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "model": args.model,
-                              "label": args.label, "sets": {}}
+                              "label": args.label, "rerank": args.rerank, "sets": {}}
     for name in args.sets.split(","):
-        report["sets"][name] = run_set(name, args.model, work, reuse=args.keep is not None)
+        report["sets"][name] = run_set(name, args.model, work, reuse=args.keep is not None, rerank=args.rerank)
     print(f"{'set':<11} {'system':<8} {'pages':>5} {'qs':>3}  r@1   r@3   r@10  MRR   nDCG@10  p95 ms")
     for name, r in report["sets"].items():
         for system in ("gleaner", "bm25"):
@@ -247,7 +251,8 @@ def main() -> None:
             print(f"{name:<11} {system:<8} {r['pages']:>5} {r['questions']:>3}  {m['recall@1']:.2f}"
                   f"  {m['recall@3']:.2f}"
                   f"  {m['recall@10']:.2f}  {m['MRR']:.2f}  {m['nDCG@10']:.2f}     {ms}")
-    out = HERE / "results" / f"{report['when'][:10]}-realdocs-{args.model}{'-' + args.label if args.label else ''}.json"
+    kind = args.model + ("-rerank" if args.rerank else "")
+    out = HERE / "results" / f"{report['when'][:10]}-realdocs-{kind}{'-' + args.label if args.label else ''}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out.relative_to(REPO)}")
 

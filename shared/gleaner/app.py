@@ -188,6 +188,16 @@ class Deps:
 
         return default_embedder(EmbedModel(self.settings.embed_model), self.settings.model_cache_dir)
 
+    @property
+    def reranker(self) -> Embedder | None:
+        """The transformer search looks at its first pages again with (GLEANER_RERANK=minilm), else None."""
+        if self.settings.rerank != "minilm":
+            return None
+        from gleaner.retrieval.embedder import EmbedModel, default_embedder
+
+        # A question's few passages on every core the machine has, up to four: a search waits for them.
+        return default_embedder(EmbedModel.MINILM, self.settings.model_cache_dir, threads=min(4, os.cpu_count() or 1))
+
     def inline_embedder(self) -> Embedder | None:
         """The model when it is cheap enough to embed inside ingest's transaction and crawls embed
         (GLEANER_EMBED_AFTER_CRAWL); None otherwise, and where the model's packages are not

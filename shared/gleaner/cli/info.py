@@ -42,6 +42,8 @@ def describe(settings: Settings, files: tuple[Path, ...]) -> dict[str, Any]:
     try:
         revision = db.current_revision(engine)
         search = _search_mode(engine, settings.embed_model)
+        if settings.rerank == "minilm":
+            search += "; each answer's first pages looked at again by all-MiniLM-L6-v2 (GLEANER_RERANK)"
     finally:
         engine.dispose()
     return {

@@ -9,10 +9,12 @@ Two candidate lists, each read as text_chunks' owner by a function that returns 
   and the nearest of the fresh vectors not in that index yet (gleaner.retrieval.fresh).
 
 Pages are ranked by reciprocal rank fusion of their page BM25, their best chunk's BM25 and their best
-chunk's cosine (gleaner.retrieval.fusion): no score's scale matters. Each page answers with its one
-best passage; ``page_rank`` is 1 for the best page. ``embedding_score`` is the passage's cosine (below
-0 as 0; null without pgvector), ``fulltext_score`` its BM25 over the most the query's words can give
-(0-1), ``score`` the page's fused rank score (0-1). Below a relevance floor (no page holds a good
+chunk's cosine (gleaner.retrieval.fusion): no score's scale matters. With ``GLEANER_RERANK=minilm`` the
+first few are then ordered again by the transformer's reading (gleaner.retrieval.rerank). Each page
+answers with its one best passage; ``page_rank`` is 1 for the best page. ``embedding_score`` is the
+passage's cosine (below 0 as 0; null without pgvector), ``fulltext_score`` its BM25 over the most the
+query's words can give (0-1), ``score`` the page's fused rank score (0-1; with the second look, blended
+with the transformer's cosine). Below a relevance floor (no page holds a good
 share of the query's rarer words, and no passage is close in meaning) the answer is no results and a
 ``note`` saying so. The feed references' 0.6 / 0.4 blend (``EMBEDDING_WEIGHT``, ``FULLTEXT_WEIGHT``)
 is theirs alone (gleaner.retrieval.references).
@@ -110,6 +112,11 @@ def answer(deps: Deps, query: str, site_domain: str | None, limit: int) -> dict[
                       lengths={m["text_hash"]: int(m["byte_length"]) for m in meta.values() if m.get("byte_length")})
         if not ranked or not _above_floor(ranked[0], pool):
             return {"query": query, "results": [], "note": NO_MATCH}
+        reranker = deps.reranker
+        if reranker is not None:
+            from gleaner.retrieval.rerank import rerank
+
+            ranked = rerank(conn, reranker, query, ranked, pool)
         top = ranked[:limit]
         read = passages(conn, [(meta[p.key]["snapshot_id"], p.text_hash, p.best.start, p.best.end) for p in top])
     results = []

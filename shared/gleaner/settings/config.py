@@ -20,6 +20,7 @@ from gleaner.settings.envvalues import (
     default_home,
     default_pg_templates,
     env_bool,
+    env_choice,
     env_embed_model,
     env_float,
     env_http_auth,
@@ -241,6 +242,9 @@ class Settings:
     # GLEANER_EMBED_MODEL: "static" (the default: a table distilled from MiniLM, embedded inside ingest)
     # or "minilm" (the transformer: better at distant wording, far slower). docs/retrieval.md.
     embed_model: str = "static"
+    # GLEANER_RERANK: "none" (the default) or "minilm": search looks at its first few pages again with the
+    # transformer (better answers, tens of milliseconds of CPU a passage: gleaner/retrieval/rerank.py).
+    rerank: str = "none"
     # GLEANER_MODEL_CACHE: where the static model's distilled table is kept (a cache, keyed by the
     # source model's hash); None: $XDG_CACHE_HOME/gleaner/models, else ~/.cache/gleaner/models.
     model_cache_dir: Path | None = None
@@ -363,6 +367,7 @@ class Settings:
             embed_after_crawl=env_bool(env, "GLEANER_EMBED_AFTER_CRAWL", d.embed_after_crawl),
             embed_beside_extraction=env_bool(env, "GLEANER_EMBED_BESIDE_EXTRACTION", d.embed_beside_extraction),
             embed_model=env_embed_model(env, "GLEANER_EMBED_MODEL"),
+            rerank=env_choice(env, "GLEANER_RERANK", ("none", "minilm")),
             model_cache_dir=Path(env["GLEANER_MODEL_CACHE"].strip()).expanduser().absolute()
             if env.get("GLEANER_MODEL_CACHE", "").strip() else None,
             **llm_settings_of(env, d),

@@ -68,11 +68,16 @@ def default_pg_templates(env: Mapping[str, str]) -> Path | None:
     return base / "gleaner" / "pg-templates"
 
 
-def env_embed_model(env: Mapping[str, str], name: str) -> str:
-    value = env.get(name, "").strip().lower() or "static"
-    if value not in ("static", "minilm"):
-        raise ConfigError(f"{name} must be 'static' or 'minilm', got {value!r}")
+def env_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive; unset or empty: the first)."""
+    value = env.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise ConfigError(f"{name} must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
     return value
+
+
+def env_embed_model(env: Mapping[str, str], name: str) -> str:
+    return env_choice(env, name, ("static", "minilm"))
 
 
 def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
