@@ -8,6 +8,8 @@ user of it sees: the same pages, their best ones ordered by the transformer, ver
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gleaner.cli.info import describe
@@ -86,3 +88,29 @@ def test_a_passage_once_read_is_not_read_or_embedded_again(topics, make_deps, mo
     assert again == first
     assert calls == [[question]]  # only the question is embedded the second time
     assert len(rerank._kept) == kept
+
+
+def test_gleaner_search_rerank_takes_the_second_look_for_one_question(topics, make_deps, database_url, tmp_path):
+    from click.testing import CliRunner
+
+    from gleaner.cli import main
+
+    deps, _site = topics
+    looking = make_deps(rerank="minilm")
+    question = next(q for q in QUESTIONS
+                    if [h["url"] for h in search(looking, q, site_domain=SITE, limit=5)["results"]]
+                    != [h["url"] for h in search(deps, q, site_domain=SITE, limit=5)["results"]])
+    env = {"GLEANER_DATABASE_URL": database_url, "GLEANER_HOME": str(tmp_path / "cli-home")}
+
+    def urls(*flags):
+        result = CliRunner().invoke(main, ["search", question, "--site-domain", SITE, "--limit", "5", "--json",
+                                           *flags], env=env)
+        assert result.exit_code == 0, result.output
+        return [h["url"] for h in json.loads(result.output)["results"]]
+
+    looked = [h["url"] for h in search(looking, question, site_domain=SITE, limit=5)["results"]]
+    plain = [h["url"] for h in search(deps, question, site_domain=SITE, limit=5)["results"]]
+    assert urls("--rerank") == looked
+    assert urls() == urls("--no-rerank") == plain
+    env["GLEANER_RERANK"] = "minilm"  # the setting, and the flag over it
+    assert urls() == looked and urls("--no-rerank") == plain

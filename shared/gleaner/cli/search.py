@@ -56,13 +56,16 @@ def _merge(deps: Deps, say: Callable[[str], None]) -> None:
 @click.argument("query")
 @click.option("--site-domain", callback=tenant_key, help="Only this site's documents.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--rerank/--no-rerank", default=None,
+              help="Look at the first pages again with the transformer (GLEANER_RERANK=minilm; slower, better).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @guard
-def search_cmd(query: str, site_domain: str | None, limit: int, as_json: bool) -> None:
+def search_cmd(query: str, site_domain: str | None, limit: int, rerank: bool | None, as_json: bool) -> None:
     """The best passage of each of the best current documents for QUERY, each a verbatim slice (`gleaner slice`)."""
     from gleaner.retrieval import search
 
-    with open_deps(load_settings()) as deps:
+    given = {} if rerank is None else {"rerank": "minilm" if rerank else "none"}
+    with open_deps(load_settings(**given)) as deps:
         if site_domain is not None:
             require_known_site(deps, site_domain)
         answer = search(deps, query, site_domain=site_domain, limit=limit)
