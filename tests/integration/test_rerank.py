@@ -114,3 +114,21 @@ def test_gleaner_search_rerank_takes_the_second_look_for_one_question(topics, ma
     assert urls() == urls("--no-rerank") == plain
     env["GLEANER_RERANK"] = "minilm"  # the setting, and the flag over it
     assert urls() == looked and urls("--no-rerank") == plain
+
+
+def test_searches_on_several_threads_at_once_answer_as_one_at_a_time(topics, make_deps):
+    # A server answers on several threads, which share the kept passage vectors.
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    _deps, _site = topics
+    looking = make_deps(rerank="minilm")
+    rerank.forget()
+    questions = list(QUESTIONS)[:8]
+    alone = {q: search(looking, q, site_domain=SITE, limit=5)["results"] for q in questions}
+    rerank.forget()
+    jobs = [(contextvars.copy_context(), q) for q in questions * 2]  # each in the caller's tenant scope
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(
+            lambda job: job[0].run(search, looking, job[1], site_domain=SITE, limit=5)["results"], jobs))
+    assert together == [alone[q] for q in questions * 2]

@@ -22,6 +22,7 @@ costs only the pages it has not seen.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ _PASSAGE_TEXTS = sa.text(
     " JOIN knowledge.canonical_texts t ON t.text_hash = c.text_hash")
 
 _kept: OrderedDict[tuple[str, str, int], list[float]] = OrderedDict()
+_kept_lock = threading.Lock()  # a server's request threads share the kept vectors
 
 
 def _passages(page: RankedPage, pool: Pool) -> list[Candidate]:
@@ -61,21 +63,24 @@ def _passages(page: RankedPage, pool: Pool) -> list[Candidate]:
 
 def _vectors(conn: Connection, model: Embedder, keys: list[tuple[str, int]]) -> dict[tuple[str, int], list[float]]:
     """MiniLM's vector of each chunk key: kept ones from memory, the others read and embedded now."""
-    missing = [k for k in keys if (model.model, *k) not in _kept]
+    out: dict[tuple[str, int], list[float]] = {}
+    with _kept_lock:
+        for key in keys:
+            vector = _kept.get((model.model, *key))
+            if vector is not None:
+                _kept.move_to_end((model.model, *key))
+                out[key] = vector
+    missing = [k for k in keys if k not in out]
     if missing:
         rows = conn.execute(_PASSAGE_TEXTS, {"h": [k[0] for k in missing], "o": [k[1] for k in missing]}).all()
         read = {(str(r[0]), int(r[1])): f"{r[2]}\n{r[3]}" if r[2] else str(r[3]) for r in rows}
         found = [k for k in missing if k in read]
-        for key, vector in zip(found, model.embed([read[k] for k in found]), strict=True):
-            _kept[(model.model, *key)] = vector
-        while len(_kept) > KEPT:
-            _kept.popitem(last=False)
-    out = {}
-    for key in keys:
-        vector = _kept.get((model.model, *key))
-        if vector is not None:
-            _kept.move_to_end((model.model, *key))
-            out[key] = vector
+        out.update(zip(found, model.embed([read[k] for k in found]), strict=True))
+        with _kept_lock:
+            for key in found:
+                _kept[(model.model, *key)] = out[key]
+            while len(_kept) > KEPT:
+                _kept.popitem(last=False)
     return out
 
 
@@ -102,4 +107,5 @@ def rerank(conn: Connection, model: Embedder, query: str, ranked: list[RankedPag
 
 def forget() -> None:
     """Drop the kept passage vectors (tests)."""
-    _kept.clear()
+    with _kept_lock:
+        _kept.clear()
