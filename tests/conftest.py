@@ -28,7 +28,8 @@ TEMPLATE_DB = "gleaner_template"
 
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM (a CI timeout, ``kill``, infra/dev.sh passing on a stop) ends the run as Ctrl-C does:
-    session fixtures tear down, so the embedded PostgreSQL they started is stopped, not left running."""
+    session fixtures tear down, so the embedded PostgreSQL they started is stopped, not left running;
+    and SIGINT is never left ignored for the processes tests start."""
     import signal
 
     def interrupt(_signo: int, _frame: Any) -> None:
@@ -36,6 +37,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, interrupt)
+    # A run started from a background job of a non-interactive shell (`nohup bash .ci/run &`) inherits
+    # SIGINT ignored, which no shell `trap` can undo, and passes that on to every process it starts: a
+    # `gleaner serve` a test stops with SIGINT would never stop. Handled here, it is the default again
+    # in every child (an exec resets handled signals, never ignored ones).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")
