@@ -109,5 +109,9 @@ def chunk_text(text: bytes, spans: Iterable[Sequence[object]], max_tokens: int =
 
 def embedding_input(text: bytes, chunk: Chunk) -> str:
     """What the model reads for a chunk: its section heading, then its own text."""
-    body = text[chunk.start:chunk.end].decode("utf-8", "replace")
-    return f"{chunk.heading}\n{body}" if chunk.heading else body
+    return model_reading(chunk.heading, text[chunk.start:chunk.end].decode("utf-8", "replace"))
+
+
+def model_reading(heading: str, body: str) -> str:
+    """A chunk as a model reads it, from its heading and its own text (see embedding_input)."""
+    return f"{heading}\n{body}" if heading else body

@@ -42,9 +42,11 @@ _DOCUMENTS = (
 _EVERY_TEXT = "CAST(NULL AS text[])"
 _GIVEN_TEXTS = "CAST(:h AS text[])"
 _VISIBLE_TEXTS = f"ARRAY(SELECT DISTINCT v.text_hash FROM ({_DOCUMENTS}) v)"
+# A byte range of a canonical text ``t`` as text ({start} and {end}: SQL expressions of the range).
+TEXT_SLICE = "convert_from(substring(convert_to(t.body, 'UTF8') FROM {start} + 1 FOR {end} - {start}), 'UTF8')"
 # The answer's passages: each one's version and verbatim bytes.
 _PASSAGES = sa.text(
-    "SELECT p.i, s.version, convert_from(substring(convert_to(t.body, 'UTF8') FROM p.s + 1 FOR p.e - p.s), 'UTF8')"
+    "SELECT p.i, s.version, " + TEXT_SLICE.format(start="p.s", end="p.e") +
     " FROM unnest(CAST(:snapshots AS uuid[]), CAST(:h AS text[]), CAST(:starts AS int[]), CAST(:ends AS int[]))"
     "   WITH ORDINALITY p(snapshot_id, text_hash, s, e, i)"
     " JOIN knowledge.document_snapshots s ON s.id = p.snapshot_id"

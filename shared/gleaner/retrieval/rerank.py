@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from gleaner.retrieval.chunks import model_reading
+from gleaner.retrieval.hybrid import TEXT_SLICE
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
@@ -43,9 +46,8 @@ KEPT = 20_000  # passage vectors kept per process (384 floats each: about 30 MB 
 
 # Each passage as the model reads a chunk: its heading, then its bytes (gleaner.retrieval.chunks).
 _PASSAGE_TEXTS = sa.text(
-    "SELECT c.text_hash, c.ordinal, COALESCE(c.heading, ''),"
-    " convert_from(substring(convert_to(t.body, 'UTF8') FROM c.chunk_start + 1 FOR c.chunk_end - c.chunk_start),"
-    " 'UTF8')"
+    "SELECT c.text_hash, c.ordinal, COALESCE(c.heading, ''), "
+    + TEXT_SLICE.format(start="c.chunk_start", end="c.chunk_end") +
     " FROM unnest(CAST(:h AS text[]), CAST(:o AS int[])) k(text_hash, ordinal)"
     " JOIN knowledge.text_chunks c ON c.text_hash = k.text_hash AND c.ordinal = k.ordinal"
     " JOIN knowledge.canonical_texts t ON t.text_hash = c.text_hash")
@@ -73,7 +75,7 @@ def _vectors(conn: Connection, model: Embedder, keys: list[tuple[str, int]]) -> 
     missing = [k for k in keys if k not in out]
     if missing:
         rows = conn.execute(_PASSAGE_TEXTS, {"h": [k[0] for k in missing], "o": [k[1] for k in missing]}).all()
-        read = {(str(r[0]), int(r[1])): f"{r[2]}\n{r[3]}" if r[2] else str(r[3]) for r in rows}
+        read = {(str(r[0]), int(r[1])): model_reading(str(r[2]), str(r[3])) for r in rows}
         found = [k for k in missing if k in read]
         out.update(zip(found, model.embed([read[k] for k in found]), strict=True))
         with _kept_lock:
