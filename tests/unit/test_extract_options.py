@@ -38,3 +38,22 @@ def test_pages_do_not_share_one_options_object() -> None:
     first, second = _options("https://example.org/1"), _options("https://example.org/2")
     assert first is not second and first.url == "https://example.org/1" and second.url == "https://example.org/2"
     assert first.date_params is not second.date_params
+
+
+def test_a_process_running_past_midnight_reads_dates_as_of_today(monkeypatch) -> None:
+    # The template is built once per process; the latest date a page may carry is the day of each page.
+    import datetime as real
+
+    import trafilatura.settings
+
+    _options("https://example.org/first")  # the template, built "yesterday"
+
+    class Tomorrow(real.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real.datetime.now(tz) + real.timedelta(days=1)
+
+    monkeypatch.setattr(trafilatura.settings, "datetime", Tomorrow)
+    built = _options("https://example.org/a").date_params
+    assert built == _by_keywords("https://example.org/a").date_params
+    assert built["max_date"] == (real.datetime.now().astimezone() + real.timedelta(days=1)).strftime("%Y-%m-%d")

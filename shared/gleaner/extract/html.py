@@ -151,7 +151,7 @@ def _options(url: str | None) -> Extractor:
     deduplicate=False)`` would build, as a copy of one template with the page's URL set as Extractor
     sets it (tests/unit/test_extract_options.py compares the two field by field)."""
     global _TEMPLATE
-    from trafilatura.settings import Extractor
+    from trafilatura.settings import Extractor, set_date_params
 
     if _TEMPLATE is None:
         _TEMPLATE = Extractor(output_format="markdown", tables=True, formatting=True, links=False, comments=False,
@@ -159,7 +159,9 @@ def _options(url: str | None) -> Extractor:
     options = object.__new__(Extractor)
     for name in Extractor.__slots__:
         setattr(options, name, getattr(_TEMPLATE, name))
-    options.date_params = dict(options.date_params)  # nothing of one page's run reaches the next
+    # A copy (nothing of one page's run reaches the next) with today's latest date, as Extractor sets it per
+    # call: a process running past midnight would otherwise keep the day it started.
+    options.date_params = set_date_params(bool(_TEMPLATE.date_params.get("extensive_search", True)))
     options.url = url
     options.source = url and url.encode("utf-8", "replace").decode("utf-8")
     return options
